@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdmadl/loader.h - what rdmadl's run-time loader found.
+ *
+ * rdmadl dlopens libibverbs.so.1 and librdmacm.so.1 at start-up (and, thread-
+ * safely, on first use) and binds every public symbol at its exact version
+ * node. This C header reports the outcome. It includes no rdma-core header.
+ *
+ * Environment (read with secure_getenv, so set-uid programs ignore it):
+ *   RDMADL_IBVERBS_PATH  file to load instead of libibverbs.so.1
+ *   RDMADL_RDMACM_PATH   file to load instead of librdmacm.so.1
+ *   RDMADL_DISABLE=1     behave exactly as if no RDMA stack were installed
+ *   RDMADL_DEBUG=1       log each resolution step to stderr
+ *
+ * All functions are thread-safe, never fail, and load the libraries first if
+ * that has not happened yet. Returned strings live as long as the process.
+ */
+#ifndef RDMADL_LOADER_H
+#define RDMADL_LOADER_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(RDMADL_BUILDING)
+#define RDMADL_API __attribute__((visibility("default")))
+#else
+#define RDMADL_API
+#endif
+
+typedef enum rdmadl_lib {
+  RDMADL_LIB_IBVERBS = 0, /* libibverbs.so.1 */
+  RDMADL_LIB_RDMACM = 1   /* librdmacm.so.1 */
+} rdmadl_lib;
+
+typedef enum rdmadl_state {
+  RDMADL_STATE_DISABLED = 0,     /* RDMADL_DISABLE=1 */
+  RDMADL_STATE_NOT_FOUND = 1,    /* no such file (or not on the search path) */
+  RDMADL_STATE_LOAD_FAILED = 2,  /* the file exists but dlopen failed */
+  RDMADL_STATE_INCOMPATIBLE = 3, /* loaded, but not a usable rdma-core library
+                                    (wrong soname, rdmadl itself, no symbol at
+                                    any expected version node) */
+  RDMADL_STATE_SKIPPED = 4,      /* librdmacm only: libibverbs is unusable */
+  RDMADL_STATE_LOADED = 5,       /* every symbol resolved */
+  RDMADL_STATE_PARTIAL = 6       /* loaded; some symbols missing (older
+                                    release): those fail with EOPNOTSUPP */
+} rdmadl_state;
+
+/* What the whole stack can do, beyond the libraries. */
+typedef enum rdmadl_stack {
+  RDMADL_STACK_DISABLED = 0,          /* RDMADL_DISABLE=1 */
+  RDMADL_STACK_NO_LIBRARY = 1,        /* libibverbs unusable (see its state) */
+  RDMADL_STACK_NO_KERNEL_SUPPORT = 2, /* library loaded, kernel has no RDMA
+                                         (ibv_get_device_list: ENOSYS) */
+  RDMADL_STACK_NO_DEVICES = 3,        /* kernel support, zero devices */
+  RDMADL_STACK_READY = 4              /* at least one device */
+} rdmadl_stack;
+
+/* Loads both libraries if not done yet. Returns 0 when libibverbs is usable
+ * (LOADED or PARTIAL), else EOPNOTSUPP. Never sets errno. */
+RDMADL_API int rdmadl_load(void);
+
+/* State of one library. */
+RDMADL_API rdmadl_state rdmadl_lib_state(rdmadl_lib lib);
+/* A stable lower-case name for a state ("loaded", "not-found", ...). */
+RDMADL_API const char *rdmadl_state_name(rdmadl_state state);
+/* The file name or path that was requested ("libibverbs.so.1" or the override). */
+RDMADL_API const char *rdmadl_lib_requested(rdmadl_lib lib);
+/* Real path of the file actually loaded, or NULL when nothing was loaded. */
+RDMADL_API const char *rdmadl_lib_path(rdmadl_lib lib);
+/* The dlerror() text (or rdmadl's own reason) of the failure, or NULL. */
+RDMADL_API const char *rdmadl_lib_error(rdmadl_lib lib);
+/* Highest version node the loaded file defines ("IBVERBS_1.14"), or NULL. */
+RDMADL_API const char *rdmadl_lib_version_node(rdmadl_lib lib);
+/* Number of public symbols rdmadl binds for this library (95 / 74). */
+RDMADL_API size_t rdmadl_lib_symbol_count(rdmadl_lib lib);
+/* Number of those not resolved (all of them when nothing was loaded). */
+RDMADL_API size_t rdmadl_lib_missing_count(rdmadl_lib lib);
+/* The i-th missing symbol's name (0 <= i < missing_count), else NULL. */
+RDMADL_API const char *rdmadl_lib_missing_symbol(rdmadl_lib lib, size_t i);
+
+/* Per-symbol query: 1 if NAME resolved, 0 if it is a known symbol that did
+ * not, -1 if rdmadl does not know NAME. When NODE is non-NULL it receives the
+ * version node NAME is bound at ("IBVERBS_1.1"), for known names. */
+RDMADL_API int rdmadl_symbol_status(const char *name, const char **node);
+/* The i-th known symbol (0 <= i < 169), else NULL. LIB may be NULL. */
+RDMADL_API const char *rdmadl_symbol_name(size_t i, rdmadl_lib *lib);
+
+/* Asks libibverbs for its device list (once per call) and classifies it. */
+RDMADL_API rdmadl_stack rdmadl_stack_state(void);
+RDMADL_API const char *rdmadl_stack_name(rdmadl_stack stack);
+
+/* One human-readable sentence saying why RDMA is or is not usable, e.g.
+ * "libibverbs.so.1 not found: libibverbs.so.1: cannot open shared object
+ * file: No such file or directory". Based on the libraries only. */
+RDMADL_API const char *rdmadl_reason(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RDMADL_LOADER_H */

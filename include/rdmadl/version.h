@@ -1,0 +1,8 @@
+/* SPDX-License-Identifier: MIT */
+/* rdmadl's version, written once here; CMake parses it. */
+#ifndef RDMADL_VERSION_H
+#define RDMADL_VERSION_H
+#define RDMADL_VERSION_MAJOR 0
+#define RDMADL_VERSION_MINOR 1
+#define RDMADL_VERSION_PATCH 0
+#endif

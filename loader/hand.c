@@ -1,0 +1,294 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The HAND entries of symbols.def: stubs whose failure or fallback needs more
+ * than the generated form. Compiled in both modes, like stubs.c.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <net/if.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+#include <rdma/rsocket.h>
+
+#include "extra_decls.h"
+#include "internal.h"
+
+#undef ibv_get_device_list
+#undef ibv_reg_mr
+
+#define RDMADL_FN(name) ((__typeof__(&name))rdmadl_load_fn(RDMADL_IDX_##name))
+
+/* Same contract as ibv_get_device_list(3), and *num_devices = 0 on failure. */
+RDMADL_STUB_API struct ibv_device **RDMADL_NAME(ibv_get_device_list)(int *num_devices) {
+  __typeof__(&ibv_get_device_list) f = RDMADL_FN(ibv_get_device_list);
+  if (f)
+    return f(num_devices);
+  if (num_devices)
+    *num_devices = 0;
+  errno = EOPNOTSUPP;
+  return NULL;
+}
+
+/* rdma-core 65.0's ibv_reg_mr() inline calls ibv_reg_mr_iova2 (IBVERBS_1.8).
+ * On an older library, iova == addr is exactly what ibv_reg_mr always did. */
+RDMADL_STUB_API struct ibv_mr *RDMADL_NAME(ibv_reg_mr_iova2)(struct ibv_pd *pd, void *addr,
+                                                             size_t length, uint64_t iova,
+                                                             unsigned int access) {
+  __typeof__(&ibv_reg_mr_iova2) f = RDMADL_FN(ibv_reg_mr_iova2);
+  if (f)
+    return f(pd, addr, length, iova, access);
+  __typeof__(&ibv_reg_mr) old = RDMADL_FN(ibv_reg_mr);
+  if (old && iova == (uint64_t)(uintptr_t)addr)
+    return old(pd, addr, length, (int)access);
+  errno = EOPNOTSUPP;
+  return NULL;
+}
+
+/* Reads one GID attribute the way libibverbs < 1.11 users did: from sysfs. */
+static int gid_attr(struct ibv_context *ctx, uint32_t port, uint32_t index, const char *what,
+                    char *buf, size_t size) {
+  __typeof__(&ibv_get_device_name) name = RDMADL_FN(ibv_get_device_name);
+  const char *dev = name ? name(ctx->device) : NULL;
+  if (!dev)
+    return -1;
+  char path[256];
+  snprintf(path, sizeof path, "/sys/class/infiniband/%s/ports/%u/gid_attrs/%s/%u", dev, port, what,
+           index);
+  FILE *f = fopen(path, "re");
+  if (!f)
+    return -1;
+  size_t n = fread(buf, 1, size - 1, f);
+  fclose(f);
+  while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+    n--;
+  buf[n] = '\0';
+  return 0;
+}
+
+/* One GID entry from ibv_query_gid + sysfs. Returns 0 or an errno value. */
+static int gid_entry_fallback(struct ibv_context *ctx, uint32_t port, uint32_t index,
+                              struct ibv_gid_entry *entry) {
+  __typeof__(&ibv_query_gid) query = RDMADL_FN(ibv_query_gid);
+  __typeof__(&ibv_query_port) qport = RDMADL_FN(ibv_query_port);
+  if (!query || !qport)
+    return EOPNOTSUPP;
+  struct ibv_port_attr pattr;
+  memset(&pattr, 0, sizeof pattr);
+  if (qport(ctx, (uint8_t)port, (struct _compat_ibv_port_attr *)&pattr))
+    return errno ? errno : EINVAL;
+  if (index >= (uint32_t)pattr.gid_tbl_len)
+    return EINVAL;
+  memset(entry, 0, sizeof *entry);
+  if (query(ctx, (uint8_t)port, (int)index, &entry->gid))
+    return errno ? errno : EINVAL;
+  static const union ibv_gid zero;
+  if (memcmp(&entry->gid, &zero, sizeof zero) == 0)
+    return ENODATA;
+  entry->gid_index = index;
+  entry->port_num = port;
+  char buf[64];
+  if (pattr.link_layer != IBV_LINK_LAYER_ETHERNET) {
+    entry->gid_type = IBV_GID_TYPE_IB;
+  } else if (gid_attr(ctx, port, index, "types", buf, sizeof buf) == 0) {
+    entry->gid_type = strcmp(buf, "RoCE v2") == 0 ? IBV_GID_TYPE_ROCE_V2 : IBV_GID_TYPE_ROCE_V1;
+    if (gid_attr(ctx, port, index, "ndevs", buf, sizeof buf) == 0)
+      entry->ndev_ifindex = if_nametoindex(buf);
+  } else {
+    entry->gid_type = IBV_GID_TYPE_ROCE_V1;
+  }
+  return 0;
+}
+
+/* Behind ibv_query_gid_ex() (IBVERBS_1.11); falls back to ibv_query_gid. */
+RDMADL_STUB_API int RDMADL_NAME(_ibv_query_gid_ex)(struct ibv_context *context, uint32_t port_num,
+                                                   uint32_t gid_index, struct ibv_gid_entry *entry,
+                                                   uint32_t flags, size_t entry_size) {
+  __typeof__(&_ibv_query_gid_ex) f = RDMADL_FN(_ibv_query_gid_ex);
+  if (f)
+    return f(context, port_num, gid_index, entry, flags, entry_size);
+  if (!RDMADL_FN(ibv_query_gid)) {
+    errno = EOPNOTSUPP;
+    return EOPNOTSUPP;
+  }
+  if (flags || entry_size < sizeof *entry)
+    return EINVAL;
+  return gid_entry_fallback(context, port_num, gid_index, entry);
+}
+
+/* Behind ibv_query_gid_table() (IBVERBS_1.11); falls back to walking every
+ * port's table with ibv_query_gid. Returns entries read or -errno. */
+RDMADL_STUB_API ssize_t RDMADL_NAME(_ibv_query_gid_table)(struct ibv_context *context,
+                                                          struct ibv_gid_entry *entries,
+                                                          size_t max_entries, uint32_t flags,
+                                                          size_t entry_size) {
+  __typeof__(&_ibv_query_gid_table) f = RDMADL_FN(_ibv_query_gid_table);
+  if (f)
+    return f(context, entries, max_entries, flags, entry_size);
+  __typeof__(&ibv_query_device) qdev = RDMADL_FN(ibv_query_device);
+  if (!qdev || !RDMADL_FN(ibv_query_gid)) {
+    errno = EOPNOTSUPP;
+    return -EOPNOTSUPP;
+  }
+  if (flags || entry_size < sizeof *entries)
+    return -EINVAL;
+  struct ibv_device_attr dattr;
+  int ret = qdev(context, &dattr);
+  if (ret)
+    return -ret;
+  size_t n = 0;
+  for (uint32_t port = 1; port <= dattr.phys_port_cnt; port++) {
+    for (uint32_t i = 0;; i++) {
+      struct ibv_gid_entry e;
+      ret = gid_entry_fallback(context, port, i, &e);
+      if (ret == EINVAL)
+        break; /* past the end of this port's table */
+      if (ret == ENODATA)
+        continue; /* an empty slot: ibv_query_gid_table skips them too */
+      if (ret)
+        return -ret;
+      if (n == max_entries)
+        return -EINVAL;
+      memcpy((char *)entries + n * entry_size, &e, sizeof e);
+      n++;
+    }
+  }
+  return (ssize_t)n;
+}
+
+/* fcntl-style varargs: the optional argument is forwarded as a pointer-sized
+ * value, which is how every rfcntl command reads it. */
+RDMADL_STUB_API int RDMADL_NAME(rfcntl)(int socket, int cmd, ...) {
+  va_list ap;
+  va_start(ap, cmd);
+  void *arg = va_arg(ap, void *);
+  va_end(ap);
+  int (*f)(int, int, ...) = (int (*)(int, int, ...))rdmadl_load_fn(RDMADL_IDX_rfcntl);
+  if (f)
+    return f(socket, cmd, arg);
+  errno = EOPNOTSUPP;
+  return -1;
+}
+
+/* Deprecated and bound only as the non-default IBVERBS_1.1 entry. */
+RDMADL_STUB_API void RDMADL_NAME(ibv_register_driver)(const char *name,
+                                                      rdmadl_ibv_driver_init_func init_func) {
+  __typeof__(&ibv_register_driver) f = RDMADL_FN(ibv_register_driver);
+  if (f)
+    f(name, init_func);
+  else
+    errno = EOPNOTSUPP;
+}
+
+/* The string functions keep working without a library: the same strings
+ * rdma-core returns, "unknown" (or "UNKNOWN EVENT") outside the enum. */
+#define RDMADL_STR_STUB(name, type, table, unknown)                                                \
+  RDMADL_STUB_API const char *RDMADL_NAME(name)(type value) {                                      \
+    __typeof__(&name) f = RDMADL_FN(name);                                                         \
+    if (f)                                                                                         \
+      return f(value);                                                                             \
+    if ((unsigned)value < sizeof table / sizeof table[0] && table[value])                          \
+      return table[value];                                                                         \
+    return unknown;                                                                                \
+  }
+
+static const char *const wc_status_strs[] = {
+    [IBV_WC_SUCCESS] = "success",
+    [IBV_WC_LOC_LEN_ERR] = "local length error",
+    [IBV_WC_LOC_QP_OP_ERR] = "local QP operation error",
+    [IBV_WC_LOC_EEC_OP_ERR] = "local EE context operation error",
+    [IBV_WC_LOC_PROT_ERR] = "local protection error",
+    [IBV_WC_WR_FLUSH_ERR] = "Work Request Flushed Error",
+    [IBV_WC_MW_BIND_ERR] = "memory management operation error",
+    [IBV_WC_BAD_RESP_ERR] = "bad response error",
+    [IBV_WC_LOC_ACCESS_ERR] = "local access error",
+    [IBV_WC_REM_INV_REQ_ERR] = "remote invalid request error",
+    [IBV_WC_REM_ACCESS_ERR] = "remote access error",
+    [IBV_WC_REM_OP_ERR] = "remote operation error",
+    [IBV_WC_RETRY_EXC_ERR] = "transport retry counter exceeded",
+    [IBV_WC_RNR_RETRY_EXC_ERR] = "RNR retry counter exceeded",
+    [IBV_WC_LOC_RDD_VIOL_ERR] = "local RDD violation error",
+    [IBV_WC_REM_INV_RD_REQ_ERR] = "remote invalid RD request",
+    [IBV_WC_REM_ABORT_ERR] = "aborted error",
+    [IBV_WC_INV_EECN_ERR] = "invalid EE context number",
+    [IBV_WC_INV_EEC_STATE_ERR] = "invalid EE context state",
+    [IBV_WC_FATAL_ERR] = "fatal error",
+    [IBV_WC_RESP_TIMEOUT_ERR] = "response timeout error",
+    [IBV_WC_GENERAL_ERR] = "general error",
+    [IBV_WC_TM_ERR] = "TM error",
+    [IBV_WC_TM_RNDV_INCOMPLETE] = "TM software rendezvous",
+};
+RDMADL_STR_STUB(ibv_wc_status_str, enum ibv_wc_status, wc_status_strs, "unknown")
+
+static const char *const event_type_strs[] = {
+    [IBV_EVENT_CQ_ERR] = "CQ error",
+    [IBV_EVENT_QP_FATAL] = "local work queue catastrophic error",
+    [IBV_EVENT_QP_REQ_ERR] = "invalid request local work queue error",
+    [IBV_EVENT_QP_ACCESS_ERR] = "local access violation work queue error",
+    [IBV_EVENT_COMM_EST] = "communication established",
+    [IBV_EVENT_SQ_DRAINED] = "send queue drained",
+    [IBV_EVENT_PATH_MIG] = "path migrated",
+    [IBV_EVENT_PATH_MIG_ERR] = "path migration request error",
+    [IBV_EVENT_DEVICE_FATAL] = "local catastrophic error",
+    [IBV_EVENT_PORT_ACTIVE] = "port active",
+    [IBV_EVENT_PORT_ERR] = "port error",
+    [IBV_EVENT_LID_CHANGE] = "LID change",
+    [IBV_EVENT_PKEY_CHANGE] = "P_Key change",
+    [IBV_EVENT_SM_CHANGE] = "SM change",
+    [IBV_EVENT_SRQ_ERR] = "SRQ catastrophic error",
+    [IBV_EVENT_SRQ_LIMIT_REACHED] = "SRQ limit reached",
+    [IBV_EVENT_QP_LAST_WQE_REACHED] = "last WQE reached",
+    [IBV_EVENT_CLIENT_REREGISTER] = "client reregistration",
+    [IBV_EVENT_GID_CHANGE] = "GID table change",
+    [IBV_EVENT_WQ_FATAL] = "WQ fatal",
+    [IBV_EVENT_DEVICE_SPEED_CHANGE] = "device speed change",
+};
+RDMADL_STR_STUB(ibv_event_type_str, enum ibv_event_type, event_type_strs, "unknown")
+
+static const char *const node_type_strs[] = {
+    [IBV_NODE_CA] = "InfiniBand channel adapter",
+    [IBV_NODE_SWITCH] = "InfiniBand switch",
+    [IBV_NODE_ROUTER] = "InfiniBand router",
+    [IBV_NODE_RNIC] = "iWARP NIC",
+    [IBV_NODE_USNIC] = "usNIC",
+    [IBV_NODE_USNIC_UDP] = "usNIC UDP",
+    [IBV_NODE_UNSPECIFIED] = "unspecified",
+};
+RDMADL_STR_STUB(ibv_node_type_str, enum ibv_node_type, node_type_strs, "unknown")
+
+static const char *const port_state_strs[] = {
+    [IBV_PORT_NOP] = "no state change (NOP)",
+    [IBV_PORT_DOWN] = "down",
+    [IBV_PORT_INIT] = "init",
+    [IBV_PORT_ARMED] = "armed",
+    [IBV_PORT_ACTIVE] = "active",
+    [IBV_PORT_ACTIVE_DEFER] = "active defer",
+};
+RDMADL_STR_STUB(ibv_port_state_str, enum ibv_port_state, port_state_strs, "unknown")
+
+#define RDMADL_CM_EVENT(e) [e] = #e
+static const char *const cm_event_strs[] = {
+    RDMADL_CM_EVENT(RDMA_CM_EVENT_ADDR_RESOLVED),
+    RDMADL_CM_EVENT(RDMA_CM_EVENT_ADDR_ERROR),
+    RDMADL_CM_EVENT(RDMA_CM_EVENT_ROUTE_RESOLVED),
+    RDMADL_CM_EVENT(RDMA_CM_EVENT_ROUTE_ERROR),
+    RDMADL_CM_EVENT(RDMA_CM_EVENT_CONNECT_REQUEST),
+    RDMADL_CM_EVENT(RDMA_CM_EVENT_CONNECT_RESPONSE),
+    RDMADL_CM_EVENT(RDMA_CM_EVENT_CONNECT_ERROR),
+    RDMADL_CM_EVENT(RDMA_CM_EVENT_UNREACHABLE),
+    RDMADL_CM_EVENT(RDMA_CM_EVENT_REJECTED),
+    RDMADL_CM_EVENT(RDMA_CM_EVENT_ESTABLISHED),
+    RDMADL_CM_EVENT(RDMA_CM_EVENT_DISCONNECTED),
+    RDMADL_CM_EVENT(RDMA_CM_EVENT_DEVICE_REMOVAL),
+    RDMADL_CM_EVENT(RDMA_CM_EVENT_MULTICAST_JOIN),
+    RDMADL_CM_EVENT(RDMA_CM_EVENT_MULTICAST_ERROR),
+    RDMADL_CM_EVENT(RDMA_CM_EVENT_ADDR_CHANGE),
+    RDMADL_CM_EVENT(RDMA_CM_EVENT_TIMEWAIT_EXIT),
+    RDMADL_CM_EVENT(RDMA_CM_EVENT_ADDRINFO_RESOLVED),
+    RDMADL_CM_EVENT(RDMA_CM_EVENT_ADDRINFO_ERROR),
+};
+RDMADL_STR_STUB(rdma_event_str, enum rdma_cm_event_type, cm_event_strs, "UNKNOWN EVENT")

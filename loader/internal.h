@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internal to the loader: the dispatch table derived from symbols.def.
+ * Nothing here is exported from any rdmadl library.
+ */
+#ifndef RDMADL_LOADER_INTERNAL_H
+#define RDMADL_LOADER_INTERNAL_H
+
+#include <stddef.h>
+
+#define RDMADL_HIDDEN __attribute__((visibility("hidden")))
+
+enum rdmadl_sym_index {
+#define RDMADL_SYM(lib, minor, fail, impl, ret, name, params, args) RDMADL_IDX_##name,
+#include "symbols.def"
+#undef RDMADL_SYM
+  RDMADL_NSYMS
+};
+
+enum rdmadl_fail {
+  RDMADL_FAIL_NULLPTR,
+  RDMADL_FAIL_M1,
+  RDMADL_FAIL_ERRNO,
+  RDMADL_FAIL_NEGERRNO,
+  RDMADL_FAIL_ZERO,
+  RDMADL_FAIL_VOID,
+  RDMADL_FAIL_STR
+};
+
+struct rdmadl_sym_meta {
+  const char *name;
+  const char *node;
+  unsigned char lib; /* rdmadl_lib */
+  unsigned char minor;
+  unsigned char fail; /* enum rdmadl_fail */
+};
+
+RDMADL_HIDDEN extern const struct rdmadl_sym_meta rdmadl_sym_meta[RDMADL_NSYMS];
+
+/* Resolved function per symbol, NULL until loaded or when missing. Written
+ * once by the loader with release ordering. */
+RDMADL_HIDDEN extern void *rdmadl_fn[RDMADL_NSYMS];
+
+/* Loads if needed; returns the resolved function or NULL (missing, stack
+ * absent). Preserves errno. */
+RDMADL_HIDDEN void *rdmadl_resolve_slow(enum rdmadl_sym_index idx);
+
+static inline void *rdmadl_load_fn(enum rdmadl_sym_index idx) {
+  void *f = __atomic_load_n(&rdmadl_fn[idx], __ATOMIC_ACQUIRE);
+  if (__builtin_expect(f == NULL, 0))
+    f = rdmadl_resolve_slow(idx);
+  return f;
+}
+
+/* Names of the stubs: the real ones in the drop-in libraries, rdmadl_sym_*
+ * (hidden) in the internal loader that the C++ API uses. */
+#ifdef RDMADL_DROPIN
+#define RDMADL_NAME(name) name
+#define RDMADL_STUB_API __attribute__((visibility("default")))
+#else
+#define RDMADL_NAME(name) rdmadl_sym_##name
+#define RDMADL_STUB_API RDMADL_HIDDEN
+#endif
+
+#endif /* RDMADL_LOADER_INTERNAL_H */
