@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * loader_diag LIST - compares what rdmadl resolved with the running release's
+ * real exports. LIST (generated on the host with readelf from the suite's
+ * libibverbs.so.1 and librdmacm.so.1) holds "name node" per exported symbol
+ * that rdmadl knows, and "@node LIB NODE" for each library's highest node.
+ * With --absent (no LIST): every symbol must be unresolved and the
+ * diagnostics must say libibverbs.so.1 was not found.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdmadl/loader.h>
+
+#include "common.h"
+
+enum { MAX_SYMS = 512 };
+
+struct expect {
+  char name[64];
+  char node[64];
+  int seen;
+};
+
+static struct expect exp_syms[MAX_SYMS];
+static int n_exp;
+static char exp_node[2][64];
+
+static int read_list(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    perror(path);
+    return -1;
+  }
+  char line[256], a[64], b[64], c[64];
+  while (fgets(line, sizeof line, f)) {
+    if (sscanf(line, "@node %63s %63s", a, b) == 2) {
+      int lib = strcmp(a, "librdmacm") == 0;
+      snprintf(exp_node[lib], sizeof exp_node[lib], "%s", b);
+    } else if (sscanf(line, "%63s %63s %63s", a, b, c) == 2 && a[0] != '#' && n_exp < MAX_SYMS) {
+      snprintf(exp_syms[n_exp].name, sizeof exp_syms[n_exp].name, "%s", a);
+      snprintf(exp_syms[n_exp].node, sizeof exp_syms[n_exp].node, "%s", b);
+      n_exp++;
+    }
+  }
+  fclose(f);
+  return n_exp > 0 ? 0 : -1;
+}
+
+static struct expect *find(const char *name) {
+  for (int i = 0; i < n_exp; i++)
+    if (strcmp(exp_syms[i].name, name) == 0)
+      return &exp_syms[i];
+  return NULL;
+}
+
+static const char *const lib_names[2] = {"libibverbs", "librdmacm"};
+
+static void print_libs(void) {
+  for (int l = 0; l < 2; l++) {
+    const char *p = rdmadl_lib_path((rdmadl_lib)l), *n = rdmadl_lib_version_node((rdmadl_lib)l);
+    printf("loader_diag: %s: %s, %s, highest node %s, %zu of %zu symbols missing\n", lib_names[l],
+           rdmadl_state_name(rdmadl_lib_state((rdmadl_lib)l)), p ? p : "(nothing loaded)",
+           n ? n : "(none)", rdmadl_lib_missing_count((rdmadl_lib)l),
+           rdmadl_lib_symbol_count((rdmadl_lib)l));
+  }
+  printf("loader_diag: reason: %s\n", rdmadl_reason());
+}
+
+static int absent(void) {
+  struct t_dev d;
+  t_open(&d); /* prints loader_diag.absent */
+  size_t unresolved = 0, total = 0;
+  const char *name;
+  for (size_t i = 0; (name = rdmadl_symbol_name(i, NULL)) != NULL; i++, total++)
+    unresolved += rdmadl_symbol_status(name, NULL) == 0;
+  rdmadl_state cm = rdmadl_lib_state(RDMADL_LIB_RDMACM);
+  t_check("diag.absent.symbols",
+          total > 0 && unresolved == total &&
+              rdmadl_lib_missing_count(RDMADL_LIB_IBVERBS) ==
+                  rdmadl_lib_symbol_count(RDMADL_LIB_IBVERBS) &&
+              !rdmadl_lib_path(RDMADL_LIB_IBVERBS) &&
+              (cm == RDMADL_STATE_SKIPPED || cm == RDMADL_STATE_NOT_FOUND),
+          "%zu of %zu unresolved, librdmacm %s", unresolved, total, rdmadl_state_name(cm));
+  return t_exit();
+}
+
+int main(int argc, char **argv) {
+  t_init(argc, argv, "loader_diag");
+  print_libs();
+  if (t_absent())
+    return absent();
+  if (argc < 2 || read_list(argv[1]) != 0) {
+    t_check("diag.list", false, "usage: loader_diag EXPECTED-LIST (readable, non-empty)");
+    return t_exit();
+  }
+  for (int l = 0; l < 2; l++) {
+    char name[64];
+    rdmadl_state st = rdmadl_lib_state((rdmadl_lib)l);
+    const char *node = rdmadl_lib_version_node((rdmadl_lib)l);
+    snprintf(name, sizeof name, "diag.%s.loaded", lib_names[l]);
+    t_check(name, st == RDMADL_STATE_LOADED || st == RDMADL_STATE_PARTIAL, "state %s: %s",
+            rdmadl_state_name(st), rdmadl_lib_error((rdmadl_lib)l));
+    snprintf(name, sizeof name, "diag.%s.node", lib_names[l]);
+    t_check(name, node && strcmp(node, exp_node[l]) == 0, "highest node %s, readelf says %s",
+            node ? node : "(null)", exp_node[l]);
+  }
+  /* Resolved set == exported set, each at the node readelf names. */
+  int bad = 0, resolved = 0;
+  size_t missing[2] = {0, 0};
+  const char *name;
+  rdmadl_lib lib;
+  for (size_t i = 0; (name = rdmadl_symbol_name(i, &lib)) != NULL; i++) {
+    const char *node = NULL;
+    int st = rdmadl_symbol_status(name, &node);
+    struct expect *e = find(name);
+    if (st == 1)
+      resolved++;
+    else
+      missing[lib]++;
+    if (e)
+      e->seen = 1;
+    if (st == 1 && !e) {
+      fprintf(stderr, "loader_diag: %s resolved but the release does not export it\n", name);
+      bad++;
+    } else if (st != 1 && e) {
+      fprintf(stderr, "loader_diag: %s@%s exported but not resolved\n", name, e->node);
+      bad++;
+    } else if (e && (!node || strcmp(node, e->node) != 0)) {
+      fprintf(stderr, "loader_diag: %s bound at %s, exported at %s\n", name, node, e->node);
+      bad++;
+    }
+  }
+  for (int i = 0; i < n_exp; i++) {
+    if (!exp_syms[i].seen) {
+      fprintf(stderr, "loader_diag: %s is in the list but unknown to rdmadl\n", exp_syms[i].name);
+      bad++;
+    }
+  }
+  printf("loader_diag: %d symbols resolved, %d exported by the release\n", resolved, n_exp);
+  t_check("diag.symbols", bad == 0 && resolved == n_exp, "%d mismatches", bad);
+  for (int l = 0; l < 2; l++) {
+    char cname[64];
+    size_t mc = rdmadl_lib_missing_count((rdmadl_lib)l);
+    rdmadl_state st = rdmadl_lib_state((rdmadl_lib)l);
+    snprintf(cname, sizeof cname, "diag.%s.missing", lib_names[l]);
+    t_check(cname,
+            mc == missing[l] && (st == RDMADL_STATE_LOADED) == (mc == 0) &&
+                (mc == 0 || rdmadl_lib_missing_symbol((rdmadl_lib)l, mc - 1) != NULL),
+            "missing_count %zu, counted %zu, state %s", mc, missing[l], rdmadl_state_name(st));
+  }
+  return t_exit();
+}
