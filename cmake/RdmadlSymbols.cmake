@@ -36,6 +36,9 @@ function(rdmadl_symbols_generate def outdir)
   endforeach()
   string(APPEND rename "#endif\n")
   set(map "/* Generated from loader/symbols.def by cmake/RdmadlSymbols.cmake. */\n")
+  # rdmadl's own diagnostics API (include/rdmadl/loader.h); everything else
+  # of ours is hidden by visibility.
+  string(APPEND map "RDMADL_0 {\n  global:\n    rdmadl_*;\n};\n")
   foreach(lib IBV CM)
     if(lib STREQUAL "IBV")
       set(prefix "IBVERBS_1.")

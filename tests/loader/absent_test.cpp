@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: MIT
+// Absent stack, table-driven: every one of the 169 drop-in stubs, called with
+// zeroed arguments, fails the way its man page documents failure and sets
+// errno to EOPNOTSUPP (the string functions still return their strings).
+// ctest runs it with RDMADL_DISABLE=1 and with override paths that do not
+// exist; the diagnostics must name that reason.
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <type_traits>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+#include <rdma/rdma_verbs.h>
+#include <rdma/rsocket.h>
+
+#include "extra_decls.h"
+#include "rdmadl/loader.h"
+#include <doctest/doctest.h>
+
+#undef ibv_get_device_list
+#undef ibv_query_port
+#undef ibv_reg_mr
+#undef ibv_reg_mr_iova
+
+namespace {
+
+enum class fail { NULLPTR, M1, ERRNO, NEGERRNO, ZERO, VOID, STR };
+
+template <class R, class... A> R call_zero(R (*f)(A...)) {
+  return f(A{}...);
+}
+template <class R, class... A> R call_zero(R (*f)(A..., ...)) {
+  return f(A{}...);
+}
+
+// The string each string function returns for enum value 0.
+const char *string_for_zero(const char *name) {
+  if (!std::strcmp(name, "ibv_wc_status_str"))
+    return "success";
+  if (!std::strcmp(name, "ibv_event_type_str"))
+    return "CQ error";
+  if (!std::strcmp(name, "ibv_node_type_str"))
+    return "unknown";
+  if (!std::strcmp(name, "ibv_port_state_str"))
+    return "no state change (NOP)";
+  return "RDMA_CM_EVENT_ADDR_RESOLVED";
+}
+
+template <fail K, class F> std::string run(const char *name, F *f) {
+  using R = decltype(call_zero(f));
+  errno = 0;
+  if constexpr (std::is_void_v<R>) {
+    call_zero(f);
+  } else {
+    R r = call_zero(f);
+    bool ok = true;
+    if constexpr (K == fail::NULLPTR)
+      ok = r == R{};
+    else if constexpr (K == fail::M1)
+      ok = r == static_cast<R>(-1);
+    else if constexpr (K == fail::ERRNO)
+      ok = r == static_cast<R>(EOPNOTSUPP);
+    else if constexpr (K == fail::NEGERRNO)
+      ok = r == static_cast<R>(-EOPNOTSUPP);
+    else if constexpr (K == fail::ZERO)
+      ok = r == R{};
+    else if constexpr (K == fail::STR) {
+      if constexpr (std::is_pointer_v<R>)
+        return r && !std::strcmp(r, string_for_zero(name)) ? "" : "wrong string";
+    }
+    if (!ok)
+      return "wrong return value";
+  }
+  if (errno != EOPNOTSUPP)
+    return "errno " + std::to_string(errno) + ", expected EOPNOTSUPP";
+  return "";
+}
+
+struct entry {
+  const char *name;
+  std::string (*check)();
+};
+
+const entry entries[] = {
+#define RDMADL_SYM(lib, minor, kind, impl, ret, name, params, args)                                \
+  {#name, [] { return run<fail::kind>(#name, &name); }},
+#include "symbols.def"
+#undef RDMADL_SYM
+};
+
+bool disabled() {
+  const char *v = std::getenv("RDMADL_DISABLE");
+  return v && !std::strcmp(v, "1");
+}
+
+} // namespace
+
+TEST_CASE("absent: every stub fails as its man page documents, with EOPNOTSUPP") {
+  CHECK(sizeof entries / sizeof entries[0] == 169);
+  for (const entry &e : entries) {
+    CAPTURE(e.name);
+    CHECK(e.check() == "");
+  }
+}
+
+TEST_CASE("absent: ibv_get_device_list sets *num_devices to 0") {
+  int n = 42;
+  errno = 0;
+  CHECK(ibv_get_device_list(&n) == nullptr);
+  CHECK(n == 0);
+  CHECK(errno == EOPNOTSUPP);
+  CHECK(ibv_get_device_list(nullptr) == nullptr);
+}
+
+TEST_CASE("absent: string functions keep returning rdma-core's strings") {
+  CHECK(std::string(ibv_wc_status_str(IBV_WC_RETRY_EXC_ERR)) == "transport retry counter exceeded");
+  CHECK(std::string(ibv_wc_status_str(static_cast<ibv_wc_status>(-1))) == "unknown");
+  CHECK(std::string(ibv_event_type_str(IBV_EVENT_PORT_ACTIVE)) == "port active");
+  CHECK(std::string(ibv_node_type_str(IBV_NODE_CA)) == "InfiniBand channel adapter");
+  CHECK(std::string(ibv_port_state_str(IBV_PORT_ACTIVE)) == "active");
+  CHECK(std::string(rdma_event_str(RDMA_CM_EVENT_ESTABLISHED)) == "RDMA_CM_EVENT_ESTABLISHED");
+  CHECK(std::string(rdma_event_str(static_cast<rdma_cm_event_type>(999))) == "UNKNOWN EVENT");
+}
+
+TEST_CASE("absent: a successful call through a stub leaves errno alone") {
+  errno = 1234;
+  (void)ibv_wc_status_str(IBV_WC_SUCCESS);
+  CHECK(errno == 1234);
+}
+
+TEST_CASE("absent: diagnostics name the reason") {
+  const rdmadl_state expect = disabled() ? RDMADL_STATE_DISABLED : RDMADL_STATE_NOT_FOUND;
+  CHECK(rdmadl_load() == EOPNOTSUPP);
+  CHECK(rdmadl_lib_state(RDMADL_LIB_IBVERBS) == expect);
+  CHECK(rdmadl_lib_state(RDMADL_LIB_RDMACM) ==
+        (disabled() ? RDMADL_STATE_DISABLED : RDMADL_STATE_SKIPPED));
+  CHECK(rdmadl_lib_path(RDMADL_LIB_IBVERBS) == nullptr);
+  CHECK(rdmadl_lib_version_node(RDMADL_LIB_IBVERBS) == nullptr);
+  CHECK(rdmadl_lib_symbol_count(RDMADL_LIB_IBVERBS) == 95);
+  CHECK(rdmadl_lib_symbol_count(RDMADL_LIB_RDMACM) == 74);
+  CHECK(rdmadl_lib_missing_count(RDMADL_LIB_IBVERBS) == 95);
+  CHECK(rdmadl_lib_missing_count(RDMADL_LIB_RDMACM) == 74);
+  CHECK(std::string(rdmadl_lib_missing_symbol(RDMADL_LIB_RDMACM, 0)).rfind("r", 0) == 0);
+  CHECK(rdmadl_lib_missing_symbol(RDMADL_LIB_IBVERBS, 95) == nullptr);
+  CHECK(rdmadl_stack_state() == (disabled() ? RDMADL_STACK_DISABLED : RDMADL_STACK_NO_LIBRARY));
+  std::string reason = rdmadl_reason();
+  CAPTURE(reason);
+  if (disabled()) {
+    CHECK(reason.find("RDMADL_DISABLE") != std::string::npos);
+  } else {
+    const char *path = std::getenv("RDMADL_IBVERBS_PATH");
+    REQUIRE(path != nullptr);
+    CHECK(reason.find(path) != std::string::npos);
+    CHECK(reason.find("No such file") != std::string::npos);
+    CHECK(std::string(rdmadl_lib_error(RDMADL_LIB_IBVERBS)).find("RDMADL_IBVERBS_PATH") !=
+          std::string::npos);
+  }
+}
+
+TEST_CASE("absent: per-symbol queries") {
+  const char *node = nullptr;
+  CHECK(rdmadl_symbol_status("ibv_open_device", &node) == 0);
+  CHECK(std::string(node) == "IBVERBS_1.1");
+  CHECK(rdmadl_symbol_status("ibv_create_comp_channel", &node) == 0);
+  CHECK(std::string(node) == "IBVERBS_1.0");
+  CHECK(rdmadl_symbol_status("rdma_establish", &node) == 0);
+  CHECK(std::string(node) == "RDMACM_1.2");
+  CHECK(rdmadl_symbol_status("ibv_no_such_verb", nullptr) == -1);
+  CHECK(rdmadl_symbol_status(nullptr, nullptr) == -1);
+  rdmadl_lib lib{};
+  CHECK(rdmadl_symbol_name(168, &lib) != nullptr);
+  CHECK(rdmadl_symbol_name(169, &lib) == nullptr);
+}
