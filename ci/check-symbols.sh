@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# check-symbols.sh RELEASES_DIR: loader/symbols.def against the real exports
+# of Debian's builds (from ci/fetch-releases.sh). The table must equal
+# rdma-core 65.0's exports exactly (name and version node), and every older
+# release's exports must be in it. A new rdma-core symbol fails loudly here.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+dir=${1:?usage: check-symbols.sh RELEASES_DIR}
+table=$(mktemp)
+trap 'rm -f "$table"' EXIT
+sed -n 's/^RDMADL_SYM(\([A-Z]*\), \([0-9]*\), [A-Z0-9]*, [A-Z]*, [^,]*, \([A-Za-z_0-9]*\), .*/\1 \2 \3/p' \
+  "$root/loader/symbols.def" |
+  awk '{print $3, ($1 == "IBV" ? "IBVERBS_1." : "RDMACM_1.") $2}' | sort >"$table"
+[ "$(wc -l <"$table")" -eq 169 ] || { echo "check-symbols: table has $(wc -l <"$table") entries, expected 169" >&2; exit 1; }
+status=0
+for exports in "$dir"/*/exports.txt "$dir"/exports-only/*/exports.txt; do
+  suite=$(basename "$(dirname "$exports")")
+  version=$(cat "$(dirname "$exports")/version")
+  extra=$(comm -13 "$table" <(sort "$exports"))
+  if [ -n "$extra" ]; then
+    echo "check-symbols: FAIL: $suite ($version) exports symbols missing from loader/symbols.def:" >&2
+    echo "$extra" | sed 's/^/  /' >&2
+    status=1
+  fi
+  if [ "$suite" = sid ] && ! cmp -s "$table" <(sort "$exports"); then
+    echo "check-symbols: FAIL: loader/symbols.def differs from $suite ($version):" >&2
+    diff "$table" <(sort "$exports") | sed 's/^/  /' >&2 || true
+    case $version in 65.0-*) ;; *) echo "  (sid moved on from 65.0: update the headers and the table)" >&2 ;; esac
+    status=1
+  fi
+  echo "check-symbols: $suite ($version): $(wc -l <"$exports") exported, all in the table: $([ -z "$extra" ] && echo yes || echo NO)"
+done
+exit $status
