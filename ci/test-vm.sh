@@ -1,0 +1,330 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# test-vm.sh: the Soft-RoCE tier. One host build of rdmadl's drop-in test
+# programs (tests/guest/) runs inside a QEMU VM with real RDMA (rdma_rxe) on
+# every rdma-core release in ci/releases.txt, plus an image with no rdma-core.
+#
+#   ci/test-vm.sh [--build-dir DIR] [--suites "bullseye bookworm ..."] [--timeout S]
+#
+# Steps: build (cmake -G Ninja -DRDMADL_WERROR=ON into build-vm, unless
+# --build-dir names an existing build); build each suite's image
+# (ci/vm/build-image.sh); derive each release's expected symbol list from its
+# real libibverbs.so.1 / librdmacm.so.1 (readelf) and check ci/releases.txt
+# against it; assemble one payload; boot each suite once (ci/vm/run.sh), one
+# at a time; check the guest's RDMADL-CHECK lines against ci/releases.txt.
+# The last line is "N passed, M failed"; the exit status is non-zero if any
+# check failed, a check was missing, or a boot failed or hung.
+#
+# Environment:
+#   RDMADL_VM_BREAK=1|CHECK  flip one expected byte in the guest (rc.send_recv,
+#                            or the named check) to show that the tier fails
+#   RDMADL_VM_LOG_DIR        where guest logs go (default BUILD/vm-logs)
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+releases=$here/releases.txt
+build=""
+suites=""
+timeout=300
+
+die() { echo "test-vm: error: $*" >&2; exit 1; }
+say() { echo "test-vm: $*" >&2; }
+
+while [ $# -gt 0 ]; do
+  case $1 in
+    --build-dir) build=$2; shift 2 ;;
+    --suites) suites=$2; shift 2 ;;
+    --timeout) timeout=$2; shift 2 ;;
+    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown option $1" ;;
+  esac
+done
+
+# A missing QEMU is never a silent skip, in CI or not.
+if ! command -v qemu-system-x86_64 >/dev/null 2>&1 && [ "$(id -u)" -ne 0 ]; then
+  echo "test-vm: FAILED: qemu-system-x86_64 is not installed (apt-get install qemu-system-x86)" >&2
+  echo "0 passed, 1 failed"
+  exit 1
+fi
+
+release_suites=$(awk '$1 == "release" {print $2}' "$releases")
+[ -n "$suites" ] || suites="$release_suites none"
+case ${RDMADL_VM_BREAK:-} in
+  "" | *[!A-Za-z0-9._]*) [ -z "${RDMADL_VM_BREAK:-}" ] || die "RDMADL_VM_BREAK: a check name or 1" ;;
+esac
+
+t_start=$(date +%s)
+
+# --- build ------------------------------------------------------------------
+if [ -z "$build" ]; then
+  build=$root/build-vm
+  cmake -S "$root" -B "$build" -G Ninja -DRDMADL_WERROR=ON >/dev/null
+fi
+[ -f "$build/build.ninja" ] || die "$build is not a Ninja build directory"
+targets=(tests/guest/all)
+cxx_list=$root/tests/cxx/guest-tests.sh
+if [ -f "$cxx_list" ]; then
+  for d in tests/cxx examples; do
+    if ninja -C "$build" -t targets all 2>/dev/null | grep -q "^$d/all:"; then targets+=("$d/all"); fi
+  done
+fi
+say "building ${targets[*]}"
+ninja -C "$build" -j2 "${targets[@]}" >"$build/test-vm-build.log" 2>&1 ||
+  { tail -n 40 "$build/test-vm-build.log" >&2; die "build failed (log: $build/test-vm-build.log)"; }
+t_built=$(date +%s)
+
+logs=${RDMADL_VM_LOG_DIR:-$build/vm-logs}
+rm -rf "$logs"; mkdir -p "$logs"
+payload=$build/vm-payload
+rm -rf "$payload"; mkdir -p "$payload/bin" "$payload/lib" "$payload/expected"
+
+# --- results ------------------------------------------------------------------
+# results/SUITE holds "name STATUS" lines (STATUS PASS, FAIL or UNSUPPORTED),
+# from the host's own checks and from the guest.
+results=$build/vm-results
+rm -rf "$results"; mkdir -p "$results"
+host_check() { # SUITE NAME OK [DETAIL]
+  local st=PASS
+  [ "$3" = 1 ] || st=FAIL
+  echo "$2 $st" >>"$results/$1"
+  [ $st = PASS ] || echo "test-vm: $1: $2 FAILED${4:+: $4}" >&2
+}
+
+# --- images and expected symbol lists ---------------------------------------
+known=$build/gen/rdmadl_symbols.txt # "name node", from loader/symbols.def
+[ -s "$known" ] || die "$known missing (not an rdmadl build?)"
+declare -A imgdir=() version=()
+
+# exports LIB: "name node" for each public default-version symbol, plus
+# ibv_register_driver's non-default IBVERBS_1.1 entry; IBVERBS_PRIVATE_* never.
+exports() {
+  readelf --dyn-syms -W "$1" | awk '$7 != "UND" && $7 != "ABS" && $8 ~ /@/ {print $8}' |
+    awk '/@@/ {split($0, a, "@@"); print a[1], a[2]; next}
+         /^ibv_register_driver@IBVERBS_1\.1$/ {split($0, a, "@"); print a[1], a[2]}' |
+    grep -v ' IBVERBS_PRIVATE' | LC_ALL=C sort -u
+}
+
+for s in $suites; do
+  say "image $s"
+  if ! img=$("$here/vm/build-image.sh" "$s" 2>"$logs/$s.image.log" | tail -n 1) || [ ! -f "$img/done" ]; then
+    tail -n 20 "$logs/$s.image.log" >&2
+    host_check "$s" image 0 "ci/vm/build-image.sh $s failed (log: $logs/$s.image.log)"
+    continue
+  fi
+  imgdir[$s]=$img
+  version[$s]=$(sed -n 's/^RDMA_CORE=//p' "$img/info")
+  [ "$s" != none ] || continue
+  libdir=$img/sysroot/usr/lib/x86_64-linux-gnu
+  list=$payload/expected/$s.list
+  : >"$list"
+  for lib in libibverbs librdmacm; do
+    f=$(readlink -f "$libdir/$lib.so.1") || f=""
+    if [ ! -f "$f" ]; then host_check "$s" "exports.$lib" 0 "no $lib.so.1 in $img/sysroot"; continue; fi
+    exports "$f" >"$logs/$s.$lib.exports"
+    node=$(readelf --dyn-syms -W "$f" | grep -oE '(IBVERBS|RDMACM)_1\.[0-9]+' | sort -uV | tail -n 1)
+    echo "@node $lib $node" >>"$list"
+    # A public name rdmadl's table does not know is a new release's addition:
+    # fail loudly, so loader/symbols.def gets it.
+    unknown=$(awk 'NR == FNR {k[$1] = 1; next} !($1 in k) {print $1 "@" $2}' "$known" "$logs/$s.$lib.exports")
+    host_check "$s" "exports.$lib.known" "$([ -z "$unknown" ] && echo 1 || echo 0)" \
+      "exported but not in loader/symbols.def: ${unknown//$'\n'/ }"
+    awk 'NR == FNR {k[$1] = 1; next} ($1 in k)' "$known" "$logs/$s.$lib.exports" >>"$list"
+  done
+  # ci/releases.txt against the truth: the version, and each feature's symbol.
+  col=$(awk -v s="$s" '$1 == "release" {n++; if ($2 == s) print n}' "$releases")
+  declared=$(awk -v s="$s" '$1 == "release" && $2 == s {print $3}' "$releases")
+  host_check "$s" expect.version "$([ -n "$col" ] && [[ ${version[$s]} == "$declared"* ]] && echo 1 || echo 0)" \
+    "image has rdma-core ${version[$s]}, ci/releases.txt says ${declared:-nothing}"
+  while read -r _ feat sym rest; do
+    [ "$sym" != - ] || continue
+    want=$(echo "$rest" | awk -v c="$col" '{print $c}')
+    have=no
+    grep -q "^$sym " "$logs/$s.libibverbs.exports" && have=yes
+    host_check "$s" "expect.declared.$feat" "$([ "$want" = "$have" ] && echo 1 || echo 0)" \
+      "ci/releases.txt says $want, libibverbs ${version[$s]} exports $sym: $have"
+  done < <(grep '^feature ' "$releases")
+done
+t_images=$(date +%s)
+
+# --- payload --------------------------------------------------------------------
+progs="rc_ops ud_srq comp_channel ex_api cm_pingpong strs loader_diag rc_ops_shared"
+for p in $progs; do
+  [ -x "$build/tests/guest/$p" ] || die "$build/tests/guest/$p not built"
+  cp "$build/tests/guest/$p" "$payload/bin/"
+done
+cp -L "$build/librdmadl-verbs.so.0" "$payload/lib/"
+{
+  cat <<'EOF'
+#!/bin/sh
+# Generated by ci/test-vm.sh: the Soft-RoCE tier's guest side (busybox sh).
+# Every check prints "RDMADL-CHECK <name> PASS|FAIL|UNSUPPORTED"; the host
+# decides. A program that exits non-zero also prints "<prog>.exit FAIL".
+status=0
+step() {
+  echo "RDMADL-STEP $* up=$(cut -d' ' -f1 /proc/uptime)s"
+}
+# run NAME CMD...: one program, killed after 120 s.
+run() {
+  name=$1
+  shift
+  step "$name"
+  timeout 120 "$@"
+  st=$?
+  if [ $st -ne 0 ]; then
+    echo "RDMADL-CHECK $name.exit FAIL"
+    echo "$name exited with status $st" >&2
+    status=1
+  fi
+}
+# run_shared: the same with the shared-linked rc_ops; its checks get a prefix.
+run_shared() {
+  step rc_ops_shared
+  timeout 120 rc_ops_shared "$@" >/tmp/shared.out
+  st=$?
+  sed 's/^RDMADL-CHECK /RDMADL-CHECK shared./' /tmp/shared.out
+  if [ $st -ne 0 ]; then echo "RDMADL-CHECK shared.exit FAIL"; status=1; fi
+}
+check() { # NAME STATUS(0 = pass)
+  if [ "$2" -eq 0 ]; then echo "RDMADL-CHECK $1 PASS"; else echo "RDMADL-CHECK $1 FAIL"; status=1; fi
+}
+EOF
+  if [ -n "${RDMADL_VM_BREAK:-}" ]; then
+    echo "# RDMADL_VM_BREAK: a deliberately broken byte check, to prove the tier fails."
+    echo "export RDMADL_VM_BREAK=${RDMADL_VM_BREAK}"
+  fi
+  cat <<'EOF'
+if [ "$RDMADL_SUITE" = none ]; then
+  # No rdma-core at all and no override variable: clean EOPNOTSUPP failures.
+  for p in rc_ops ud_srq comp_channel ex_api cm_pingpong loader_diag strs; do
+    run "$p" "$p" --absent
+  done
+  run_shared --absent
+else
+  # Baseline: Debian's own tools, so a failure here is the VM, not rdmadl.
+  step baseline
+  ibv_devinfo -d "$RDMADL_TEST_DEVICE" >/tmp/devinfo 2>&1
+  st=$?
+  grep -q PORT_ACTIVE /tmp/devinfo || st=1
+  check baseline.ibv_devinfo $st
+  [ $st -eq 0 ] || cat /tmp/devinfo
+  # Server and client on the same device; the client retries until the server listens.
+  ( timeout 60 ibv_rc_pingpong -d "$RDMADL_TEST_DEVICE" -g "$RDMADL_TEST_GID_INDEX" -n 100 >/tmp/pp.srv 2>&1; echo $? >/tmp/pp.srv.st ) &
+  n=0
+  while :; do
+    timeout 60 ibv_rc_pingpong -d "$RDMADL_TEST_DEVICE" -g "$RDMADL_TEST_GID_INDEX" -n 100 127.0.0.1 >/tmp/pp.cli 2>&1 && break
+    n=$((n + 1)); [ $n -lt 20 ] || break
+    sleep 0.25
+  done
+  wait
+  check baseline.ibv_rc_pingpong $([ $n -lt 20 ] && [ "$(cat /tmp/pp.srv.st)" = 0 ] && echo 0 || echo 1)
+  grep -h 'iters in' /tmp/pp.cli || cat /tmp/pp.srv /tmp/pp.cli
+  ( timeout 60 rping -s -a "$RDMADL_TEST_IP" -C 10 >/tmp/rp.srv 2>&1; echo $? >/tmp/rp.srv.st ) &
+  n=0
+  while :; do
+    timeout 60 rping -c -a "$RDMADL_TEST_IP" -C 10 -v >/tmp/rp.cli 2>&1 && break
+    n=$((n + 1)); [ $n -lt 20 ] || break
+    sleep 0.25
+  done
+  wait
+  check baseline.rping $([ $n -lt 20 ] && [ "$(cat /tmp/rp.srv.st)" = 0 ] &&
+    [ "$(grep -c 'ping data' /tmp/rp.cli)" -eq 10 ] && echo 0 || echo 1)
+
+  # rdmadl's drop-in programs.
+  run rc_ops rc_ops
+  run ud_srq ud_srq
+  run comp_channel comp_channel
+  run ex_api ex_api
+  run cm_pingpong cm_pingpong
+  run strs strs
+  run loader_diag loader_diag "/payload/expected/$RDMADL_SUITE.list"
+  run_shared
+fi
+EOF
+} >"$payload/guest-tests.sh"
+if [ -f "$cxx_list" ]; then
+  # The C++ tier's lines; copy every executable they name from the build tree.
+  for w in $(grep -v '^[[:space:]]*#' "$cxx_list" | tr -c 'A-Za-z0-9_.-' ' '); do
+    for d in tests/cxx examples; do
+      f=$build/$d/$w
+      if [ -f "$f" ] && [ -x "$f" ] && [ ! -e "$payload/bin/$w" ]; then cp "$f" "$payload/bin/"; fi
+    done
+  done
+  { echo; echo "# --- tests/cxx/guest-tests.sh ---"; cat "$cxx_list"; } >>"$payload/guest-tests.sh"
+fi
+# shellcheck disable=SC2016 # guest-side variable
+echo 'exit $status' >>"$payload/guest-tests.sh"
+
+# --- boots, one at a time -----------------------------------------------------
+declare -A boot_secs=()
+for s in $suites; do
+  [ -n "${imgdir[$s]:-}" ] || continue
+  while pgrep -f qemu-system >/dev/null 2>&1; do
+    say "another QEMU is running; waiting"
+    sleep 5
+  done
+  say "booting $s (rdma-core ${version[$s]:-none})"
+  b0=$(date +%s)
+  set +e
+  "$here/vm/run.sh" --suite "$s" --payload "$payload" --timeout "$timeout" >"$logs/$s.log" 2>&1
+  st=$?
+  set -e
+  boot_secs[$s]=$(($(date +%s) - b0))
+  tr -d '\r' <"$logs/$s.log" >"$logs/$s.clean.log"
+  grep -E '^RDMADL-CHECK [^ ]+ (PASS|FAIL|UNSUPPORTED)$' "$logs/$s.clean.log" |
+    awk '{print $2, $3}' >>"$results/$s"
+  host_check "$s" boot "$([ $st = 0 ] && echo 1 || echo 0)" \
+    "ci/vm/run.sh exited $st after ${boot_secs[$s]} s (log: $logs/$s.log)"
+  if [ $st != 0 ]; then
+    grep -vE '^RDMADL-CHECK .* PASS$' "$logs/$s.clean.log" | tail -n 40 | sed "s/^/  $s| /" >&2
+  fi
+done
+
+# --- verdict ------------------------------------------------------------------------
+# The guest's lines against ci/releases.txt: every required check reported;
+# UNSUPPORTED only for a feature the release is declared to lack, PASS for one
+# it has.
+required=$(awk '$1 == "checks" {for (i = 2; i <= NF; i++) print $i}' "$releases")
+absent_required=$(awk '$1 == "absent" {for (i = 2; i <= NF; i++) print $i}' "$releases")
+total_pass=0 total_fail=0
+summary=()
+for s in $suites; do
+  r=$results/$s
+  touch "$r"
+  declare -A nofeat=()
+  if [ -n "${imgdir[$s]:-}" ]; then
+    if [ "$s" = none ]; then req=$absent_required; else req=$required; fi
+    for c in $req; do
+      grep -q "^$c " "$r" || host_check "$s" "$c" 0 "never reported"
+    done
+    if [ "$s" != none ]; then
+      col=$(awk -v s="$s" '$1 == "release" {n++; if ($2 == s) print n}' "$releases")
+      while read -r _ feat _ rest; do
+        want=$(echo "$rest" | awk -v c="$col" '{print $c}')
+        got=$(awk -v c="feature.$feat" '$1 == c {print $2; exit}' "$r")
+        if [ "$want" = yes ]; then exp=PASS; else exp=UNSUPPORTED; nofeat[feature.$feat]=1; fi
+        host_check "$s" "expect.feature.$feat" "$([ "$got" = "$exp" ] && echo 1 || echo 0)" \
+          "declared $want, guest reported ${got:-nothing} (want $exp)"
+      done < <(grep '^feature ' "$releases")
+    fi
+  fi
+  # Tally: PASS passes; UNSUPPORTED passes only for a declared-missing feature.
+  read -r n p < <(awk -v allowed=" ${!nofeat[*]} " '
+    {n++} $2 == "PASS" {p++}
+    $2 == "UNSUPPORTED" { if (index(allowed, " " $1 " ")) p++; else print "test-vm: unexpected UNSUPPORTED: " $1 > "/dev/stderr" }
+    END {print n + 0, p + 0}' "$r")
+  unset nofeat
+  total_pass=$((total_pass + p))
+  total_fail=$((total_fail + n - p))
+  label=$s
+  if [ "$s" = none ]; then label="none (no rdma-core)"; else label="$s (rdma-core ${version[$s]:-?})"; fi
+  summary+=("$label: $n checks, $p passed${boot_secs[$s]:+, boot ${boot_secs[$s]} s}")
+done
+
+echo
+echo "Soft-RoCE tier: build $((t_built - t_start)) s, images $((t_images - t_built)) s, total $(($(date +%s) - t_start)) s; logs in $logs"
+for l in "${summary[@]}"; do echo "$l"; done
+for s in $suites; do awk -v s="$s" '$2 == "FAIL" {print "failed: " s ": " $1}' "$results/$s"; done
+[ -z "${RDMADL_VM_BREAK:-}" ] || echo "(RDMADL_VM_BREAK=$RDMADL_VM_BREAK was set: failures were requested)"
+echo "$total_pass passed, $total_fail failed"
+[ "$total_fail" -eq 0 ] && [ "$total_pass" -gt 0 ]
