@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: MIT
+// rdmadl/channel.hpp - completion channels: a file descriptor that becomes
+// readable when an armed completion queue gets a completion.
+#ifndef RDMADL_CHANNEL_HPP
+#define RDMADL_CHANNEL_HPP
+
+#include <chrono>
+
+#include "rdmadl/device.hpp"
+#include "rdmadl/error.hpp"
+#include "rdmadl/fwd.hpp"
+
+namespace rdmadl {
+
+// A completion channel (ibv_create_comp_channel). Its fd is non-blocking and
+// can go into epoll/poll. Every event taken is acknowledged at once, so
+// destroying the queues never waits for unacknowledged events. Move-only.
+class completion_channel {
+public:
+  // Errors: operation_not_supported, errc::empty_object, or the errno.
+  static result<completion_channel> create(const context &ctx);
+
+  completion_channel() noexcept = default;
+  completion_channel(completion_channel &&o) noexcept;
+  completion_channel &operator=(completion_channel &&o) noexcept;
+  ~completion_channel();
+
+  // The file descriptor (readable when an event is pending), -1 when empty.
+  int fd() const noexcept;
+  // Waits up to timeout for one event, takes and acknowledges it, and returns
+  // the queue it is for (re-arm it with request_notify() before polling it
+  // empty). Errors: errc::timed_out, errc::empty_object, or the errno.
+  result<::ibv_cq *> wait(std::chrono::milliseconds timeout) const;
+
+  ::ibv_comp_channel *native_handle() const noexcept { return ch_; }
+
+private:
+  ::ibv_comp_channel *ch_ = nullptr;
+};
+
+} // namespace rdmadl
+
+#endif // RDMADL_CHANNEL_HPP

@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: MIT
+// rdmadl/device.hpp - devices, opened device contexts, their attributes and
+// GID tables.
+#ifndef RDMADL_DEVICE_HPP
+#define RDMADL_DEVICE_HPP
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rdmadl/error.hpp"
+#include "rdmadl/fwd.hpp"
+#include "rdmadl/runtime.hpp"
+
+namespace rdmadl {
+
+enum class node_type { unknown, ca, sw, router, rnic, usnic, usnic_udp, unspecified };
+enum class transport { unknown, ib, iwarp, usnic, usnic_udp, unspecified };
+enum class link_layer { unspecified, infiniband, ethernet };
+enum class port_state { nop, down, init, armed, active, active_defer };
+enum class atomic_cap { none, hca, glob };
+enum class gid_type { ib, roce_v1, roce_v2 };
+
+std::string_view name(node_type v) noexcept;
+std::string_view name(transport v) noexcept;
+std::string_view name(link_layer v) noexcept;
+std::string_view name(port_state v) noexcept;
+std::string_view name(atomic_cap v) noexcept;
+std::string_view name(gid_type v) noexcept; // "IB", "RoCE v1", "RoCE v2"
+
+// A 128-bit GID, in network byte order.
+struct gid {
+  std::array<std::uint8_t, 16> raw{};
+  bool is_zero() const noexcept;
+  // True for ::ffff:a.b.c.d; then ipv4() is that address in network byte order.
+  bool is_ipv4_mapped() const noexcept;
+  std::uint32_t ipv4() const noexcept;
+  // "fe80:0000:..." (8 groups, as ibv_devinfo prints).
+  std::string to_string() const;
+  friend bool operator==(const gid &, const gid &) = default;
+};
+
+struct gid_entry {
+  gid value;
+  std::uint32_t index = 0;
+  std::uint32_t port = 0;
+  gid_type type = gid_type::ib;
+  std::uint32_t ndev_ifindex = 0;
+};
+
+// Which GID select_gid() picks. Defaults: a RoCE v2 GID (IPv4-mapped when
+// ipv4 is set and matches), on Ethernet; on InfiniBand the port's GID 0,
+// which is always the port GID there (the LID does the routing).
+struct gid_selector {
+  gid_type type = gid_type::roce_v2;
+  std::uint32_t ipv4 = 0; // network byte order; 0 = any address
+};
+
+struct device_attr {
+  std::string fw_ver;
+  std::uint64_t node_guid = 0, sys_image_guid = 0, max_mr_size = 0, page_size_cap = 0;
+  std::uint32_t vendor_id = 0, vendor_part_id = 0, hw_ver = 0;
+  int max_qp = 0, max_qp_wr = 0, max_sge = 0, max_sge_rd = 0, max_cq = 0, max_cqe = 0, max_mr = 0,
+      max_pd = 0, max_qp_rd_atom = 0, max_qp_init_rd_atom = 0, max_srq = 0, max_srq_wr = 0,
+      max_srq_sge = 0, max_ah = 0, max_mcast_grp = 0;
+  unsigned device_cap_flags = 0;
+  atomic_cap atomic = atomic_cap::none;
+  std::uint8_t phys_port_cnt = 0;
+};
+
+struct port_attr {
+  port_state state = port_state::nop;
+  std::uint32_t max_mtu = 0, active_mtu = 0; // bytes: 256 ... 4096
+  std::uint32_t gid_tbl_len = 0, port_cap_flags = 0, max_msg_sz = 0;
+  std::uint16_t lid = 0, sm_lid = 0;
+  std::uint8_t lmc = 0, active_width = 0, active_speed = 0;
+  link_layer link = link_layer::unspecified;
+};
+
+// One entry of the device list. Valid while its device_list lives.
+class device {
+public:
+  explicit device(::ibv_device *d) noexcept : dev_(d) {}
+  // Kernel name, e.g. "rxe0".
+  std::string_view name() const noexcept;
+  // Node GUID in host byte order.
+  std::uint64_t guid() const noexcept;
+  node_type node() const noexcept;
+  transport transport_type() const noexcept;
+  ::ibv_device *native_handle() const noexcept { return dev_; }
+
+private:
+  ::ibv_device *dev_;
+};
+
+// The devices present (ibv_get_device_list). Move-only.
+class device_list {
+public:
+  // The current list. Errors: operation_not_supported (no stack, including a
+  // kernel without RDMA: errc::no_kernel_support), errc::no_devices (equal to
+  // std::errc::no_such_device) when the list is empty, or the errno.
+  static result<device_list> get();
+
+  device_list() noexcept = default;
+  device_list(device_list &&o) noexcept;
+  device_list &operator=(device_list &&o) noexcept;
+  ~device_list();
+
+  std::size_t size() const noexcept { return n_; }
+  device operator[](std::size_t i) const noexcept { return device(list_[i]); }
+  // The device named name. Errors: errc::no_devices.
+  result<device> find(std::string_view name) const;
+
+  struct iterator {
+    ::ibv_device *const *p;
+    device operator*() const noexcept { return device(*p); }
+    iterator &operator++() noexcept {
+      ++p;
+      return *this;
+    }
+    bool operator==(const iterator &) const = default;
+  };
+  iterator begin() const noexcept { return {list_}; }
+  iterator end() const noexcept { return {list_ + n_}; }
+
+private:
+  ::ibv_device **list_ = nullptr;
+  std::size_t n_ = 0;
+};
+
+// An opened device (ibv_open_device). Move-only; closes it on destruction
+// unless it only borrows the context (contexts of rdma_cm ids).
+class context {
+public:
+  // Opens the device called name, or the first device when name is empty.
+  // Errors: as device_list::get(), errc::no_devices when no such device.
+  static result<context> open(std::string_view name = {});
+  // Opens d. Errors: operation_not_supported, or the errno.
+  static result<context> open(const device &d);
+  // Wraps ctx without owning it.
+  static context borrow(::ibv_context *ctx) noexcept;
+
+  context() noexcept = default;
+  context(context &&o) noexcept;
+  context &operator=(context &&o) noexcept;
+  ~context();
+
+  std::string_view device_name() const noexcept;
+  // ibv_query_device. Errors: the errno.
+  result<device_attr> query_device() const;
+  // ibv_query_port. Errors: the errno (EINVAL for a bad port).
+  result<port_attr> query_port(std::uint8_t port) const;
+  // The first port whose state is ACTIVE. Errors: errc::no_active_port.
+  result<std::uint8_t> first_active_port() const;
+  // Every valid entry of port's GID table, with its type (_ibv_query_gid_ex,
+  // or sysfs on releases before it).
+  result<std::vector<gid_entry>> gid_table(std::uint8_t port) const;
+  // The GID to use on port: by default the RoCE v2 entry whose IPv4-mapped
+  // address matches sel.ipv4 (any when 0), else the first RoCE v2 entry; on
+  // InfiniBand the port GID (index 0). Never a blind index 0 on RoCE.
+  // Errors: errc::no_such_gid.
+  result<gid_entry> select_gid(std::uint8_t port, const gid_selector &sel = {}) const;
+  // Whether this device (with the loaded release) supports f.
+  bool supports(feature f) const noexcept;
+
+  ::ibv_context *native_handle() const noexcept { return ctx_; }
+  explicit operator bool() const noexcept { return ctx_ != nullptr; }
+
+private:
+  ::ibv_context *ctx_ = nullptr;
+  bool owned_ = false;
+};
+
+} // namespace rdmadl
+
+#endif // RDMADL_DEVICE_HPP

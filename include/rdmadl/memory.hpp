@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: MIT
+// rdmadl/memory.hpp - protection domains, registered memory, and the
+// descriptor a peer needs for one-sided operations.
+#ifndef RDMADL_MEMORY_HPP
+#define RDMADL_MEMORY_HPP
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "rdmadl/device.hpp"
+#include "rdmadl/error.hpp"
+#include "rdmadl/fwd.hpp"
+
+namespace rdmadl {
+
+// Memory-region access rights. Local write is always granted; remote rights
+// only when asked for.
+enum class access : unsigned {
+  local = 0,
+  remote_write = 1u << 1, // IBV_ACCESS_REMOTE_WRITE
+  remote_read = 1u << 2,  // IBV_ACCESS_REMOTE_READ
+  remote_atomic = 1u << 3 // IBV_ACCESS_REMOTE_ATOMIC
+};
+constexpr access operator|(access a, access b) noexcept {
+  return static_cast<access>(static_cast<unsigned>(a) | static_cast<unsigned>(b));
+}
+constexpr bool has(access set, access bit) noexcept {
+  return (static_cast<unsigned>(set) & static_cast<unsigned>(bit)) != 0;
+}
+
+// A local scatter/gather element: part of a registered region.
+struct local_slice {
+  std::uint64_t addr = 0;
+  std::uint32_t length = 0;
+  std::uint32_t lkey = 0;
+  std::byte *data() const noexcept { return reinterpret_cast<std::byte *>(addr); }
+};
+
+// What a peer needs to read, write or atomically update a region: its
+// address, rkey and length. Serialises to a fixed 28-byte blob with a magic
+// and a format version.
+struct remote_region {
+  std::uint64_t addr = 0;
+  std::uint32_t rkey = 0;
+  std::uint64_t length = 0;
+
+  static constexpr std::uint8_t format_version = 1;
+  static constexpr std::size_t serialized_size = 28;
+  std::array<std::byte, serialized_size> serialize() const noexcept;
+  // Parses a blob made by serialize(). Errors (all equal to
+  // std::errc::invalid_argument): errc::bad_size, errc::bad_magic,
+  // errc::newer_format.
+  static result<remote_region> parse(std::span<const std::byte> blob);
+  // [offset, offset + len) of this region. Errors: errc::out_of_range.
+  result<remote_region> slice(std::uint64_t offset, std::uint64_t len) const;
+  friend bool operator==(const remote_region &, const remote_region &) = default;
+};
+
+// A registered memory region (ibv_reg_mr). Never owns the buffer: the
+// caller keeps it alive and in place while the region lives. Move-only.
+class memory_region {
+public:
+  memory_region() noexcept = default;
+  memory_region(memory_region &&o) noexcept;
+  memory_region &operator=(memory_region &&o) noexcept;
+  ~memory_region();
+
+  std::span<std::byte> data() const noexcept { return {base_, len_}; }
+  std::uint32_t lkey() const noexcept;
+  std::uint32_t rkey() const noexcept;
+  access rights() const noexcept { return access_; }
+  // The whole region as a scatter/gather element. Errors: errc::out_of_range
+  // when it is longer than 4 GiB - 1 (use slice()).
+  result<local_slice> all() const;
+  // [offset, offset + len) of the region. Errors: errc::empty_object,
+  // errc::out_of_range (outside the region or len 0 or len >= 4 GiB).
+  result<local_slice> slice(std::size_t offset, std::size_t len) const;
+  // The descriptor to send to a peer, for [offset, offset + len) (whole region
+  // by default). Errors: errc::out_of_range; operation_not_permitted when the
+  // region has no remote access.
+  result<remote_region> remote(std::size_t offset = 0, std::size_t len = SIZE_MAX) const;
+
+  ::ibv_mr *native_handle() const noexcept { return mr_; }
+  explicit operator bool() const noexcept { return mr_ != nullptr; }
+
+private:
+  friend class protection_domain;
+  ::ibv_mr *mr_ = nullptr;
+  std::byte *base_ = nullptr;
+  std::size_t len_ = 0;
+  access access_ = access::local;
+};
+
+// A protection domain (ibv_alloc_pd). Move-only.
+class protection_domain {
+public:
+  // Allocates a protection domain on ctx. Errors: operation_not_supported,
+  // errc::empty_object, or the errno.
+  static result<protection_domain> create(const context &ctx);
+  // Wraps pd without owning it.
+  static protection_domain borrow(::ibv_pd *pd) noexcept;
+
+  protection_domain() noexcept = default;
+  protection_domain(protection_domain &&o) noexcept;
+  protection_domain &operator=(protection_domain &&o) noexcept;
+  ~protection_domain();
+
+  // Registers buf (local write always; remote rights only as asked). Errors:
+  // errc::empty_span, errc::memlock_limit / errc::memlock_denied (the
+  // locked-memory limit: raise it with `ulimit -l`), or the errno.
+  result<memory_region> register_memory(std::span<std::byte> buf,
+                                        access rights = access::local) const;
+
+  ::ibv_pd *native_handle() const noexcept { return pd_; }
+  explicit operator bool() const noexcept { return pd_ != nullptr; }
+
+private:
+  ::ibv_pd *pd_ = nullptr;
+  bool owned_ = false;
+};
+
+} // namespace rdmadl
+
+#endif // RDMADL_MEMORY_HPP

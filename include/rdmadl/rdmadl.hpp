@@ -1,0 +1,17 @@
+// SPDX-License-Identifier: MIT
+// rdmadl/rdmadl.hpp - the whole C++ API. Includes no rdma-core header; see
+// <rdmadl/native.hpp> for that.
+#ifndef RDMADL_RDMADL_HPP
+#define RDMADL_RDMADL_HPP
+
+#include "rdmadl/channel.hpp"
+#include "rdmadl/cm.hpp"
+#include "rdmadl/cq.hpp"
+#include "rdmadl/device.hpp"
+#include "rdmadl/error.hpp"
+#include "rdmadl/memory.hpp"
+#include "rdmadl/qp.hpp"
+#include "rdmadl/runtime.hpp"
+#include "rdmadl/version.h"
+
+#endif // RDMADL_RDMADL_HPP

@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: MIT
+// rdmadl/runtime.hpp - is RDMA usable here, and what does the loaded release
+// support?
+//
+// The values mirror <rdmadl/loader.h>; they are answered from what the loader
+// actually found (libraries, version nodes, resolved symbols, the kernel),
+// never assumed from the headers rdmadl was built with.
+#ifndef RDMADL_RUNTIME_HPP
+#define RDMADL_RUNTIME_HPP
+
+#include <cstddef>
+#include <string_view>
+#include <vector>
+
+namespace rdmadl {
+
+enum class library { ibverbs = 0, rdmacm = 1 };
+
+// Mirrors rdmadl_state.
+enum class library_state {
+  disabled = 0,     // RDMADL_DISABLE=1
+  not_found = 1,    // no such file
+  load_failed = 2,  // the file exists, dlopen failed
+  incompatible = 3, // loaded, not a usable rdma-core library
+  skipped = 4,      // librdmacm only: libibverbs unusable
+  loaded = 5,       // every symbol resolved
+  partial = 6       // loaded, some (newer) symbols missing
+};
+
+// Mirrors rdmadl_stack.
+enum class stack_state {
+  disabled = 0,          // RDMADL_DISABLE=1
+  no_library = 1,        // libibverbs unusable
+  no_kernel_support = 2, // library loaded, kernel has no RDMA
+  no_devices = 3,        // kernel support, no device
+  ready = 4              // at least one device
+};
+
+// What the loader found for one library. Strings live as long as the process;
+// empty when not applicable.
+struct library_status {
+  library_state state;
+  std::string_view state_name;           // "loaded", "not-found", ...
+  std::string_view requested;            // file name or override path asked for
+  std::string_view path;                 // real path of the file loaded
+  std::string_view error;                // dlerror() or rdmadl's reason
+  std::string_view version_node;         // highest version node, e.g. "IBVERBS_1.14"
+  std::size_t symbol_count;              // public symbols rdmadl binds
+  std::vector<std::string_view> missing; // names of those not resolved
+};
+
+// Optional capabilities of the loaded release (and, through
+// context::supports(), of a device).
+enum class feature {
+  extended_cq,  // ibv_create_cq_ex + ibv_start_poll (provider op)
+  wr_api,       // ibv_qp_to_qp_ex / ibv_wr_start..complete (symbol + provider op)
+  query_gid_ex, // _ibv_query_gid_ex (IBVERBS_1.11); a sysfs fallback exists without it
+  dmabuf_mr,    // ibv_reg_dmabuf_mr (IBVERBS_1.12)
+  reg_mr_iova,  // ibv_reg_mr_iova2 (IBVERBS_1.8)
+  rdma_cm,      // librdmacm loaded
+  srq,          // ibv_create_srq resolved (device: max_srq > 0)
+};
+
+// True when libibverbs is loaded and usable (LOADED or PARTIAL). Loads it if
+// that has not happened yet. Devices may still be absent: see stack().
+bool available() noexcept;
+// What the loader found for lib.
+library_status status(library lib);
+// Classifies the whole stack (asks libibverbs for its device list once per call).
+stack_state stack() noexcept;
+// A stable name for a stack state ("ready", "no-kernel-support", ...).
+std::string_view name(stack_state s) noexcept;
+// One sentence saying why RDMA is or is not usable, from the libraries only.
+std::string_view reason() noexcept;
+// Whether the loaded release provides f (library level: resolved symbols).
+// For device-level answers use context::supports().
+bool supports(feature f) noexcept;
+// A stable name for f ("extended-cq", "wr-api", ...).
+std::string_view name(feature f) noexcept;
+// Every feature, for listings.
+inline constexpr feature all_features[] = {
+    feature::extended_cq, feature::wr_api,  feature::query_gid_ex, feature::dmabuf_mr,
+    feature::reg_mr_iova, feature::rdma_cm, feature::srq};
+
+} // namespace rdmadl
+
+#endif // RDMADL_RUNTIME_HPP

@@ -1,0 +1,415 @@
+// SPDX-License-Identifier: MIT
+#include "rdmadl_verbs.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <string>
+#include <utility>
+
+#include "detail.hpp"
+#include "rdmadl/cm.hpp"
+
+namespace rdmadl {
+
+namespace detail {
+
+struct cm_state {
+  event_channel ch;
+  rdma_cm_id *id = nullptr;
+  context ctx;
+  protection_domain pd;
+  completion_queue cq;
+  queue_pair qp;
+  bool qp_created = false;
+  bool connected = false;
+  bool answered = false; // connection request: accepted or rejected
+  std::vector<std::byte> peer_data;
+
+  ~cm_state() {
+    if (connected && id)
+      rdma_disconnect(id);
+    qp = queue_pair();
+    if (qp_created)
+      rdma_destroy_qp(id);
+    cq = completion_queue();
+    pd = protection_domain();
+    if (id)
+      rdma_destroy_id(id);
+  }
+};
+
+void cm_state_deleter::operator()(cm_state *s) const noexcept {
+  delete s;
+}
+
+} // namespace detail
+
+namespace {
+
+using ms = std::chrono::milliseconds;
+
+// Waits up to timeout for the next event on ch. The caller acks it.
+result<rdma_cm_event *> next_event(rdma_event_channel *ch, ms timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    rdma_cm_event *ev = nullptr;
+    if (rdma_get_cm_event(ch, &ev) == 0)
+      return ev;
+    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+      return detail::last_error();
+    auto left = std::chrono::duration_cast<ms>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0)
+      return errc::timed_out;
+    pollfd p{ch->fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 1 << 30))) < 0 &&
+        errno != EINTR)
+      return detail::last_error();
+  }
+}
+
+std::error_code event_error(const rdma_cm_event *ev) {
+  switch (ev->event) {
+  case RDMA_CM_EVENT_REJECTED:
+    return make_error_code(errc::rejected);
+  case RDMA_CM_EVENT_ADDR_ERROR:
+  case RDMA_CM_EVENT_ROUTE_ERROR:
+  case RDMA_CM_EVENT_UNREACHABLE:
+  case RDMA_CM_EVENT_CONNECT_ERROR:
+    return ev->status < 0 ? errno_code(-ev->status)
+                          : std::make_error_code(std::errc::host_unreachable);
+  default:
+    return make_error_code(errc::unexpected_event);
+  }
+}
+
+// Waits for want; copies the event's private data into data when asked.
+result<void> expect(rdma_event_channel *ch, rdma_cm_event_type want, ms timeout,
+                    std::vector<std::byte> *data = nullptr) {
+  auto ev = next_event(ch, timeout);
+  if (!ev)
+    return ev.error();
+  std::error_code ec;
+  if ((*ev)->event != want) {
+    ec = event_error(*ev);
+  } else if (data && (*ev)->param.conn.private_data) {
+    auto p = static_cast<const std::byte *>((*ev)->param.conn.private_data);
+    data->assign(p, p + (*ev)->param.conn.private_data_len);
+  }
+  rdma_ack_cm_event(*ev);
+  if (ec)
+    return ec;
+  return {};
+}
+
+result<sockaddr_storage> resolve(std::string_view host, std::uint16_t port, bool passive) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0);
+  std::string h(host), p = std::to_string(port);
+  addrinfo *res = nullptr;
+  int rc = getaddrinfo(h.empty() ? nullptr : h.c_str(), p.c_str(), &hints, &res);
+  if (rc != 0 || !res)
+    return std::errc::address_not_available;
+  sockaddr_storage ss{};
+  std::memcpy(&ss, res->ai_addr, std::min<std::size_t>(res->ai_addrlen, sizeof ss));
+  freeaddrinfo(res);
+  return ss;
+}
+
+// PD, CQ and QP on the id's device.
+result<void> setup_qp(detail::cm_state &s, const cm_options &opts) {
+  if (opts.qp.type != qp_type::rc)
+    return errc::wrong_qp_type;
+  s.ctx = context::borrow(s.id->verbs);
+  auto pd = protection_domain::create(s.ctx);
+  if (!pd)
+    return pd.error();
+  s.pd = std::move(*pd);
+  cq_options co;
+  co.depth = opts.cq_depth;
+  co.extended = false;
+  auto cq = completion_queue::create(s.ctx, co);
+  if (!cq)
+    return cq.error();
+  s.cq = std::move(*cq);
+  auto dev = s.ctx.query_device();
+  if (!dev)
+    return dev.error();
+  auto clamp = [](std::uint32_t v, int max) {
+    return std::clamp<std::uint32_t>(v, 1, static_cast<std::uint32_t>(std::max(1, max)));
+  };
+  ibv_qp_init_attr a{};
+  a.qp_type = IBV_QPT_RC;
+  a.send_cq = s.cq.native_handle();
+  a.recv_cq = s.cq.native_handle();
+  a.cap.max_send_wr = clamp(opts.qp.send_depth, dev->max_qp_wr);
+  a.cap.max_recv_wr = clamp(opts.qp.recv_depth, dev->max_qp_wr);
+  a.cap.max_send_sge = clamp(opts.qp.max_send_sge, dev->max_sge);
+  a.cap.max_recv_sge = clamp(opts.qp.max_recv_sge, dev->max_sge);
+  a.cap.max_inline_data = opts.qp.max_inline;
+  if (rdma_create_qp(s.id, s.pd.native_handle(), &a))
+    return detail::last_error();
+  s.qp_created = true;
+  auto qp = queue_pair::borrow(s.id->qp, qp_type::rc);
+  if (!qp)
+    return qp.error();
+  s.qp = std::move(*qp);
+  return {};
+}
+
+rdma_conn_param conn_param(const detail::cm_state &s, const cm_options &opts) {
+  rdma_conn_param p{};
+  p.private_data = opts.private_data.data();
+  p.private_data_len =
+      static_cast<std::uint8_t>(std::min<std::size_t>(opts.private_data.size(), 255));
+  auto dev = s.ctx.query_device();
+  int resp = dev ? dev->max_qp_rd_atom : 1, init = dev ? dev->max_qp_init_rd_atom : 1;
+  p.responder_resources = static_cast<std::uint8_t>(
+      opts.responder_resources ? std::min<int>(opts.responder_resources, resp)
+                               : std::min(resp, 255));
+  p.initiator_depth = static_cast<std::uint8_t>(
+      opts.initiator_depth ? std::min<int>(opts.initiator_depth, init) : std::min(init, 255));
+  p.retry_count = 7;
+  p.rnr_retry_count = 7;
+  return p;
+}
+
+} // namespace
+
+// ---- event_channel ----
+
+result<event_channel> event_channel::create() {
+  rdma_event_channel *ch = rdma_create_event_channel();
+  if (!ch)
+    return detail::last_error();
+  int fl = fcntl(ch->fd, F_GETFL);
+  if (fl < 0 || fcntl(ch->fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+    auto ec = detail::last_error();
+    rdma_destroy_event_channel(ch);
+    return ec;
+  }
+  event_channel c;
+  c.ch_ = ch;
+  return c;
+}
+event_channel::event_channel(event_channel &&o) noexcept : ch_(std::exchange(o.ch_, nullptr)) {}
+event_channel &event_channel::operator=(event_channel &&o) noexcept {
+  std::swap(ch_, o.ch_);
+  return *this;
+}
+event_channel::~event_channel() {
+  if (ch_)
+    rdma_destroy_event_channel(ch_);
+}
+int event_channel::fd() const noexcept {
+  return ch_ ? ch_->fd : -1;
+}
+
+// ---- connection ----
+
+connection::connection() noexcept = default;
+connection::connection(connection &&) noexcept = default;
+connection &connection::operator=(connection &&) noexcept = default;
+connection::~connection() = default;
+
+namespace {
+const context empty_ctx;
+const protection_domain empty_pd;
+} // namespace
+
+const context &connection::ctx() const noexcept {
+  return s_ ? s_->ctx : empty_ctx;
+}
+const protection_domain &connection::pd() const noexcept {
+  return s_ ? s_->pd : empty_pd;
+}
+completion_queue &connection::cq() noexcept {
+  static completion_queue none;
+  return s_ ? s_->cq : none;
+}
+queue_pair &connection::qp() noexcept {
+  static queue_pair none;
+  return s_ ? s_->qp : none;
+}
+std::span<const std::byte> connection::peer_data() const noexcept {
+  return s_ ? std::span<const std::byte>(s_->peer_data) : std::span<const std::byte>();
+}
+rdma_cm_id *connection::native_handle() const noexcept {
+  return s_ ? s_->id : nullptr;
+}
+
+result<void> connection::disconnect(std::chrono::milliseconds timeout) {
+  if (!s_ || !s_->id)
+    return detail::empty_error();
+  if (!s_->connected)
+    return {};
+  if (rdma_disconnect(s_->id))
+    return detail::last_error();
+  s_->connected = false;
+  return expect(s_->ch.native_handle(), RDMA_CM_EVENT_DISCONNECTED, timeout);
+}
+
+result<void> connection::wait_disconnect(std::chrono::milliseconds timeout) {
+  if (!s_ || !s_->id)
+    return detail::empty_error();
+  auto r = expect(s_->ch.native_handle(), RDMA_CM_EVENT_DISCONNECTED, timeout);
+  if (r) {
+    rdma_disconnect(s_->id);
+    s_->connected = false;
+  }
+  return r;
+}
+
+result<connection> connect(std::string_view host, std::uint16_t port, const cm_options &opts) {
+  auto ch = event_channel::create();
+  if (!ch)
+    return ch.error();
+  std::unique_ptr<detail::cm_state, detail::cm_state_deleter> s(new detail::cm_state);
+  s->ch = std::move(*ch);
+  s->answered = true;
+  if (rdma_create_id(s->ch.native_handle(), &s->id, nullptr, RDMA_PS_TCP)) {
+    s->id = nullptr;
+    return detail::last_error();
+  }
+  auto addr = resolve(host, port, false);
+  if (!addr)
+    return addr.error();
+  int tmo = static_cast<int>(std::min<long long>(opts.timeout.count(), 1 << 30));
+  if (rdma_resolve_addr(s->id, nullptr, reinterpret_cast<sockaddr *>(&*addr), tmo))
+    return detail::last_error();
+  if (auto r = expect(s->ch.native_handle(), RDMA_CM_EVENT_ADDR_RESOLVED, opts.timeout); !r)
+    return r.error();
+  if (rdma_resolve_route(s->id, tmo))
+    return detail::last_error();
+  if (auto r = expect(s->ch.native_handle(), RDMA_CM_EVENT_ROUTE_RESOLVED, opts.timeout); !r)
+    return r.error();
+  if (auto r = setup_qp(*s, opts); !r)
+    return r.error();
+  rdma_conn_param p = conn_param(*s, opts);
+  if (rdma_connect(s->id, &p))
+    return detail::last_error();
+  if (auto r =
+          expect(s->ch.native_handle(), RDMA_CM_EVENT_ESTABLISHED, opts.timeout, &s->peer_data);
+      !r)
+    return r.error();
+  s->connected = true;
+  connection c;
+  c.s_ = std::move(s);
+  return c;
+}
+
+// ---- connection_request ----
+
+connection_request::connection_request() noexcept = default;
+connection_request::connection_request(connection_request &&) noexcept = default;
+connection_request &connection_request::operator=(connection_request &&) noexcept = default;
+connection_request::~connection_request() {
+  if (s_ && s_->id && !s_->answered) {
+    rdma_reject(s_->id, nullptr, 0);
+    s_->answered = true;
+  }
+}
+std::span<const std::byte> connection_request::peer_data() const noexcept {
+  return s_ ? std::span<const std::byte>(s_->peer_data) : std::span<const std::byte>();
+}
+
+result<connection> connection_request::accept(const cm_options &opts) {
+  if (!s_ || !s_->id || s_->answered)
+    return detail::empty_error();
+  s_->answered = true;
+  if (auto r = setup_qp(*s_, opts); !r)
+    return r.error();
+  rdma_conn_param p = conn_param(*s_, opts);
+  if (rdma_accept(s_->id, &p))
+    return detail::last_error();
+  if (auto r = expect(s_->ch.native_handle(), RDMA_CM_EVENT_ESTABLISHED, opts.timeout); !r)
+    return r.error();
+  s_->connected = true;
+  connection c;
+  c.s_ = std::move(s_);
+  return c;
+}
+
+result<void> connection_request::reject(std::span<const std::byte> data) {
+  if (!s_ || !s_->id || s_->answered)
+    return detail::empty_error();
+  s_->answered = true;
+  if (rdma_reject(s_->id, data.data(),
+                  static_cast<std::uint8_t>(std::min<std::size_t>(data.size(), 255))))
+    return detail::last_error();
+  s_.reset();
+  return {};
+}
+
+// ---- listener ----
+
+result<listener> listener::bind(std::string_view host, std::uint16_t port, int backlog) {
+  auto ch = event_channel::create();
+  if (!ch)
+    return ch.error();
+  listener l;
+  l.ch_ = std::move(*ch);
+  if (rdma_create_id(l.ch_.native_handle(), &l.id_, nullptr, RDMA_PS_TCP)) {
+    l.id_ = nullptr;
+    return detail::last_error();
+  }
+  auto addr = resolve(host, port, true);
+  if (!addr)
+    return addr.error();
+  if (rdma_bind_addr(l.id_, reinterpret_cast<sockaddr *>(&*addr)))
+    return detail::last_error();
+  if (rdma_listen(l.id_, backlog))
+    return detail::last_error();
+  return l;
+}
+listener::listener(listener &&o) noexcept
+    : ch_(std::move(o.ch_)), id_(std::exchange(o.id_, nullptr)) {}
+listener &listener::operator=(listener &&o) noexcept {
+  std::swap(ch_, o.ch_);
+  std::swap(id_, o.id_);
+  return *this;
+}
+listener::~listener() {
+  if (id_)
+    rdma_destroy_id(id_);
+}
+std::uint16_t listener::port() const noexcept {
+  return id_ ? be16toh(rdma_get_src_port(id_)) : 0;
+}
+
+result<connection_request> listener::get_request(std::chrono::milliseconds timeout) {
+  if (!id_)
+    return detail::empty_error();
+  auto ev = next_event(ch_.native_handle(), timeout);
+  if (!ev)
+    return ev.error();
+  if ((*ev)->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
+    auto ec = event_error(*ev);
+    rdma_ack_cm_event(*ev);
+    return ec;
+  }
+  std::unique_ptr<detail::cm_state, detail::cm_state_deleter> s(new detail::cm_state);
+  s->id = (*ev)->id;
+  if ((*ev)->param.conn.private_data) {
+    auto p = static_cast<const std::byte *>((*ev)->param.conn.private_data);
+    s->peer_data.assign(p, p + (*ev)->param.conn.private_data_len);
+  }
+  rdma_ack_cm_event(*ev);
+  // Its own channel, so its events never mix with other requests'.
+  auto ch = event_channel::create();
+  if (!ch)
+    return ch.error();
+  if (rdma_migrate_id(s->id, ch->native_handle()))
+    return detail::last_error();
+  s->ch = std::move(*ch);
+  connection_request r;
+  r.s_ = std::move(s);
+  return r;
+}
+
+} // namespace rdmadl

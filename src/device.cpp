@@ -1,0 +1,346 @@
+// SPDX-License-Identifier: MIT
+#include "rdmadl_verbs.h"
+
+#include <cstdio>
+#include <endian.h>
+#include <utility>
+
+#include "detail.hpp"
+#include "rdmadl/device.hpp"
+
+namespace rdmadl {
+
+std::string_view name(node_type v) noexcept {
+  static constexpr std::string_view n[] = {"unknown", "CA",    "switch",    "router",
+                                           "RNIC",    "usNIC", "usNIC UDP", "unspecified"};
+  return n[static_cast<int>(v)];
+}
+std::string_view name(transport v) noexcept {
+  static constexpr std::string_view n[] = {"unknown", "InfiniBand", "iWARP",
+                                           "usNIC",   "usNIC UDP",  "unspecified"};
+  return n[static_cast<int>(v)];
+}
+std::string_view name(link_layer v) noexcept {
+  static constexpr std::string_view n[] = {"unspecified", "InfiniBand", "Ethernet"};
+  return n[static_cast<int>(v)];
+}
+std::string_view name(port_state v) noexcept {
+  static constexpr std::string_view n[] = {"NOP",   "DOWN",   "INIT",
+                                           "ARMED", "ACTIVE", "ACTIVE_DEFER"};
+  return n[static_cast<int>(v)];
+}
+std::string_view name(atomic_cap v) noexcept {
+  static constexpr std::string_view n[] = {"none", "HCA", "global"};
+  return n[static_cast<int>(v)];
+}
+std::string_view name(gid_type v) noexcept {
+  static constexpr std::string_view n[] = {"IB", "RoCE v1", "RoCE v2"};
+  return n[static_cast<int>(v)];
+}
+
+bool gid::is_zero() const noexcept {
+  for (auto b : raw)
+    if (b)
+      return false;
+  return true;
+}
+bool gid::is_ipv4_mapped() const noexcept {
+  for (int i = 0; i < 10; i++)
+    if (raw[i])
+      return false;
+  return raw[10] == 0xff && raw[11] == 0xff;
+}
+std::uint32_t gid::ipv4() const noexcept {
+  std::uint32_t v;
+  __builtin_memcpy(&v, raw.data() + 12, 4);
+  return v;
+}
+std::string gid::to_string() const {
+  char buf[40];
+  std::snprintf(buf, sizeof buf,
+                "%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x", raw[0],
+                raw[1], raw[2], raw[3], raw[4], raw[5], raw[6], raw[7], raw[8], raw[9], raw[10],
+                raw[11], raw[12], raw[13], raw[14], raw[15]);
+  return buf;
+}
+
+std::string_view device::name() const noexcept {
+  const char *n = ibv_get_device_name(dev_);
+  return n ? n : "";
+}
+std::uint64_t device::guid() const noexcept {
+  return be64toh(ibv_get_device_guid(dev_));
+}
+node_type device::node() const noexcept {
+  switch (dev_->node_type) {
+  case IBV_NODE_CA:
+    return node_type::ca;
+  case IBV_NODE_SWITCH:
+    return node_type::sw;
+  case IBV_NODE_ROUTER:
+    return node_type::router;
+  case IBV_NODE_RNIC:
+    return node_type::rnic;
+  case IBV_NODE_USNIC:
+    return node_type::usnic;
+  case IBV_NODE_USNIC_UDP:
+    return node_type::usnic_udp;
+  case IBV_NODE_UNSPECIFIED:
+    return node_type::unspecified;
+  default:
+    return node_type::unknown;
+  }
+}
+transport device::transport_type() const noexcept {
+  switch (dev_->transport_type) {
+  case IBV_TRANSPORT_IB:
+    return transport::ib;
+  case IBV_TRANSPORT_IWARP:
+    return transport::iwarp;
+  case IBV_TRANSPORT_USNIC:
+    return transport::usnic;
+  case IBV_TRANSPORT_USNIC_UDP:
+    return transport::usnic_udp;
+  case IBV_TRANSPORT_UNSPECIFIED:
+    return transport::unspecified;
+  default:
+    return transport::unknown;
+  }
+}
+
+result<device_list> device_list::get() {
+  int n = 0;
+  errno = 0;
+  ibv_device **l = ibv_get_device_list(&n);
+  if (!l) {
+    if (errno == ENOSYS)
+      return errc::no_kernel_support;
+    return detail::last_error();
+  }
+  if (n <= 0) {
+    ibv_free_device_list(l);
+    return errc::no_devices;
+  }
+  device_list d;
+  d.list_ = l;
+  d.n_ = static_cast<std::size_t>(n);
+  return d;
+}
+device_list::device_list(device_list &&o) noexcept
+    : list_(std::exchange(o.list_, nullptr)), n_(std::exchange(o.n_, 0)) {}
+device_list &device_list::operator=(device_list &&o) noexcept {
+  std::swap(list_, o.list_);
+  std::swap(n_, o.n_);
+  return *this;
+}
+device_list::~device_list() {
+  if (list_)
+    ibv_free_device_list(list_);
+}
+result<device> device_list::find(std::string_view want) const {
+  for (auto d : *this)
+    if (d.name() == want)
+      return d;
+  return errc::no_devices;
+}
+
+result<context> context::open(std::string_view name) {
+  auto list = device_list::get();
+  if (!list)
+    return list.error();
+  if (name.empty())
+    return open((*list)[0]);
+  auto d = list->find(name);
+  if (!d)
+    return d.error();
+  return open(*d);
+}
+result<context> context::open(const device &d) {
+  if (!d.native_handle())
+    return detail::empty_error();
+  ibv_context *c = ibv_open_device(d.native_handle());
+  if (!c)
+    return detail::last_error();
+  context ctx;
+  ctx.ctx_ = c;
+  ctx.owned_ = true;
+  return ctx;
+}
+context context::borrow(ibv_context *c) noexcept {
+  context ctx;
+  ctx.ctx_ = c;
+  return ctx;
+}
+context::context(context &&o) noexcept
+    : ctx_(std::exchange(o.ctx_, nullptr)), owned_(std::exchange(o.owned_, false)) {}
+context &context::operator=(context &&o) noexcept {
+  std::swap(ctx_, o.ctx_);
+  std::swap(owned_, o.owned_);
+  return *this;
+}
+context::~context() {
+  if (ctx_ && owned_)
+    ibv_close_device(ctx_);
+}
+
+std::string_view context::device_name() const noexcept {
+  if (!ctx_)
+    return {};
+  const char *n = ibv_get_device_name(ctx_->device);
+  return n ? n : "";
+}
+
+result<device_attr> context::query_device() const {
+  if (!ctx_)
+    return detail::empty_error();
+  ibv_device_attr a{};
+  if (int rc = ibv_query_device(ctx_, &a))
+    return detail::rc_error(rc);
+  device_attr d;
+  d.fw_ver = a.fw_ver;
+  d.node_guid = be64toh(a.node_guid);
+  d.sys_image_guid = be64toh(a.sys_image_guid);
+  d.max_mr_size = a.max_mr_size;
+  d.page_size_cap = a.page_size_cap;
+  d.vendor_id = a.vendor_id;
+  d.vendor_part_id = a.vendor_part_id;
+  d.hw_ver = a.hw_ver;
+  d.max_qp = a.max_qp;
+  d.max_qp_wr = a.max_qp_wr;
+  d.max_sge = a.max_sge;
+  d.max_sge_rd = a.max_sge_rd;
+  d.max_cq = a.max_cq;
+  d.max_cqe = a.max_cqe;
+  d.max_mr = a.max_mr;
+  d.max_pd = a.max_pd;
+  d.max_qp_rd_atom = a.max_qp_rd_atom;
+  d.max_qp_init_rd_atom = a.max_qp_init_rd_atom;
+  d.max_srq = a.max_srq;
+  d.max_srq_wr = a.max_srq_wr;
+  d.max_srq_sge = a.max_srq_sge;
+  d.max_ah = a.max_ah;
+  d.max_mcast_grp = a.max_mcast_grp;
+  d.device_cap_flags = a.device_cap_flags;
+  d.atomic = a.atomic_cap == IBV_ATOMIC_HCA    ? atomic_cap::hca
+             : a.atomic_cap == IBV_ATOMIC_GLOB ? atomic_cap::glob
+                                               : atomic_cap::none;
+  d.phys_port_cnt = a.phys_port_cnt;
+  return d;
+}
+
+result<port_attr> context::query_port(std::uint8_t port) const {
+  if (!ctx_)
+    return detail::empty_error();
+  ibv_port_attr a{};
+  if (int rc = ibv_query_port(ctx_, port, &a))
+    return detail::rc_error(rc);
+  port_attr p;
+  p.state = a.state <= IBV_PORT_ACTIVE_DEFER ? static_cast<port_state>(a.state) : port_state::nop;
+  p.max_mtu = detail::mtu_bytes(a.max_mtu);
+  p.active_mtu = detail::mtu_bytes(a.active_mtu);
+  p.gid_tbl_len = static_cast<std::uint32_t>(a.gid_tbl_len);
+  p.port_cap_flags = a.port_cap_flags;
+  p.max_msg_sz = a.max_msg_sz;
+  p.lid = a.lid;
+  p.sm_lid = a.sm_lid;
+  p.lmc = a.lmc;
+  p.active_width = a.active_width;
+  p.active_speed = a.active_speed;
+  p.link = a.link_layer == IBV_LINK_LAYER_INFINIBAND ? link_layer::infiniband
+           : a.link_layer == IBV_LINK_LAYER_ETHERNET ? link_layer::ethernet
+                                                     : link_layer::unspecified;
+  return p;
+}
+
+result<std::uint8_t> context::first_active_port() const {
+  auto d = query_device();
+  if (!d)
+    return d.error();
+  for (int p = 1; p <= d->phys_port_cnt; p++) {
+    auto a = query_port(static_cast<std::uint8_t>(p));
+    if (a && a->state == port_state::active)
+      return static_cast<std::uint8_t>(p);
+  }
+  return errc::no_active_port;
+}
+
+result<std::vector<gid_entry>> context::gid_table(std::uint8_t port) const {
+  auto pa = query_port(port);
+  if (!pa)
+    return pa.error();
+  // ibv_query_gid_table covers every port; ask for all of them and filter.
+  auto d = query_device();
+  if (!d)
+    return d.error();
+  std::size_t max = static_cast<std::size_t>(pa->gid_tbl_len) * d->phys_port_cnt;
+  std::vector<ibv_gid_entry> raw(max ? max : 1);
+  ssize_t n = ibv_query_gid_table(ctx_, raw.data(), raw.size(), 0);
+  if (n < 0)
+    return detail::rc_error(static_cast<int>(n));
+  std::vector<gid_entry> out;
+  for (ssize_t i = 0; i < n; i++) {
+    const ibv_gid_entry &e = raw[static_cast<std::size_t>(i)];
+    if (e.port_num != port)
+      continue;
+    gid_entry g;
+    __builtin_memcpy(g.value.raw.data(), e.gid.raw, 16);
+    g.index = e.gid_index;
+    g.port = e.port_num;
+    g.type = e.gid_type == IBV_GID_TYPE_ROCE_V2   ? gid_type::roce_v2
+             : e.gid_type == IBV_GID_TYPE_ROCE_V1 ? gid_type::roce_v1
+                                                  : gid_type::ib;
+    g.ndev_ifindex = e.ndev_ifindex;
+    out.push_back(g);
+  }
+  return out;
+}
+
+result<gid_entry> context::select_gid(std::uint8_t port, const gid_selector &sel) const {
+  auto pa = query_port(port);
+  if (!pa)
+    return pa.error();
+  auto table = gid_table(port);
+  if (!table)
+    return table.error();
+  if (pa->link == link_layer::infiniband) {
+    for (const auto &e : *table)
+      if (e.index == 0)
+        return e;
+    return errc::no_such_gid;
+  }
+  const gid_entry *first = nullptr, *first_v4 = nullptr;
+  for (const auto &e : *table) {
+    if (e.type != sel.type || e.value.is_zero())
+      continue;
+    if (sel.ipv4 && e.value.is_ipv4_mapped() && e.value.ipv4() == sel.ipv4)
+      return e;
+    if (!first)
+      first = &e;
+    if (!first_v4 && e.value.is_ipv4_mapped())
+      first_v4 = &e;
+  }
+  if (first_v4)
+    return *first_v4;
+  if (first)
+    return *first;
+  return errc::no_such_gid;
+}
+
+bool context::supports(feature f) const noexcept {
+  if (!ctx_ || !rdmadl::supports(f))
+    return false;
+  switch (f) {
+  case feature::extended_cq:
+    return verbs_get_ctx_op(ctx_, create_cq_ex) != nullptr;
+  case feature::wr_api:
+    return verbs_get_ctx_op(ctx_, create_qp_ex) != nullptr;
+  case feature::srq: {
+    auto d = query_device();
+    return d && d->max_srq > 0;
+  }
+  default:
+    return true;
+  }
+}
+
+} // namespace rdmadl

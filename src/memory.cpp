@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: MIT
+#include "rdmadl_verbs.h"
+
+#include <utility>
+
+#include "detail.hpp"
+#include "rdmadl/memory.hpp"
+#include "serial.hpp"
+
+namespace rdmadl {
+
+namespace {
+constexpr char region_magic[5] = "RDRR";
+}
+
+// Layout: magic[4] version[1] pad[3] addr[8] rkey[4] length[8], little-endian.
+std::array<std::byte, remote_region::serialized_size> remote_region::serialize() const noexcept {
+  std::array<std::byte, serialized_size> b{};
+  detail::put_header(b.data(), region_magic, format_version);
+  detail::put_le(b.data() + 8, addr);
+  detail::put_le(b.data() + 16, rkey);
+  detail::put_le(b.data() + 20, length);
+  return b;
+}
+
+result<remote_region> remote_region::parse(std::span<const std::byte> b) {
+  if (auto ec = detail::check_header(b, region_magic, format_version, serialized_size))
+    return ec;
+  remote_region r;
+  r.addr = detail::get_le<std::uint64_t>(b.data() + 8);
+  r.rkey = detail::get_le<std::uint32_t>(b.data() + 16);
+  r.length = detail::get_le<std::uint64_t>(b.data() + 20);
+  return r;
+}
+
+result<remote_region> remote_region::slice(std::uint64_t offset, std::uint64_t len) const {
+  if (len == 0 || offset > length || len > length - offset)
+    return errc::out_of_range;
+  return remote_region{addr + offset, rkey, len};
+}
+
+memory_region::memory_region(memory_region &&o) noexcept
+    : mr_(std::exchange(o.mr_, nullptr)), base_(std::exchange(o.base_, nullptr)),
+      len_(std::exchange(o.len_, 0)), access_(o.access_) {}
+memory_region &memory_region::operator=(memory_region &&o) noexcept {
+  std::swap(mr_, o.mr_);
+  std::swap(base_, o.base_);
+  std::swap(len_, o.len_);
+  std::swap(access_, o.access_);
+  return *this;
+}
+memory_region::~memory_region() {
+  if (mr_)
+    ibv_dereg_mr(mr_);
+}
+std::uint32_t memory_region::lkey() const noexcept {
+  return mr_ ? mr_->lkey : 0;
+}
+std::uint32_t memory_region::rkey() const noexcept {
+  return mr_ ? mr_->rkey : 0;
+}
+
+result<local_slice> memory_region::all() const {
+  return slice(0, len_);
+}
+
+result<local_slice> memory_region::slice(std::size_t offset, std::size_t len) const {
+  if (!mr_)
+    return detail::empty_error();
+  if (len == 0 || offset > len_ || len > len_ - offset || len > UINT32_MAX)
+    return errc::out_of_range;
+  return local_slice{reinterpret_cast<std::uint64_t>(base_ + offset),
+                     static_cast<std::uint32_t>(len), mr_->lkey};
+}
+
+result<remote_region> memory_region::remote(std::size_t offset, std::size_t len) const {
+  if (!mr_)
+    return detail::empty_error();
+  if (!has(access_, access::remote_write) && !has(access_, access::remote_read) &&
+      !has(access_, access::remote_atomic))
+    return std::errc::operation_not_permitted;
+  if (len == SIZE_MAX && offset <= len_)
+    len = len_ - offset;
+  if (len == 0 || offset > len_ || len > len_ - offset)
+    return errc::out_of_range;
+  return remote_region{reinterpret_cast<std::uint64_t>(base_ + offset), mr_->rkey, len};
+}
+
+result<protection_domain> protection_domain::create(const context &ctx) {
+  if (!ctx)
+    return detail::empty_error();
+  ibv_pd *pd = ibv_alloc_pd(ctx.native_handle());
+  if (!pd)
+    return detail::last_error();
+  protection_domain p;
+  p.pd_ = pd;
+  p.owned_ = true;
+  return p;
+}
+protection_domain protection_domain::borrow(ibv_pd *pd) noexcept {
+  protection_domain p;
+  p.pd_ = pd;
+  return p;
+}
+protection_domain::protection_domain(protection_domain &&o) noexcept
+    : pd_(std::exchange(o.pd_, nullptr)), owned_(std::exchange(o.owned_, false)) {}
+protection_domain &protection_domain::operator=(protection_domain &&o) noexcept {
+  std::swap(pd_, o.pd_);
+  std::swap(owned_, o.owned_);
+  return *this;
+}
+protection_domain::~protection_domain() {
+  if (pd_ && owned_)
+    ibv_dealloc_pd(pd_);
+}
+
+result<memory_region> protection_domain::register_memory(std::span<std::byte> buf,
+                                                         access rights) const {
+  if (buf.empty())
+    return errc::empty_span;
+  if (!pd_)
+    return detail::empty_error();
+  unsigned flags = IBV_ACCESS_LOCAL_WRITE;
+  if (has(rights, access::remote_write))
+    flags |= IBV_ACCESS_REMOTE_WRITE;
+  if (has(rights, access::remote_read))
+    flags |= IBV_ACCESS_REMOTE_READ;
+  if (has(rights, access::remote_atomic))
+    flags |= IBV_ACCESS_REMOTE_ATOMIC;
+  errno = 0;
+  ibv_mr *mr = ibv_reg_mr(pd_, buf.data(), buf.size(), static_cast<int>(flags));
+  if (!mr) {
+    if (errno == ENOMEM)
+      return errc::memlock_limit;
+    if (errno == EPERM)
+      return errc::memlock_denied;
+    return detail::last_error();
+  }
+  memory_region m;
+  m.mr_ = mr;
+  m.base_ = buf.data();
+  m.len_ = buf.size();
+  m.access_ = rights;
+  return m;
+}
+
+} // namespace rdmadl

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: MIT
+#include "rdmadl_verbs.h"
+
+#include "rdmadl/runtime.hpp"
+
+namespace rdmadl {
+namespace {
+std::string_view sv(const char *s) noexcept {
+  return s ? std::string_view(s) : std::string_view();
+}
+bool resolved(const char *name) noexcept {
+  return rdmadl_symbol_status(name, nullptr) == 1;
+}
+} // namespace
+
+bool available() noexcept {
+  return rdmadl_load() == 0;
+}
+
+library_status status(library lib) {
+  auto l = static_cast<rdmadl_lib>(lib);
+  library_status s{};
+  s.state = static_cast<library_state>(rdmadl_lib_state(l));
+  s.state_name = sv(rdmadl_state_name(rdmadl_lib_state(l)));
+  s.requested = sv(rdmadl_lib_requested(l));
+  s.path = sv(rdmadl_lib_path(l));
+  s.error = sv(rdmadl_lib_error(l));
+  s.version_node = sv(rdmadl_lib_version_node(l));
+  s.symbol_count = rdmadl_lib_symbol_count(l);
+  std::size_t n = rdmadl_lib_missing_count(l);
+  s.missing.reserve(n);
+  for (std::size_t i = 0; i < n; i++)
+    s.missing.push_back(sv(rdmadl_lib_missing_symbol(l, i)));
+  return s;
+}
+
+stack_state stack() noexcept {
+  return static_cast<stack_state>(rdmadl_stack_state());
+}
+
+std::string_view name(stack_state s) noexcept {
+  return sv(rdmadl_stack_name(static_cast<rdmadl_stack>(s)));
+}
+
+std::string_view reason() noexcept {
+  return sv(rdmadl_reason());
+}
+
+bool supports(feature f) noexcept {
+  if (!available())
+    return false;
+  switch (f) {
+  case feature::extended_cq:
+    return true; // a provider op: see context::supports()
+  case feature::wr_api:
+    return resolved("ibv_qp_to_qp_ex");
+  case feature::query_gid_ex:
+    return resolved("_ibv_query_gid_ex");
+  case feature::dmabuf_mr:
+    return resolved("ibv_reg_dmabuf_mr");
+  case feature::reg_mr_iova:
+    return resolved("ibv_reg_mr_iova2");
+  case feature::rdma_cm: {
+    auto st = rdmadl_lib_state(RDMADL_LIB_RDMACM);
+    return st == RDMADL_STATE_LOADED || st == RDMADL_STATE_PARTIAL;
+  }
+  case feature::srq:
+    return resolved("ibv_create_srq");
+  }
+  return false;
+}
+
+std::string_view name(feature f) noexcept {
+  switch (f) {
+  case feature::extended_cq:
+    return "extended-cq";
+  case feature::wr_api:
+    return "wr-api";
+  case feature::query_gid_ex:
+    return "query-gid-ex";
+  case feature::dmabuf_mr:
+    return "dmabuf-mr";
+  case feature::reg_mr_iova:
+    return "reg-mr-iova";
+  case feature::rdma_cm:
+    return "rdma-cm";
+  case feature::srq:
+    return "srq";
+  }
+  return "unknown";
+}
+
+} // namespace rdmadl

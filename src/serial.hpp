@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: MIT
+// Little-endian field encoding for the serialised descriptors.
+#ifndef RDMADL_SRC_SERIAL_HPP
+#define RDMADL_SRC_SERIAL_HPP
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "rdmadl/error.hpp"
+
+namespace rdmadl::detail {
+
+template <class T> void put_le(std::byte *p, T v) noexcept {
+  for (std::size_t i = 0; i < sizeof(T); i++)
+    p[i] = static_cast<std::byte>((static_cast<std::uint64_t>(v) >> (8 * i)) & 0xff);
+}
+template <class T> T get_le(const std::byte *p) noexcept {
+  std::uint64_t v = 0;
+  for (std::size_t i = 0; i < sizeof(T); i++)
+    v |= static_cast<std::uint64_t>(p[i]) << (8 * i);
+  return static_cast<T>(v);
+}
+
+// Checks a blob's header: 4-byte magic, 1-byte format version. Order: too
+// short for a header, wrong magic, newer version, then the exact size.
+inline std::error_code check_header(std::span<const std::byte> b, const char (&magic)[5],
+                                    std::uint8_t version, std::size_t size) noexcept {
+  if (b.size() < 8)
+    return make_error_code(errc::bad_size);
+  for (int i = 0; i < 4; i++)
+    if (b[i] != static_cast<std::byte>(magic[i]))
+      return make_error_code(errc::bad_magic);
+  auto v = static_cast<std::uint8_t>(b[4]);
+  if (v == 0)
+    return make_error_code(errc::bad_magic);
+  if (v > version)
+    return make_error_code(errc::newer_format);
+  if (b.size() != size)
+    return make_error_code(errc::bad_size);
+  return {};
+}
+
+inline void put_header(std::byte *p, const char (&magic)[5], std::uint8_t version) noexcept {
+  for (int i = 0; i < 4; i++)
+    p[i] = static_cast<std::byte>(magic[i]);
+  p[4] = static_cast<std::byte>(version);
+  p[5] = p[6] = p[7] = std::byte{0};
+}
+
+} // namespace rdmadl::detail
+
+#endif // RDMADL_SRC_SERIAL_HPP

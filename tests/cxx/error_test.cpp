@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: MIT
+// result<T> semantics and rdmadl's error categories. Needs no stack.
+#include <doctest/doctest.h>
+
+#include <memory>
+#include <string>
+#include <system_error>
+
+#include "rdmadl/error.hpp"
+#include "rdmadl/runtime.hpp"
+
+using namespace rdmadl;
+
+namespace {
+result<int> half(int v) {
+  if (v % 2)
+    return std::errc::invalid_argument;
+  return v / 2;
+}
+struct counted {
+  static inline int live = 0;
+  int v;
+  explicit counted(int x) : v(x) { live++; }
+  counted(const counted &o) : v(o.v) { live++; }
+  counted(counted &&o) noexcept : v(o.v) { live++; }
+  ~counted() { live--; }
+};
+} // namespace
+
+TEST_CASE("error: result holds a value or an error, never both") {
+  auto a = half(4);
+  REQUIRE(a.has_value());
+  CHECK(static_cast<bool>(a));
+  CHECK(*a == 2);
+  CHECK(a.value() == 2);
+  CHECK_FALSE(a.error());
+  auto b = half(3);
+  REQUIRE_FALSE(b);
+  CHECK(b.error() == std::errc::invalid_argument);
+  CHECK(b.error().category() == std::generic_category());
+  CHECK(b.value_or(-1) == -1);
+  CHECK(a.value_or(-1) == 2);
+}
+
+TEST_CASE("error: result manages the lifetime of its value") {
+  {
+    result<counted> r(counted(5));
+    CHECK(counted::live == 1);
+    result<counted> c = r;
+    CHECK(counted::live == 2);
+    result<counted> m = std::move(c);
+    CHECK(m->v == 5);
+    m = result<counted>(std::errc::io_error);
+    CHECK(counted::live == 2); // r and the moved-from c
+    CHECK(m.error() == std::errc::io_error);
+  }
+  CHECK(counted::live == 0);
+  result<std::unique_ptr<int>> u(std::make_unique<int>(7));
+  auto moved = std::move(u).value();
+  CHECK(*moved == 7);
+}
+
+TEST_CASE("error: result<void> is success or an error") {
+  result<void> ok;
+  CHECK(ok.has_value());
+  CHECK_FALSE(ok.error());
+  result<void> bad(errc::timed_out);
+  CHECK_FALSE(bad);
+  CHECK(bad.error() == errc::timed_out);
+  CHECK(bad.error() == std::errc::timed_out);
+}
+
+TEST_CASE("error: rdmadl errc values compare equal to the closest std::errc") {
+  std::error_code no_dev = errc::no_devices;
+  CHECK(no_dev == std::errc::no_such_device);
+  CHECK(no_dev != std::errc::operation_not_supported);
+  CHECK(std::string(no_dev.category().name()) == "rdmadl");
+  CHECK(no_dev.message() == "no RDMA device found");
+  CHECK(std::error_code(errc::no_kernel_support) == std::errc::operation_not_supported);
+  for (errc e : {errc::empty_span, errc::out_of_range, errc::bad_size, errc::bad_magic,
+                 errc::newer_format, errc::batch_full, errc::empty_object}) {
+    std::error_code ec = e;
+    INFO(ec.message());
+    CHECK(ec == std::errc::invalid_argument);
+    CHECK(ec.message().find("unknown") == std::string::npos);
+  }
+  CHECK(std::error_code(errc::memlock_limit) == std::errc::not_enough_memory);
+  CHECK(std::error_code(errc::memlock_limit).message().find("ulimit -l") != std::string::npos);
+  CHECK(std::error_code(errc::memlock_denied).message().find("ulimit -l") != std::string::npos);
+  CHECK(std::error_code(errc::rejected) == std::errc::connection_refused);
+}
+
+TEST_CASE("error: work-completion statuses have their own category") {
+  std::error_code flush(5, wc_category()); // IBV_WC_WR_FLUSH_ERR
+  CHECK(std::string(flush.category().name()) == "rdmadl.wc");
+  CHECK(flush.message() == "Work Request Flushed Error");
+  CHECK(flush == std::errc::operation_canceled);
+  std::error_code retry(12, wc_category()); // IBV_WC_RETRY_EXC_ERR
+  CHECK(retry.message() == "transport retry counter exceeded");
+  CHECK(retry == std::errc::timed_out);
+  std::error_code generic(5, std::generic_category());
+  CHECK(flush != generic);
+}

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: MIT
+// The runtime's answers agree with the loader's diagnostics, whatever this
+// machine has (absent, library without kernel support, devices).
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "rdmadl/loader.h"
+#include "rdmadl/rdmadl.hpp"
+
+using namespace rdmadl;
+
+TEST_CASE("runtime: status mirrors loader.h") {
+  for (library lib : {library::ibverbs, library::rdmacm}) {
+    auto l = static_cast<rdmadl_lib>(lib);
+    auto s = status(lib);
+    CHECK(static_cast<int>(s.state) == static_cast<int>(rdmadl_lib_state(l)));
+    CHECK(s.missing.size() == rdmadl_lib_missing_count(l));
+    CHECK(s.symbol_count == rdmadl_lib_symbol_count(l));
+    CHECK(s.state_name == rdmadl_state_name(rdmadl_lib_state(l)));
+  }
+  CHECK(available() == (rdmadl_load() == 0));
+  CHECK(static_cast<int>(stack()) == static_cast<int>(rdmadl_stack_state()));
+}
+
+TEST_CASE("runtime: the probe answers from the resolved symbols") {
+  auto resolved = [](const char *n) { return rdmadl_symbol_status(n, nullptr) == 1; };
+  CHECK(supports(feature::wr_api) == resolved("ibv_qp_to_qp_ex"));
+  CHECK(supports(feature::dmabuf_mr) == resolved("ibv_reg_dmabuf_mr"));
+  CHECK(supports(feature::query_gid_ex) == resolved("_ibv_query_gid_ex"));
+  CHECK(supports(feature::reg_mr_iova) == resolved("ibv_reg_mr_iova2"));
+  if (!available())
+    for (feature f : all_features)
+      CHECK_FALSE(supports(f));
+}
+
+TEST_CASE("runtime: device discovery matches the stack state") {
+  auto list = device_list::get();
+  switch (stack()) {
+  case stack_state::disabled:
+  case stack_state::no_library:
+    CHECK(list.error() == std::errc::operation_not_supported);
+    break;
+  case stack_state::no_kernel_support:
+    CHECK(list.error() == errc::no_kernel_support);
+    CHECK(list.error() == std::errc::operation_not_supported);
+    CHECK(context::open().error() == std::errc::operation_not_supported);
+    break;
+  case stack_state::no_devices:
+    CHECK(list.error() == errc::no_devices);
+    CHECK(list.error() == std::errc::no_such_device);
+    break;
+  case stack_state::ready:
+    REQUIRE(list);
+    CHECK(list->size() > 0);
+    CHECK(list->find("no-such-device-0").error() == errc::no_devices);
+    break;
+  }
+}
