@@ -1,0 +1,34 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Usage: info-test.sh RDMADL_INFO EXPECTED_STATUS
+# Runs rdmadl-info in the current environment: the exit status of plain,
+# --check and --json runs equals EXPECTED_STATUS, --json is valid JSON that
+# agrees with it, and the text says why RDMA is not usable.
+set -u
+info=$1 want=$2
+fail() { echo "FAIL: $*" >&2; exit 1; }
+out=$("$info"); st=$?
+[ "$st" -eq "$want" ] || fail "plain run exited $st, expected $want"
+"$info" --check >/dev/null; st=$?
+[ "$st" -eq "$want" ] || fail "--check exited $st, expected $want"
+[ -z "$("$info" --check)" ] || fail "--check printed something"
+json=$("$info" --json); st=$?
+[ "$st" -eq "$want" ] || fail "--json exited $st, expected $want"
+if command -v python3 >/dev/null 2>&1; then
+  echo "$json" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+want = int(sys.argv[1])
+assert d["exit_status"] == want, d["exit_status"]
+assert d["usable"] == (want == 0)
+assert d["libraries"]["libibverbs"]["symbols"] == 95
+assert d["reason"]
+' "$want" || fail "--json output is not valid or disagrees"
+fi
+echo "$out" | grep -q '^usable: ' || fail "no 'usable:' line"
+if [ "$want" -ne 0 ]; then
+  echo "$out" | grep -q '^usable: no: .' || fail "does not say why RDMA is not usable"
+fi
+"$info" --help | grep -q -- '--check' || fail "--help does not document --check"
+"$info" --bogus >/dev/null 2>&1; [ $? -eq 64 ] || fail "an unknown option is not a usage error"
+echo ok
