@@ -1,0 +1,797 @@
+// SPDX-License-Identifier: MIT
+// rdmadl-cxx-device-test: the C++ API against a real device (the Soft-RoCE
+// VM tier). Every check moves real data and compares it byte for byte, and
+// prints "RDMADL-CHECK cxx-<name> PASS|FAIL". Exit status 1 if any failed.
+//
+//   rdmadl-cxx-device-test            all checks on $RDMADL_TEST_DEVICE
+//   rdmadl-cxx-device-test --absent   no stack: every entry point fails cleanly
+//
+// Environment: RDMADL_TEST_DEVICE (default: first device), RDMADL_TEST_IP
+// (the rxe netdev's IPv4 address, for GID selection and rdma_cm),
+// RDMADL_TEST_GID_INDEX (the index the VM found for it).
+#include <arpa/inet.h>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <sys/epoll.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include "rdmadl/rdmadl.hpp"
+
+using namespace rdmadl;
+using namespace std::chrono_literals;
+
+namespace {
+
+int failures = 0;
+std::string dev_name;
+std::uint32_t test_ip = 0;
+
+#define EXPECT(cond)                                                                               \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      std::fprintf(stderr, "  %s:%d: expected %s\n", __FILE__, __LINE__, #cond);                   \
+      return false;                                                                                \
+    }                                                                                              \
+  } while (0)
+#define EXPECT_OK(r)                                                                               \
+  do {                                                                                             \
+    if (!(r)) {                                                                                    \
+      std::fprintf(stderr, "  %s:%d: %s failed: %s\n", __FILE__, __LINE__, #r,                     \
+                   (r).error().message().c_str());                                                 \
+      return false;                                                                                \
+    }                                                                                              \
+  } while (0)
+#define TRY(var, expr)                                                                             \
+  auto var = (expr);                                                                               \
+  EXPECT_OK(var)
+
+void report(const char *name, bool ok) {
+  std::printf("RDMADL-CHECK cxx-%s %s\n", name, ok ? "PASS" : "FAIL");
+  std::fflush(stdout);
+  if (!ok)
+    failures++;
+}
+
+void fill(std::span<std::byte> b, unsigned seed) {
+  for (std::size_t i = 0; i < b.size(); i++)
+    b[i] = static_cast<std::byte>((i * 131 + seed * 7 + 3) & 0xff);
+}
+bool same(std::span<const std::byte> a, std::span<const std::byte> b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+// Waits for one completion and checks it succeeded.
+result<completion> one(completion_queue &cq, std::chrono::milliseconds t = 5000ms) {
+  std::array<completion, 1> c;
+  auto r = cq.poll_wait(c, t);
+  if (!r)
+    return r.error();
+  if (!c[0].ok()) {
+    std::fprintf(stderr, "  completion wr_id %llu: %s (vendor_err %u)\n",
+                 static_cast<unsigned long long>(c[0].wr_id), c[0].error().message().c_str(),
+                 c[0].vendor_err);
+    return c[0].error();
+  }
+  return c[0];
+}
+
+// Two queue pairs of one type on the test device, connected to each other.
+struct loop {
+  context ctx;
+  protection_domain pd;
+  completion_queue cq_a, cq_b;
+  queue_pair a, b;
+};
+
+result<loop> make_loop(qp_type type = qp_type::rc, qp_options base = {},
+                       const completion_channel *ch = nullptr,
+                       const shared_receive_queue *srq_b = nullptr, loop *reuse = nullptr) {
+  loop l;
+  if (reuse) {
+    l.ctx = std::move(reuse->ctx);
+    l.pd = std::move(reuse->pd);
+  } else {
+    auto ctx = context::open(dev_name);
+    if (!ctx)
+      return ctx.error();
+    l.ctx = std::move(*ctx);
+    auto pd = protection_domain::create(l.ctx);
+    if (!pd)
+      return pd.error();
+    l.pd = std::move(*pd);
+  }
+  cq_options co;
+  co.depth = 64;
+  auto ca = completion_queue::create(l.ctx, co);
+  co.channel = ch;
+  auto cb = completion_queue::create(l.ctx, co);
+  if (!ca)
+    return ca.error();
+  if (!cb)
+    return cb.error();
+  l.cq_a = std::move(*ca);
+  l.cq_b = std::move(*cb);
+  base.type = type;
+  base.gid.ipv4 = test_ip;
+  auto qa = queue_pair::create(l.ctx, l.pd, l.cq_a, l.cq_a, base);
+  base.srq = srq_b;
+  auto qb = queue_pair::create(l.ctx, l.pd, l.cq_b, l.cq_b, base);
+  if (!qa)
+    return qa.error();
+  if (!qb)
+    return qb.error();
+  l.a = std::move(*qa);
+  l.b = std::move(*qb);
+  // Exchange endpoints through their serialised form, as peers would.
+  auto ea = l.a.local_endpoint(), eb = l.b.local_endpoint();
+  if (!ea || !eb)
+    return errc::empty_object;
+  auto pa = endpoint::parse(ea->serialize()), pb = endpoint::parse(eb->serialize());
+  if (!pa || !pb)
+    return errc::bad_size;
+  if (auto r = l.a.connect(*pb); !r)
+    return r.error();
+  if (auto r = l.b.connect(*pa); !r)
+    return r.error();
+  return l;
+}
+
+// ---- checks ----
+
+bool check_probe() {
+  // The release is in the real file name: libibverbs.so.1.<abi>.<major>.<minor>.
+  auto st = status(library::ibverbs);
+  std::string path(st.path);
+  auto pos = path.rfind(".so.1.");
+  EXPECT(pos != std::string::npos);
+  unsigned abi = 0, major = 0, minor = 0;
+  EXPECT(std::sscanf(path.c_str() + pos + 6, "%u.%u.%u", &abi, &major, &minor) == 3);
+  std::fprintf(stderr, "  libibverbs %s: rdma-core %u.%u, %.*s\n", path.c_str(), major, minor,
+               int(st.version_node.size()), st.version_node.data());
+  // First rdma-core release with each symbol (IBVERBS_1.6, 1.8, 1.11, 1.12).
+  EXPECT(supports(feature::wr_api) == (major >= 24));
+  EXPECT(supports(feature::reg_mr_iova) == (major >= 26));
+  EXPECT(supports(feature::query_gid_ex) == (major >= 32));
+  EXPECT(supports(feature::dmabuf_mr) == (major >= 34));
+  EXPECT(supports(feature::rdma_cm));
+  EXPECT(available());
+  EXPECT(stack() == stack_state::ready);
+  TRY(ctx, context::open(dev_name));
+  for (auto f : all_features)
+    std::fprintf(stderr, "  %.*s: library %d device %d\n", int(name(f).size()), name(f).data(),
+                 supports(f), ctx->supports(f));
+  return true;
+}
+
+bool check_device() {
+  TRY(list, device_list::get());
+  EXPECT(list->size() >= 1);
+  TRY(d, list->find(dev_name));
+  EXPECT(d->name() == dev_name);
+  EXPECT(d->transport_type() == transport::ib);
+  TRY(ctx, context::open(*d));
+  TRY(attr, ctx->query_device());
+  EXPECT(attr->max_qp > 0 && attr->max_cqe > 0 && attr->phys_port_cnt >= 1);
+  TRY(port, ctx->first_active_port());
+  TRY(pa, ctx->query_port(*port));
+  EXPECT(pa->state == port_state::active);
+  EXPECT(pa->link == link_layer::ethernet);
+  EXPECT(pa->active_mtu >= 256);
+  EXPECT(ctx->query_port(200).error());
+  return true;
+}
+
+bool check_gid_select() {
+  TRY(ctx, context::open(dev_name));
+  TRY(port, ctx->first_active_port());
+  TRY(table, ctx->gid_table(*port));
+  EXPECT(!table->empty());
+  TRY(g, ctx->select_gid(*port, {gid_type::roce_v2, test_ip}));
+  EXPECT(g->type == gid_type::roce_v2);
+  if (test_ip) {
+    EXPECT(g->value.is_ipv4_mapped());
+    EXPECT(g->value.ipv4() == test_ip);
+  }
+  if (const char *idx = std::getenv("RDMADL_TEST_GID_INDEX"))
+    EXPECT(g->index == static_cast<std::uint32_t>(std::atoi(idx)));
+  // Without an address: still RoCE v2 (an IPv4-mapped one first), never a blind index 0.
+  TRY(any, ctx->select_gid(*port));
+  EXPECT(any->type == gid_type::roce_v2);
+  return true;
+}
+
+bool check_memory_bounds() {
+  TRY(ctx, context::open(dev_name));
+  TRY(pd, protection_domain::create(*ctx));
+  std::vector<std::byte> buf(4096);
+  EXPECT(pd->register_memory({}).error() == errc::empty_span);
+  TRY(mr, pd->register_memory(buf));
+  EXPECT(mr->rights() == access::local);
+  EXPECT(mr->remote().error() == std::errc::operation_not_permitted);
+  TRY(s, mr->slice(100, 200));
+  EXPECT(s->addr == reinterpret_cast<std::uint64_t>(buf.data() + 100) && s->length == 200);
+  EXPECT(s->lkey == mr->lkey());
+  EXPECT(mr->slice(4000, 97).error() == errc::out_of_range);
+  EXPECT(mr->slice(4097, 1).error() == errc::out_of_range);
+  EXPECT(mr->slice(0, 0).error() == errc::out_of_range);
+  TRY(rmr, pd->register_memory(buf, access::remote_read));
+  TRY(rr, rmr->remote(8, 16));
+  EXPECT(rr->rkey == rmr->rkey() && rr->length == 16);
+  EXPECT(rmr->remote(4090, 16).error() == errc::out_of_range);
+  return true;
+}
+
+bool check_send_recv(qp_type type) {
+  TRY(l, make_loop(type));
+  std::vector<std::byte> src(4096), dst(4096);
+  fill(src, 1);
+  TRY(ms, l->pd.register_memory(src));
+  TRY(md, l->pd.register_memory(dst));
+  TRY(rs, md->all());
+  EXPECT_OK(l->b.post_recv(*rs, 7));
+  TRY(ss, ms->all());
+  EXPECT_OK(l->a.post_send(*ss, 8));
+  TRY(cs, one(l->cq_a));
+  EXPECT(cs->wr_id == 8 && cs->opcode == wc_opcode::send);
+  TRY(cr, one(l->cq_b));
+  EXPECT(cr->wr_id == 7 && cr->opcode == wc_opcode::recv && cr->byte_len == 4096);
+  EXPECT(same(src, dst));
+  return true;
+}
+
+bool check_imm(bool write) {
+  TRY(l, make_loop());
+  std::vector<std::byte> src(1024), dst(1024);
+  fill(src, 2);
+  TRY(ms, l->pd.register_memory(src));
+  TRY(md, l->pd.register_memory(dst, access::remote_write));
+  TRY(rs, md->all());
+  TRY(ss, ms->all());
+  EXPECT_OK(l->b.post_recv(*rs, 1));
+  if (write) {
+    TRY(rr, md->remote());
+    EXPECT_OK(l->a.post_write_imm(*ss, *rr, 0xc0ffee, 2));
+  } else {
+    EXPECT_OK(l->a.post_send_imm(*ss, 0xc0ffee, 2));
+  }
+  TRY(cs, one(l->cq_a));
+  TRY(cr, one(l->cq_b));
+  EXPECT(cr->has_imm && cr->imm_data == 0xc0ffee);
+  EXPECT(cr->opcode == (write ? wc_opcode::recv_rdma_with_imm : wc_opcode::recv));
+  EXPECT(same(src, dst));
+  return true;
+}
+
+bool check_write_read() {
+  TRY(l, make_loop());
+  std::vector<std::byte> local(8192), remote(8192), back(8192);
+  fill(local, 3);
+  TRY(ml, l->pd.register_memory(local));
+  TRY(mb, l->pd.register_memory(back));
+  TRY(mr, l->pd.register_memory(remote, access::remote_write | access::remote_read));
+  // The descriptor travels as bytes, as it would between peers.
+  TRY(desc, mr->remote());
+  TRY(rr, remote_region::parse(desc->serialize()));
+  TRY(ls, ml->all());
+  EXPECT_OK(l->a.post_write(*ls, *rr, 1));
+  TRY(c1, one(l->cq_a));
+  EXPECT(c1->opcode == wc_opcode::rdma_write);
+  EXPECT(same(local, remote));
+  // Read back only the second half, into the second half.
+  TRY(half, rr->slice(4096, 4096));
+  TRY(bs, mb->slice(4096, 4096));
+  EXPECT_OK(l->a.post_read(*bs, *half, 2));
+  TRY(c2, one(l->cq_a));
+  EXPECT(c2->opcode == wc_opcode::rdma_read);
+  EXPECT(same(std::span(back).subspan(4096), std::span(local).subspan(4096)));
+  for (std::size_t i = 0; i < 4096; i++)
+    EXPECT(back[i] == std::byte{0});
+  // A region without remote write: the write fails with a remote access error.
+  std::vector<std::byte> ro(64);
+  TRY(mro, l->pd.register_memory(ro, access::remote_read));
+  TRY(rro, mro->remote());
+  TRY(s64, ml->slice(0, 64));
+  EXPECT_OK(l->a.post_write(*s64, *rro, 3));
+  std::array<completion, 1> c;
+  TRY(n, l->cq_a.poll_wait(c, 5000ms));
+  EXPECT(*n == 1 && !c[0].ok());
+  EXPECT(c[0].error().category() == wc_category());
+  std::fprintf(stderr, "  write to a read-only region: %s (vendor_err %u)\n",
+               c[0].error().message().c_str(), c[0].vendor_err);
+  return true;
+}
+
+bool check_atomics() {
+  TRY(l, make_loop());
+  alignas(8) std::array<std::byte, 8> target{}, old{};
+  std::uint64_t init = 40;
+  std::memcpy(target.data(), &init, 8);
+  TRY(mt, l->pd.register_memory(target, access::remote_atomic));
+  TRY(mo, l->pd.register_memory(old));
+  TRY(rt, mt->remote());
+  TRY(so, mo->all());
+  EXPECT_OK(l->a.post_fetch_add(*so, *rt, 2, 1));
+  TRY(c1, one(l->cq_a));
+  EXPECT(c1->opcode == wc_opcode::fetch_add);
+  std::uint64_t v;
+  std::memcpy(&v, old.data(), 8);
+  EXPECT(v == 40);
+  std::memcpy(&v, target.data(), 8);
+  EXPECT(v == 42);
+  EXPECT_OK(l->a.post_compare_swap(*so, *rt, 42, 0x1122334455667788ull, 2));
+  TRY(c2, one(l->cq_a));
+  EXPECT(c2->opcode == wc_opcode::comp_swap);
+  std::memcpy(&v, old.data(), 8);
+  EXPECT(v == 42);
+  std::memcpy(&v, target.data(), 8);
+  EXPECT(v == 0x1122334455667788ull);
+  // A failing compare leaves the target alone.
+  EXPECT_OK(l->a.post_compare_swap(*so, *rt, 1, 2, 3));
+  TRY(c3, one(l->cq_a));
+  std::memcpy(&v, target.data(), 8);
+  EXPECT(v == 0x1122334455667788ull);
+  // Atomics need 8 aligned bytes.
+  TRY(odd, mo->slice(0, 4));
+  EXPECT(l->a.post_fetch_add(*odd, *rt, 1, 4).error() == std::errc::invalid_argument);
+  return true;
+}
+
+bool check_ud() {
+  TRY(l, make_loop(qp_type::ud));
+  TRY(eb, l->b.local_endpoint());
+  TRY(ah, address_handle::create(l->pd, l->a, *eb));
+  std::vector<std::byte> src(512), dst(40 + 512);
+  fill(src, 4);
+  TRY(ms, l->pd.register_memory(src));
+  TRY(md, l->pd.register_memory(dst));
+  TRY(rs, md->all());
+  EXPECT_OK(l->b.post_recv(*rs, 1));
+  TRY(ss, ms->all());
+  EXPECT_OK(l->a.post_send_ud(*ss, *ah, *eb, 2));
+  TRY(cs, one(l->cq_a));
+  TRY(cr, one(l->cq_b));
+  EXPECT(cr->byte_len == 40 + 512);
+  EXPECT(cr->src_qp == l->a.qp_num());
+  EXPECT(same(src, std::span(dst).subspan(40)));
+  // One-sided operations do not exist on UD.
+  remote_region r{0x1000, 1, 8};
+  EXPECT(l->a.post_write(*ss, r, 3).error() == errc::wrong_qp_type);
+  return true;
+}
+
+bool check_srq() {
+  TRY(ctx, context::open(dev_name));
+  EXPECT(ctx->supports(feature::srq));
+  TRY(pd, protection_domain::create(*ctx));
+  TRY(srq, shared_receive_queue::create(*pd, 16));
+  loop seed{std::move(*ctx), std::move(*pd), {}, {}, {}, {}};
+  TRY(l, make_loop(qp_type::rc, {}, nullptr, &*srq, &seed));
+  std::vector<std::byte> src(256 * 4), dst(256 * 4);
+  fill(src, 5);
+  TRY(ms, l->pd.register_memory(src));
+  TRY(md, l->pd.register_memory(dst));
+  for (int i = 0; i < 4; i++) {
+    TRY(rs, md->slice(static_cast<std::size_t>(i) * 256, 256));
+    EXPECT_OK(srq->post_recv(*rs, 100 + static_cast<std::uint64_t>(i)));
+  }
+  for (int i = 0; i < 4; i++) {
+    TRY(ss, ms->slice(static_cast<std::size_t>(i) * 256, 256));
+    EXPECT_OK(l->a.post_send(*ss, static_cast<std::uint64_t>(i)));
+  }
+  std::array<completion, 4> c;
+  std::size_t got = 0;
+  auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (got < 4 && std::chrono::steady_clock::now() < deadline) {
+    auto n = l->cq_b.poll(std::span(c).subspan(got));
+    EXPECT_OK(n);
+    got += *n;
+  }
+  EXPECT(got == 4);
+  for (auto &x : c)
+    EXPECT(x.ok() && x.wr_id >= 100 && x.wr_id < 104);
+  EXPECT(same(src, dst));
+  return true;
+}
+
+bool check_batch_poll() {
+  TRY(l, make_loop());
+  constexpr int n = 16;
+  std::vector<std::byte> src(64 * n), dst(64 * n);
+  fill(src, 6);
+  TRY(ms, l->pd.register_memory(src));
+  TRY(md, l->pd.register_memory(dst));
+  for (int i = 0; i < n; i++) {
+    TRY(r, md->slice(static_cast<std::size_t>(i) * 64, 64));
+    EXPECT_OK(l->b.post_recv(*r, static_cast<std::uint64_t>(i)));
+  }
+  for (int i = 0; i < n; i++) {
+    TRY(s, ms->slice(static_cast<std::size_t>(i) * 64, 64));
+    EXPECT_OK(l->a.post_send(*s, static_cast<std::uint64_t>(i)));
+  }
+  std::array<completion, n> c;
+  TRY(got, l->cq_b.poll_wait(c, 5000ms));
+  EXPECT(*got == n);
+  for (int i = 0; i < n; i++)
+    EXPECT(c[static_cast<std::size_t>(i)].ok() &&
+           c[static_cast<std::size_t>(i)].wr_id == static_cast<std::uint64_t>(i));
+  TRY(gota, l->cq_a.poll_wait(c, 5000ms));
+  EXPECT(*gota == n);
+  EXPECT(same(src, dst));
+  std::fprintf(stderr, "  extended cq: %d\n", l->cq_b.extended());
+  EXPECT(l->cq_b.extended() == l->ctx.supports(feature::extended_cq));
+  EXPECT(l->cq_b.poll({}).error() == errc::empty_span);
+  return true;
+}
+
+bool check_comp_channel() {
+  TRY(ctx0, context::open(dev_name));
+  TRY(ch, completion_channel::create(*ctx0));
+  TRY(pd0, protection_domain::create(*ctx0));
+  loop seed{std::move(*ctx0), std::move(*pd0), {}, {}, {}, {}};
+  TRY(l, make_loop(qp_type::rc, {}, &*ch, nullptr, &seed));
+  int ep = epoll_create1(EPOLL_CLOEXEC);
+  EXPECT(ep >= 0);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  EXPECT(epoll_ctl(ep, EPOLL_CTL_ADD, ch->fd(), &ev) == 0);
+  // Nothing armed yet: a short wait times out cleanly.
+  EXPECT(ch->wait(50ms).error() == errc::timed_out);
+  EXPECT_OK(l->cq_b.request_notify());
+  std::vector<std::byte> src(128), dst(128);
+  fill(src, 7);
+  TRY(ms, l->pd.register_memory(src));
+  TRY(md, l->pd.register_memory(dst));
+  TRY(rs, md->all());
+  TRY(ss, ms->all());
+  EXPECT_OK(l->b.post_recv(*rs, 1));
+  EXPECT_OK(l->a.post_send(*ss, 2));
+  epoll_event out{};
+  int nready = epoll_wait(ep, &out, 1, 5000);
+  close(ep);
+  EXPECT(nready == 1);
+  TRY(cq, ch->wait(5000ms));
+  EXPECT(*cq == l->cq_b.native_handle());
+  TRY(c, one(l->cq_b));
+  EXPECT(c->wr_id == 1);
+  TRY(ca, one(l->cq_a));
+  EXPECT(same(src, dst));
+  // Armed again and never fired: destruction must not hang.
+  EXPECT_OK(l->cq_b.request_notify());
+  return true;
+}
+
+bool check_send_batch(bool wr_api) {
+  qp_options o;
+  o.wr_api = wr_api;
+  TRY(l, make_loop(qp_type::rc, o));
+  TRY(ctx, context::open(dev_name));
+  bool expect_api = wr_api && ctx->supports(feature::wr_api);
+  std::fprintf(stderr, "  wr api requested %d, probe %d, used %d\n", wr_api,
+               ctx->supports(feature::wr_api), l->a.uses_wr_api());
+  EXPECT(l->a.uses_wr_api() == expect_api);
+  std::vector<std::byte> src(3 * 512), remote(2 * 512), dst(512), back(512);
+  fill(src, 8);
+  TRY(ms, l->pd.register_memory(src));
+  TRY(mr, l->pd.register_memory(remote, access::remote_write | access::remote_read));
+  TRY(md, l->pd.register_memory(dst));
+  TRY(mb, l->pd.register_memory(back));
+  TRY(rd, md->all());
+  EXPECT_OK(l->b.post_recv(*rd, 9));
+  TRY(rr, mr->remote());
+  TRY(r0, rr->slice(0, 512));
+  TRY(r1, rr->slice(512, 512));
+  TRY(s0, ms->slice(0, 512));
+  TRY(s1, ms->slice(512, 512));
+  TRY(s2, ms->slice(1024, 512));
+  TRY(sb, mb->all());
+  {
+    auto b = l->a.batch();
+    b.write(*s0, *r0, 1, send_flags::none).write(*s1, *r1, 2, send_flags::none).send(*s2, 3);
+    EXPECT(b.size() == 3);
+    EXPECT_OK(b.commit());
+  }
+  TRY(c, one(l->cq_a));
+  EXPECT(c->wr_id == 3);
+  TRY(cr, one(l->cq_b));
+  EXPECT(same(std::span(src).first(1024), remote));
+  EXPECT(same(std::span(src).subspan(1024), dst));
+  {
+    auto b = l->a.batch();
+    b.read(*sb, *r1, 4);
+    EXPECT_OK(b.commit());
+  }
+  TRY(c2, one(l->cq_a));
+  EXPECT(same(back, std::span(src).subspan(512, 512)));
+  // Over-full batches fail as a whole and post nothing.
+  {
+    auto b = l->a.batch();
+    for (std::size_t i = 0; i <= send_batch::max_size; i++)
+      b.write(*s0, *r0, 100, send_flags::none);
+    EXPECT(b.commit().error() == errc::batch_full);
+  }
+  std::array<completion, 1> none;
+  TRY(n, l->cq_a.poll(none));
+  EXPECT(*n == 0);
+  return true;
+}
+
+bool check_endpoint_errors() {
+  TRY(l, make_loop());
+  TRY(e, l->a.local_endpoint());
+  EXPECT(!e->gid_value.is_zero());
+  EXPECT(e->qpn == l->a.qp_num());
+  auto blob = e->serialize();
+  EXPECT(endpoint::parse(std::span(blob).first(20)).error() == errc::bad_size);
+  blob[4] = std::byte{9};
+  EXPECT(endpoint::parse(blob).error() == errc::newer_format);
+  return true;
+}
+
+bool check_cm() {
+  TRY(lst, listener::bind(test_ip ? inet_ntoa(in_addr{test_ip}) : "0.0.0.0", 0));
+  std::uint16_t port = lst->port();
+  EXPECT(port != 0);
+  const char hello[] = "hello from client";
+  const char welcome[] = "welcome, client";
+  std::atomic<bool> server_ok{false};
+  std::vector<std::byte> srv_buf(4096);
+  std::thread server([&] {
+    auto req = lst->get_request(10s);
+    if (!req) {
+      std::fprintf(stderr, "  server: %s\n", req.error().message().c_str());
+      return;
+    }
+    if (req->peer_data().size() < sizeof hello ||
+        std::memcmp(req->peer_data().data(), hello, sizeof hello) != 0) {
+      std::fprintf(stderr, "  server: wrong private data\n");
+      return;
+    }
+    cm_options o;
+    o.private_data = std::as_bytes(std::span(welcome));
+    auto conn = req->accept(o);
+    if (!conn) {
+      std::fprintf(stderr, "  server accept: %s\n", conn.error().message().c_str());
+      return;
+    }
+    auto mr = conn->pd().register_memory(srv_buf);
+    if (!mr)
+      return;
+    auto s = mr->all();
+    if (!s || !conn->qp().post_recv(*s, 1))
+      return;
+    auto c = one(conn->cq(), 10s);
+    if (!c)
+      return;
+    // Echo it back, then wait for the client to disconnect.
+    if (!conn->qp().post_send(*s, 2))
+      return;
+    if (!one(conn->cq(), 10s))
+      return;
+    auto d = conn->wait_disconnect(10s);
+    if (!d) {
+      std::fprintf(stderr, "  server wait_disconnect: %s\n", d.error().message().c_str());
+      return;
+    }
+    server_ok = true;
+  });
+  bool ok = [&] {
+    cm_options o;
+    o.private_data = std::as_bytes(std::span(hello));
+    auto host = std::string(test_ip ? inet_ntoa(in_addr{test_ip}) : "127.0.0.1");
+    TRY(conn, connect(host, port, o));
+    EXPECT(conn->peer_data().size() >= sizeof welcome);
+    EXPECT(std::memcmp(conn->peer_data().data(), welcome, sizeof welcome) == 0);
+    std::vector<std::byte> out(4096), in(4096);
+    fill(out, 9);
+    TRY(mo, conn->pd().register_memory(out));
+    TRY(mi, conn->pd().register_memory(in));
+    TRY(si, mi->all());
+    EXPECT_OK(conn->qp().post_recv(*si, 10));
+    TRY(so, mo->all());
+    EXPECT_OK(conn->qp().post_send(*so, 11));
+    std::array<completion, 2> c;
+    std::size_t got = 0;
+    auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (got < 2 && std::chrono::steady_clock::now() < deadline) {
+      TRY(n, conn->cq().poll(std::span(c).subspan(got)));
+      got += *n;
+    }
+    EXPECT(got == 2 && c[0].ok() && c[1].ok());
+    EXPECT(same(out, in));
+    EXPECT_OK(conn->disconnect(10s));
+    return true;
+  }();
+  server.join();
+  EXPECT(ok);
+  EXPECT(server_ok.load());
+  EXPECT(same(srv_buf, [] {
+    std::vector<std::byte> v(4096);
+    fill(v, 9);
+    return v;
+  }()));
+  return true;
+}
+
+bool check_cm_reject() {
+  TRY(lst, listener::bind(test_ip ? inet_ntoa(in_addr{test_ip}) : "0.0.0.0", 0));
+  std::uint16_t port = lst->port();
+  std::thread server([&] {
+    auto req = lst->get_request(10s);
+    if (req) {
+      const char no[] = "go away";
+      (void)req->reject(std::as_bytes(std::span(no)));
+    }
+  });
+  cm_options o;
+  o.timeout = 10s;
+  auto conn = connect(test_ip ? inet_ntoa(in_addr{test_ip}) : "127.0.0.1", port, o);
+  server.join();
+  EXPECT(!conn);
+  EXPECT(conn.error() == errc::rejected);
+  EXPECT(conn.error() == std::errc::connection_refused);
+  // Nobody listening: an error, within the timeout.
+  o.timeout = 3s;
+  auto t0 = std::chrono::steady_clock::now();
+  auto none = connect(test_ip ? inet_ntoa(in_addr{test_ip}) : "127.0.0.1", port, o);
+  EXPECT(!none);
+  EXPECT(std::chrono::steady_clock::now() - t0 < 20s);
+  std::fprintf(stderr, "  connect with no listener: %s\n", none.error().message().c_str());
+  return true;
+}
+
+// The peer is another process that exits after connecting: the parent's
+// sends complete with an error status within the timeout, and nothing hangs.
+bool check_peer_exit() {
+  int to_child[2], to_parent[2];
+  EXPECT(pipe(to_child) == 0 && pipe(to_parent) == 0);
+  pid_t pid = fork();
+  EXPECT(pid >= 0);
+  if (pid == 0) {
+    close(to_child[1]);
+    close(to_parent[0]);
+    auto ctx = context::open(dev_name);
+    if (!ctx)
+      _exit(2);
+    auto pd = protection_domain::create(*ctx);
+    auto cq = completion_queue::create(*ctx);
+    if (!pd || !cq)
+      _exit(2);
+    qp_options o;
+    o.gid.ipv4 = test_ip;
+    auto qp = queue_pair::create(*ctx, *pd, *cq, *cq, o);
+    if (!qp)
+      _exit(2);
+    auto me = qp->local_endpoint()->serialize();
+    std::array<std::byte, endpoint::serialized_size> peer;
+    if (write(to_parent[1], me.data(), me.size()) != static_cast<ssize_t>(me.size()) ||
+        read(to_child[0], peer.data(), peer.size()) != static_cast<ssize_t>(peer.size()))
+      _exit(3);
+    auto pe = endpoint::parse(peer);
+    if (!pe || !qp->connect(*pe))
+      _exit(4);
+    char go = 1;
+    if (write(to_parent[1], &go, 1) != 1)
+      _exit(5);
+    _exit(0); // no cleanup: the kernel tears the QP down
+  }
+  close(to_child[0]);
+  close(to_parent[1]);
+  bool ok = [&] {
+    TRY(ctx, context::open(dev_name));
+    TRY(pd, protection_domain::create(*ctx));
+    TRY(cq, completion_queue::create(*ctx));
+    qp_options o;
+    o.gid.ipv4 = test_ip;
+    TRY(qp, queue_pair::create(*ctx, *pd, *cq, *cq, o));
+    std::array<std::byte, endpoint::serialized_size> peer;
+    EXPECT(read(to_parent[0], peer.data(), peer.size()) == static_cast<ssize_t>(peer.size()));
+    auto me = qp->local_endpoint()->serialize();
+    EXPECT(write(to_child[1], me.data(), me.size()) == static_cast<ssize_t>(me.size()));
+    TRY(pe, endpoint::parse(peer));
+    connect_options co;
+    co.timeout = 10; // ~4 ms per try
+    co.retry_cnt = 2;
+    co.rnr_retry = 2;
+    EXPECT_OK(qp->connect(*pe, co));
+    char go = 0;
+    EXPECT(read(to_parent[0], &go, 1) == 1);
+    int st = 0;
+    EXPECT(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    std::vector<std::byte> buf(64 * 1024);
+    TRY(mr, pd->register_memory(buf));
+    TRY(s, mr->all());
+    for (int i = 0; i < 4; i++)
+      EXPECT_OK(qp->post_send(*s, static_cast<std::uint64_t>(i)));
+    auto t0 = std::chrono::steady_clock::now();
+    std::array<completion, 4> c;
+    std::size_t got = 0;
+    while (got < 4 && std::chrono::steady_clock::now() - t0 < 60s) {
+      TRY(n, cq->poll(std::span(c).subspan(got)));
+      got += *n;
+    }
+    auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::fprintf(stderr, "  %zu completions in %.2f s; first: %s\n", got, secs,
+                 got ? c[0].error().message().c_str() : "-");
+    EXPECT(got == 4);
+    EXPECT(!c[0].ok());
+    for (std::size_t i = 1; i < got; i++)
+      EXPECT(!c[i].ok());
+    return true;
+  }();
+  close(to_child[1]);
+  close(to_parent[0]);
+  if (!ok) {
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+  }
+  return ok;
+}
+
+// --absent: the library or kernel is missing; everything fails cleanly.
+int absent_main() {
+  report("absent-available", !available());
+  auto l = device_list::get();
+  report("absent-device-list", !l && l.error() == std::errc::operation_not_supported);
+  auto c = context::open();
+  report("absent-context", !c && c.error() == std::errc::operation_not_supported);
+  auto e = event_channel::create();
+  report("absent-event-channel", !e && e.error() == std::errc::operation_not_supported);
+  auto k = connect("127.0.0.1", 1);
+  report("absent-cm-connect", !k && k.error() == std::errc::operation_not_supported);
+  return failures ? 1 : 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--absent") == 0)
+    return absent_main();
+  if (const char *d = std::getenv("RDMADL_TEST_DEVICE"))
+    dev_name = d;
+  if (const char *ip = std::getenv("RDMADL_TEST_IP")) {
+    in_addr a{};
+    if (inet_pton(AF_INET, ip, &a) == 1)
+      test_ip = a.s_addr;
+  }
+  const char *only = argc > 1 ? argv[1] : nullptr;
+  struct {
+    const char *name;
+    bool (*fn)();
+  } checks[] = {
+      {"peer-exit", check_peer_exit}, // first: forks before this process opens a device
+      {"probe", check_probe},
+      {"device", check_device},
+      {"gid-select", check_gid_select},
+      {"memory-bounds", check_memory_bounds},
+      {"rc-send-recv", [] { return check_send_recv(qp_type::rc); }},
+      {"uc-send-recv", [] { return check_send_recv(qp_type::uc); }},
+      {"send-imm", [] { return check_imm(false); }},
+      {"write-imm", [] { return check_imm(true); }},
+      {"write-read", check_write_read},
+      {"atomics", check_atomics},
+      {"ud-send-recv", check_ud},
+      {"srq", check_srq},
+      {"batch-poll", check_batch_poll},
+      {"comp-channel", check_comp_channel},
+      {"send-batch", [] { return check_send_batch(true); }},
+      {"send-batch-chained", [] { return check_send_batch(false); }},
+      {"endpoint", check_endpoint_errors},
+      {"cm-connect", check_cm},
+      {"cm-reject", check_cm_reject},
+  };
+  for (auto &c : checks) {
+    if (only && std::strcmp(only, c.name) != 0)
+      continue;
+    std::fprintf(stderr, "cxx-%s\n", c.name);
+    report(c.name, c.fn());
+  }
+  return failures ? 1 : 0;
+}
