@@ -271,8 +271,7 @@ for s in $suites; do
   set -e
   boot_secs[$s]=$(($(date +%s) - b0))
   tr -d '\r' <"$logs/$s.log" >"$logs/$s.clean.log"
-  grep -E '^RDMADL-CHECK [^ ]+ (PASS|FAIL|UNSUPPORTED)$' "$logs/$s.clean.log" |
-    awk '{print $2, $3}' >>"$results/$s"
+  awk '/^RDMADL-CHECK [^ ]+ (PASS|FAIL|UNSUPPORTED)$/ {print $2, $3}' "$logs/$s.clean.log" >>"$results/$s"
   host_check "$s" boot "$([ $st = 0 ] && echo 1 || echo 0)" \
     "ci/vm/run.sh exited $st after ${boot_secs[$s]} s (log: $logs/$s.log)"
   if [ $st != 0 ]; then
@@ -294,9 +293,12 @@ for s in $suites; do
   declare -A nofeat=()
   if [ -n "${imgdir[$s]:-}" ]; then
     if [ "$s" = none ]; then req=$absent_required; else req=$required; fi
+    unreported=""
     for c in $req; do
-      grep -q "^$c " "$r" || host_check "$s" "$c" 0 "never reported"
+      grep -q "^$c " "$r" || unreported+=" $c"
     done
+    host_check "$s" all-reported "$([ -z "$unreported" ] && echo 1 || echo 0)" \
+      "$(wc -w <<<"$unreported") required checks never reported:$unreported"
     if [ "$s" != none ]; then
       col=$(awk -v s="$s" '$1 == "release" {n++; if ($2 == s) print n}' "$releases")
       while read -r _ feat _ rest; do
