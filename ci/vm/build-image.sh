@@ -1,0 +1,304 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# build-image.sh SUITE: kernel + base initramfs of the Soft-RoCE test VM for
+# SUITE's userspace (bullseye, bookworm, trixie, sid, or none = no rdma-core).
+# Prints the image directory (vmlinuz, base.cpio, sysroot/, contents, info).
+#
+# Cached under $RDMADL_CACHE/vm (default ~/.cache/rdmadl/vm):
+#   manifests/SUITE   package versions in use; re-resolved at most every
+#                     $RDMADL_VM_MAX_AGE s (default: $RDMADL_APT_MAX_AGE or 6 h)
+#   kernels/...       vmlinuz + the few modules rxe needs, depmod'ed, per kernel version
+#   images/SUITE-KEY  KEY = hash of the manifest and of these scripts
+set -euo pipefail
+# shellcheck source=ci/vm/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+suite=${1:-}
+case $suite in
+  # bullseye's 5.10 kernel stalls (RCU) in atomics under TCG, so it runs on
+  # bookworm's kernel. Our test binaries are built on the bookworm host and need
+  # GLIBC_2.34 (bullseye has 2.31): bookworm's libc6/libgcc-s1/libstdc++6 are
+  # laid over the bullseye tree; rdma-core 33.2 runs fine on them.
+  bullseye) ksuite=bookworm libcsuite=bookworm ;;
+  bookworm | none) ksuite=bookworm libcsuite=bookworm ;;
+  trixie | sid) ksuite=$suite libcsuite=$suite ;;
+  *) die "usage: build-image.sh bullseye|bookworm|trixie|sid|none" ;;
+esac
+rdma=1; [ "$suite" != none ] || rdma=0
+
+# In load order. rdma_ucm for rdma_cm (rping), ib_uverbs for
+# /dev/infiniband/uverbs*: nothing else loads them without udev. dummy gives
+# rxe a netdev with an IPv4 address. rxe of kernels before 6.x's crc rework asks
+# the crypto API for "crc32", which nobody loads for it. "?": may be absent.
+kmods="dummy crc32_generic? rdma_rxe ib_uverbs rdma_ucm"
+max_age=${RDMADL_VM_MAX_AGE:-${RDMADL_APT_MAX_AGE:-21600}}
+
+ensure_host_tools
+mkdir -p "$vmcache/manifests" "$vmcache/kernels" "$vmcache/images"
+# One build at a time: suites share the bookworm kernel and the apt trees.
+exec 9>"$vmcache/build.lock"
+flock 9
+
+work=$(mktemp -d "$vmcache/tmp.XXXXXX")
+[ -n "${RDMADL_VM_KEEP_WORK:-}" ] || trap 'rm -rf "$work"' EXIT
+
+# --- which packages -----------------------------------------------------------
+spec="$libcsuite libc6
+$libcsuite libgcc-s1
+$libcsuite libstdc++6"
+if [ $rdma = 1 ]; then
+  spec+="
+$suite libibverbs1
+$suite librdmacm1t64|librdmacm1
+$suite ibverbs-providers
+$suite libnl-3-200
+$suite libnl-route-3-200
+$suite ibverbs-utils
+$suite rdmacm-utils
+$suite perftest
+$suite iproute2"
+fi
+spec+="
+kernel:$ksuite linux-image-amd64"
+spec_id=$(printf '%s\n' "$spec" | sha256sum | cut -c1-16)
+
+# resolve_top: "top SUITE PKG VER" (and "kernel ...") with today's candidates.
+resolve_top() {
+  local s p alt v
+  while read -r s p; do
+    for alt in ${p//|/ }; do
+      v=$("$debfetch" --version "${s#kernel:}" "$alt")
+      if [ -n "$v" ] && [ "$v" != "(none)" ]; then break; fi
+    done
+    [ -n "$v" ] && [ "$v" != "(none)" ] || die "no package $p in ${s#kernel:}"
+    case $s in kernel:*) echo "kernel ${s#kernel:} $alt $v" ;; *) echo "top $s $alt $v" ;; esac
+  done <<<"$spec"
+}
+
+manifest=$vmcache/manifests/$suite
+have_manifest=0
+if [ -f "$manifest" ] && [ "$(head -n 1 "$manifest")" = "# spec $spec_id" ]; then
+  have_manifest=1
+fi
+top=""
+if [ $have_manifest = 0 ] || [ $(($(date +%s) - $(stat -c %Y "$manifest"))) -gt "$max_age" ]; then
+  say "checking package versions for $suite"
+  top=$(resolve_top)
+  if [ $have_manifest = 1 ] && [ "$top" = "$(grep -E '^(top|kernel) ' "$manifest")" ]; then
+    touch "$manifest"; top=""
+  fi
+fi
+
+image_key() {
+  cat "$manifest" "$vm_here/lib.sh" "$vm_here/build-image.sh" "$vm_here/guest-init.sh" | sha256sum | cut -c1-16
+}
+if [ -z "$top" ]; then
+  imgdir=$vmcache/images/$suite-$(image_key)
+  if [ -f "$imgdir/done" ]; then echo "$imgdir"; exit 0; fi
+fi
+
+# --- sysroot: the suite's packages unpacked, plus library dependencies ------
+pkgs_file=$work/pkgs # lines: SUITE PKG VER DEB
+sysroot=$work/sysroot
+merged_skeleton "$sysroot"
+mkdir -p "$work/lists"
+
+fetch_unpack() { # SUITE PKG[=VER]
+  local deb pkg
+  deb=$(fetch_deb "$1" "$work/dl" "$2")
+  pkg=$(dpkg-deb -f "$deb" Package)
+  unpack_deb "$deb" "$sysroot"
+  dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\.||' | while read -r f; do canon "$f"; done >"$work/lists/$pkg"
+  echo "$1 $pkg $(dpkg-deb -f "$deb" Version) $deb" >>"$pkgs_file"
+
+}
+
+# Files each package contributes to the image (its libraries come via closure).
+wanted() { # PKG
+  local l=$work/lists/$1 ma=$multiarch
+  case $1 in
+    libc6) grep -E "^/usr/lib/$ma/[^/]+\.so(\.[0-9.]+)?\$|^/usr/lib64/ld-linux" "$l" ;;
+    iproute2) grep -E '^/usr/s?bin/(ip|rdma)$' "$l" ;;
+    ibverbs-providers) grep -E "/libibverbs/librxe-rdmav[0-9]+\.so\$|^/etc/libibverbs.d/rxe.driver\$" "$l" ;;
+    ibverbs-utils | rdmacm-utils | perftest) grep -E '^/usr/s?bin/[^/]+$' "$l" | grep -v raw_ethernet ;;
+    lib*) grep -E "^/usr/lib/$ma/[^/]+\.so\.[0-9.]+\$" "$l" ;;
+  esac || true
+}
+
+if [ -z "$top" ]; then
+  # Known versions: the manifest lists every package, dependencies included.
+  while read -r kind s p v; do
+    case $kind in top | dep) fetch_unpack "$s" "$p=$v" ;; esac
+  done <"$manifest"
+else
+  while read -r kind s p v; do
+    [ "$kind" = top ] && fetch_unpack "$s" "$p=$v"
+  done <<<"$top"
+fi
+
+if [ -n "$top" ]; then toplist=$top; else toplist=$(grep '^top ' "$manifest"); fi
+
+# Resolve the closure; pull in library dependencies of the packages we have
+# (level by level, only while some soname is still missing).
+pass=0
+while :; do
+  : >"$work/roots"
+  while read -r s p _ _; do
+    awk -v s="$s" -v p="$p" '$1 == "top" && $2 == s && $3 == p {f = 1} END {exit !f}' <<<"$toplist" || continue
+    wanted "$p" >>"$work/roots"
+  done <"$pkgs_file"
+  mapfile -t roots <"$work/roots"
+  files=()
+  for f in "${roots[@]}"; do
+    r=$(chase "$sysroot" "$f") || continue
+    if is_elf "$sysroot$r"; then files+=("$sysroot$r"); fi
+  done
+  closure "$sysroot" "" "${files[@]}" >"$work/closure"
+  missing=$(sed -n 's/^missing //p' "$work/closure" | tr '\n' ' ')
+  [ -n "$missing" ] || break
+  [ -n "$top" ] || die "manifest for $suite is incomplete (missing $missing); delete $manifest"
+  pass=$((pass + 1)); [ $pass -le 8 ] || die "cannot resolve $missing for $suite"
+  # Library packages only: name ends in a digit (or t64), per Debian's naming policy.
+  new=$(while read -r s p v deb; do
+    dpkg-deb -f "$deb" Depends | tr ',' '\n' | sed 's/|.*//; s/(.*//; s/:any//; s/[[:space:]]//g' |
+      grep -E '^lib.*[0-9](t64)?$|^zlib1g$' | sed "s/^/$s /"
+  done <"$pkgs_file" | sort -u | while read -r s p; do
+    awk -v p="$p" '$2 == p {f = 1} END {exit !f}' "$pkgs_file" || echo "$s $p"
+  done)
+  [ -n "$new" ] || die "$suite: no package provides $missing"
+  say "$suite: resolving $missing-> fetching $(echo "$new" | awk '{print $2}' | tr '\n' ' ')"
+  while read -r s p; do fetch_unpack "$s" "$p"; done <<<"$new"
+done
+
+if [ -n "$top" ]; then
+  {
+    echo "# spec $spec_id"
+    printf '%s\n' "$top" | grep '^top '
+    while read -r s p v deb; do
+      awk -v s="$s" -v p="$p" '$1 == "top" && $2 == s && $3 == p {f = 1} END {exit !f}' <<<"$top" ||
+        echo "dep $s $p $v"
+    done <"$pkgs_file"
+    printf '%s\n' "$top" | grep '^kernel '
+  } >"$manifest.new"
+  mv "$manifest.new" "$manifest"
+fi
+
+key=$(image_key)
+imgdir=$vmcache/images/$suite-$key
+if [ -f "$imgdir/done" ]; then echo "$imgdir"; exit 0; fi
+
+# --- kernel: vmlinuz and the modules rxe needs ---------------------------------
+read -r _ _ _ kpkgver < <(grep '^kernel ' "$manifest")
+modhash=$(echo "$kmods" | sha256sum | cut -c1-8)
+kdir=$vmcache/kernels/$ksuite-$kpkgver-$modhash
+if [ ! -f "$kdir/done" ]; then
+  say "preparing $ksuite kernel $kpkgver"
+  kx=$work/kernel
+  mkdir -p "$kx/x"
+  debs=("$(fetch_deb "$ksuite" "$work/kdl" "linux-image-amd64=$kpkgver")")
+  # linux-image-amd64 -> linux-image-VER-amd64; sid splits that further into
+  # linux-binary-* (vmlinuz) and linux-modules-*.
+  i=0
+  while [ $i -lt ${#debs[@]} ]; do
+    for dep in $(dpkg-deb -f "${debs[$i]}" Depends | tr ',' '\n' | sed 's/|.*//; s/(.*//; s/[[:space:]]//g' |
+      grep -E '^linux-(image|binary|modules)-[0-9]'); do
+      debs+=("$(fetch_deb "$ksuite" "$work/kdl" "$dep=$kpkgver")")
+    done
+    i=$((i + 1))
+  done
+  for deb in "${debs[@]}"; do dpkg-deb -x "$deb" "$kx/x"; done
+  rm -rf "$work/kdl"
+  vmlinuz=$(find "$kx/x" -type f \( -name 'vmlinuz-*' -o -name vmlinuz \) | head -n 1)
+  moddir=$(find "$kx/x/lib/modules" "$kx/x/usr/lib/modules" -mindepth 1 -maxdepth 1 -type d 2>/dev/null | head -n 1 || true)
+  [ -n "$vmlinuz" ] && [ -n "$moddir" ] || die "no vmlinuz/modules in $ksuite's kernel packages"
+  kver=${moddir##*/}
+  # The packages carry no modules.dep; depmod wants BASE/lib/modules.
+  mkdir -p "$kx/m/lib/modules"; mv "$moddir" "$kx/m/lib/modules/"
+  depmod -b "$kx/m" "$kver"
+  src=$kx/m/lib/modules/$kver
+  rm -rf "$kdir.new"; mkdir -p "$kdir.new/root/lib/modules/$kver"
+  dst=$kdir.new/root/lib/modules/$kver
+  : >"$kdir.new/load"
+  for m in $kmods; do
+    case $m in *\?) m=${m%\?} opt=1 ;; *) opt="" ;; esac
+    # modules.dep lines carry the full transitive dependency list.
+    pat=${m//[-_]/[-_]}
+    line=$(grep -E "(^|/)${pat}\.ko(\.(xz|zst|gz))?:" "$src/modules.dep" || true)
+    if [ -z "$line" ]; then
+      grep -qE "/${pat}\.ko\$" "$src/modules.builtin" || [ -n "$opt" ] ||
+        die "module $m not in $ksuite kernel $kver"
+      continue
+    fi
+    echo "$m" >>"$kdir.new/load"
+    for rel in ${line/:/}; do
+      out=$dst/$rel; out=${out%.xz}; out=${out%.zst}; out=${out%.gz}
+      mkdir -p "$(dirname "$out")"
+      case $rel in
+        *.xz) xz -dc "$src/$rel" >"$out" ;;
+        *.zst) zstd -qdc "$src/$rel" >"$out" ;;
+        *.gz) gzip -dc "$src/$rel" >"$out" ;;
+        *) cp "$src/$rel" "$out" ;;
+      esac
+    done
+  done
+  cp "$src"/modules.builtin* "$src/modules.order" "$dst/" 2>/dev/null || true
+  depmod -b "$kdir.new/root" "$kver"
+  cp "$vmlinuz" "$kdir.new/vmlinuz"
+  echo "$kver" >"$kdir.new/kver"
+  touch "$kdir.new/done"
+  rm -rf "$kdir"; mv "$kdir.new" "$kdir"
+  rm -rf "$kx"
+fi
+kver=$(cat "$kdir/kver")
+
+# --- the image ----------------------------------------------------------------
+say "assembling $suite image"
+st=$work/stage
+merged_skeleton "$st"
+mkdir -p "$st"/{dev,proc,sys,tmp,run,root,etc,payload,var/tmp}
+{
+  cat "$work/roots"
+  sed -n 's/^lib //p' "$work/closure"
+} | sort -u | while read -r p; do
+  [ -e "$sysroot$p" ] || [ -L "$sysroot$p" ] || continue
+  copy_into "$sysroot" "$st" "$p"
+done
+if [ $rdma = 1 ]; then
+  mkdir -p "$st/usr/lib"
+  cp -a "$kdir/root/lib/modules" "$st/usr/lib/"
+fi
+# The shell and basic tools, static so they do not care about the suite's libc.
+cp /bin/busybox "$st/usr/bin/busybox"
+for a in $(/bin/busybox --list); do
+  case $a in busybox | linuxrc | init) continue ;; esac
+  [ -e "$st/usr/bin/$a" ] || [ -e "$st/usr/sbin/$a" ] || ln -s busybox "$st/usr/bin/$a"
+done
+printf 'root:x:0:0:root:/root:/bin/sh\n' >"$st/etc/passwd"
+printf 'root:x:0:\n' >"$st/etc/group"
+printf '127.0.0.1 localhost\n192.0.2.1 rdmadl-guest\n::1 localhost\n' >"$st/etc/hosts"
+ver_of() { awk -v p="$1" '$1 != "kernel" && $3 == p {print $4; exit}' "$manifest"; }
+{
+  echo "SUITE=$suite"
+  echo "RDMA=$rdma"
+  echo "KERNEL=$kver"
+  echo "GLIBC=$(ver_of libc6)"
+  echo "RDMA_CORE=$(ver_of libibverbs1)"
+  [ $rdma = 0 ] || echo "MODULES=\"$(grep -v '^dummy$' "$kdir/load" | tr '\n' ' ')\""
+} >"$st/etc/rdmadl-image"
+cp "$vm_here/guest-init.sh" "$st/init"
+chmod 755 "$st/init"
+
+rm -rf "$imgdir.new"; mkdir -p "$imgdir.new"
+(cd "$st" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) >"$imgdir.new/base.cpio"
+(cd "$st" && find . -mindepth 1 | sed 's|^\.||') | LC_ALL=C sort >"$imgdir.new/contents"
+cp "$kdir/vmlinuz" "$imgdir.new/vmlinuz"
+cp "$manifest" "$imgdir.new/manifest"
+cp "$st/etc/rdmadl-image" "$imgdir.new/info"
+mv "$sysroot" "$imgdir.new/sysroot"
+touch "$imgdir.new/done"
+rm -rf "$imgdir"; mv "$imgdir.new" "$imgdir"
+# Old images of this suite that nobody booted for two days go.
+find "$vmcache/images" -mindepth 1 -maxdepth 1 -name "$suite-*" ! -name "$suite-$key" -mtime +2 \
+  -exec rm -rf {} + 2>/dev/null || true
+say "$suite image: $imgdir ($(du -sh "$imgdir/base.cpio" | cut -f1) initramfs, kernel $kver)"
+echo "$imgdir"
