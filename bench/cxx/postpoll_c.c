@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+/* rdmadl-bench-postpoll-c ITERS: the same loop as postpoll.cpp, written by
+ * hand in C against verbs (the drop-in rdmadl::verbs_static). */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <infiniband/verbs.h>
+
+static struct ibv_qp *make_qp(struct ibv_pd *pd, struct ibv_cq *cq) {
+  struct ibv_qp_init_attr a = {.send_cq = cq,
+                               .recv_cq = cq,
+                               .qp_type = IBV_QPT_RC,
+                               .cap = {.max_send_wr = 64,
+                                       .max_recv_wr = 64,
+                                       .max_send_sge = 1,
+                                       .max_recv_sge = 1,
+                                       .max_inline_data = 64}};
+  return ibv_create_qp(pd, &a);
+}
+
+static int connect_qp(struct ibv_qp *qp, uint32_t dqpn, union ibv_gid *gid, int gidx) {
+  struct ibv_qp_attr a = {
+      .qp_state = IBV_QPS_INIT, .port_num = 1, .qp_access_flags = IBV_ACCESS_REMOTE_WRITE};
+  if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+    return 1;
+  memset(&a, 0, sizeof a);
+  a.qp_state = IBV_QPS_RTR;
+  a.path_mtu = IBV_MTU_1024;
+  a.dest_qp_num = dqpn;
+  a.max_dest_rd_atomic = 1;
+  a.min_rnr_timer = 12;
+  a.ah_attr.is_global = 1;
+  a.ah_attr.grh.dgid = *gid;
+  a.ah_attr.grh.sgid_index = (uint8_t)gidx;
+  a.ah_attr.grh.hop_limit = 64;
+  a.ah_attr.port_num = 1;
+  if (ibv_modify_qp(qp, &a,
+                    IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                        IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+    return 1;
+  memset(&a, 0, sizeof a);
+  a.qp_state = IBV_QPS_RTS;
+  a.timeout = 14;
+  a.retry_cnt = 7;
+  a.rnr_retry = 7;
+  a.max_rd_atomic = 1;
+  return ibv_modify_qp(qp, &a,
+                       IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                           IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+int main(int argc, char **argv) {
+  long iters = argc > 1 ? atol(argv[1]) : 1000;
+  const char *gi = getenv("RDMADL_TEST_GID_INDEX");
+  int gidx = gi ? atoi(gi) : 1;
+  int n;
+  struct ibv_device **list = ibv_get_device_list(&n);
+  if (!list || n < 1)
+    return 1;
+  struct ibv_context *ctx = ibv_open_device(list[0]);
+  struct ibv_pd *pd = ctx ? ibv_alloc_pd(ctx) : NULL;
+  struct ibv_cq *cq = pd ? ibv_create_cq(ctx, 64, NULL, NULL, 0) : NULL;
+  struct ibv_qp *a = cq ? make_qp(pd, cq) : NULL, *b = cq ? make_qp(pd, cq) : NULL;
+  union ibv_gid gid;
+  if (!a || !b || ibv_query_gid(ctx, 1, gidx, &gid) || connect_qp(a, b->qp_num, &gid, gidx) ||
+      connect_qp(b, a->qp_num, &gid, gidx))
+    return 1;
+  static char buf[64];
+  struct ibv_mr *mr =
+      ibv_reg_mr(pd, buf, sizeof buf, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  if (!mr)
+    return 1;
+  struct ibv_sge sge = {(uintptr_t)buf, 8, mr->lkey};
+  struct ibv_send_wr wr = {.sg_list = &sge,
+                           .num_sge = 1,
+                           .opcode = IBV_WR_RDMA_WRITE,
+                           .send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE,
+                           .wr.rdma = {(uintptr_t)buf + 8, mr->rkey}},
+                     *bad;
+  struct ibv_wc wc;
+  for (long i = 0; i < iters; i++) {
+    if (ibv_post_send(a, &wr, &bad))
+      return 1;
+    int got;
+    while ((got = ibv_poll_cq(cq, 1, &wc)) == 0)
+      ;
+    if (got < 0 || wc.status != IBV_WC_SUCCESS)
+      return 1;
+  }
+  return 0;
+}
