@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# install-deps.sh [--vm]: the Debian packages rdmadl's build and tests need.
+# Installs only what is missing (as root); otherwise says what to install.
+set -euo pipefail
+want=(cmake ninja-build g++ gcc clang binutils python3)
+[ "${1:-}" = --vm ] && want+=(qemu-system-x86 busybox-static)
+missing=()
+for pkg in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: please install: ${missing[*]}" >&2
+  exit 1
+fi
+echo "install-deps: installing ${missing[*]}"
+apt-get update -q >/dev/null
+DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null

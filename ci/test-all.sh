@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# test-all.sh: the README's test command, and what .ci/run calls. Runs every
+# tier on a fresh Debian machine (installing what it needs):
+#   symbols   loader/symbols.def against Debian's real 33.2/44.0/56.1/65.0 exports
+#   gcc       g++ -Werror build + all host tests (absent, fakes, tier-2 real
+#             releases without devices, drop-in, coexistence, threads, C++ API)
+#   headers   the build read only the bundled rdma-core headers
+#   clang     clang++ -Werror build + host tests
+#   asan      ASan+UBSan build + host tests
+#   tsan      TSan build + host tests (16 threads racing into initialisation)
+#   vm        Soft-RoCE VMs: bullseye 33.2, bookworm 44.0, trixie 56.1, sid
+#             65.0 and an image without rdma-core (ci/test-vm.sh)
+# Options: --skip-vm (local iteration only; CI never skips), --only TIER.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+skip_vm=0 only=""
+while [ $# -gt 0 ]; do
+  case $1 in
+    --skip-vm) skip_vm=1 ;;
+    --only) only=$2; shift ;;
+    *) echo "usage: test-all.sh [--skip-vm] [--only TIER]" >&2; exit 2 ;;
+  esac
+  shift
+done
+if [ "${CI:-}" = true ] && [ $skip_vm = 1 ]; then
+  echo "test-all: --skip-vm is not allowed in CI" >&2
+  exit 2
+fi
+jobs=$(nproc)
+cache=${RDMADL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rdmadl}
+releases=$cache/releases
+tiers_passed=0 tiers_failed=0 tests_passed=0 tests_failed=0 failed_tiers=""
+log=$root/build/test-logs
+mkdir -p "$log"
+
+# tier NAME CMD...: runs one tier, keeps its output in build/test-logs/NAME.log
+# and adds up the "N tests failed out of M" / "N passed, M failed" lines.
+tier() {
+  local name=$1; shift
+  [ -n "$only" ] && [ "$only" != "$name" ] && return 0
+  echo "=== tier $name: $*"
+  local start=$SECONDS rc
+  "$@" 2>&1 | tee "$log/$name.log"
+  rc=${PIPESTATUS[0]}
+  local f t p
+  while read -r f t; do # ctest: "N% tests passed, F tests failed out of T"
+    tests_passed=$((tests_passed + t - f)); tests_failed=$((tests_failed + f))
+  done < <(sed -n 's/.*tests passed, \([0-9]*\) tests failed out of \([0-9]*\).*/\1 \2/p' "$log/$name.log")
+  while read -r p f; do # plain: "P passed, F failed"
+    tests_passed=$((tests_passed + p)); tests_failed=$((tests_failed + f))
+  done < <(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$log/$name.log")
+  if [ "$rc" -eq 0 ]; then
+    tiers_passed=$((tiers_passed + 1))
+    echo "=== tier $name: PASS ($((SECONDS - start)) s)"
+  else
+    tiers_failed=$((tiers_failed + 1)); failed_tiers="$failed_tiers $name"
+    echo "=== tier $name: FAIL (status $rc, $((SECONDS - start)) s; log: build/test-logs/$name.log)"
+  fi
+}
+
+build_and_test() { # NAME CC CXX FLAGS [ENV...]
+  local name=$1 cc=$2 cxx=$3 flags=$4; shift 4
+  local dir=$root/build/$name
+  CC=$cc CXX=$cxx cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DRDMADL_WERROR=ON -DRDMADL_RELEASES_DIR="$releases" \
+    -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" \
+    -DCMAKE_EXE_LINKER_FLAGS="$flags" -DCMAKE_SHARED_LINKER_FLAGS="$flags" >/dev/null &&
+    cmake --build "$dir" -j "$jobs" &&
+    env "$@" ctest --test-dir "$dir" -j "$jobs" --output-on-failure --timeout 300
+}
+
+prepare() {
+  ci/install-deps.sh $([ $skip_vm = 1 ] || echo --vm) && ci/fetch-releases.sh "$releases"
+}
+
+tier prepare prepare
+tier symbols ci/check-symbols.sh "$releases"
+tier gcc build_and_test gcc gcc g++ ""
+tier headers ci/check-headers.sh build/gcc
+tier clang build_and_test clang clang clang++ ""
+supp=$root/tests/lsan.supp
+tier asan build_and_test asan gcc g++ "-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 LSAN_OPTIONS=suppressions=$supp
+tier tsan build_and_test tsan clang clang++ "-fsanitize=thread" TSAN_OPTIONS=halt_on_error=1
+if [ $skip_vm = 0 ]; then
+  tier vm ci/test-vm.sh --build-dir build/gcc
+else
+  echo "=== tier vm: SKIPPED (--skip-vm)"
+fi
+
+echo
+echo "test-all: tiers: $tiers_passed passed, $tiers_failed failed${failed_tiers:+ (failed:$failed_tiers)}"
+echo "$tests_passed passed, $tests_failed failed"
+[ "$tiers_failed" -eq 0 ]
