@@ -60,8 +60,12 @@ t_start=$(date +%s)
 if [ -z "$build" ]; then
   build=$root/build-vm
   cmake -S "$root" -B "$build" -G Ninja -DRDMADL_WERROR=ON >/dev/null
+else
+  [ -f "$build/build.ninja" ] || die "$build is not a Ninja build directory"
+  # Re-configure: directories added since (examples/, tests/cxx/) are only
+  # picked up by a CMake run.
+  cmake -S "$root" -B "$build" >/dev/null
 fi
-[ -f "$build/build.ninja" ] || die "$build is not a Ninja build directory"
 targets=(tests/guest/all)
 cxx_list=$root/tests/cxx/guest-tests.sh
 if [ -f "$cxx_list" ]; then
@@ -272,7 +276,7 @@ for s in $suites; do
   boot_secs[$s]=$(($(date +%s) - b0))
   tr -d '\r' <"$logs/$s.log" >"$logs/$s.clean.log"
   awk '/^RDMADL-CHECK [^ ]+ (PASS|FAIL|UNSUPPORTED)$/ {print $2, $3}' "$logs/$s.clean.log" >>"$results/$s"
-  host_check "$s" boot "$([ $st = 0 ] && echo 1 || echo 0)" \
+  host_check "$s" guest.exit "$([ $st = 0 ] && echo 1 || echo 0)" \
     "ci/vm/run.sh exited $st after ${boot_secs[$s]} s (log: $logs/$s.log)"
   if [ $st != 0 ]; then
     grep -vE '^RDMADL-CHECK .* PASS$' "$logs/$s.clean.log" | tail -n 40 | sed "s/^/  $s| /" >&2
