@@ -1,15 +1,17 @@
 // SPDX-License-Identifier: MIT
-// rdmadl-bench-postpoll-cxx ITERS: ITERS x (post_send of 8 inline bytes +
+// rdmadl-bench-postpoll-cxx ITERS: ITERS x (RDMA write of 8 bytes +
 // poll) on a loopback RC pair, through the C++ API. Run under callgrind with
 // two ITERS values; the difference divided by the ITERS difference is the
 // instruction count per post+poll (setup cancels out).
 #include <cstdlib>
+#include <unistd.h>
 
 #include "rdmadl/rdmadl.hpp"
 
 using namespace rdmadl;
 
 int main(int argc, char **argv) {
+  alarm(250);
   long iters = argc > 1 ? std::atol(argv[1]) : 1000;
   const char *d = std::getenv("RDMADL_TEST_DEVICE");
   auto ctx = context::open(d ? d : "").value();
@@ -27,7 +29,7 @@ int main(int argc, char **argv) {
   auto dst = mr.remote(8, 8).value();
   completion c[1];
   for (long i = 0; i < iters; i++) {
-    a.post_write(s, dst, 1, send_flags::signaled | send_flags::inline_data).value();
+    a.post_write(s, dst, 1, send_flags::signaled).value();
     for (;;) {
       auto n = cq.poll(c).value();
       if (n) {

@@ -75,7 +75,7 @@ int main(int argc, char **argv) {
   struct ibv_send_wr wr = {.sg_list = &sge,
                            .num_sge = 1,
                            .opcode = IBV_WR_RDMA_WRITE,
-                           .send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE,
+                           .send_flags = IBV_SEND_SIGNALED,
                            .wr.rdma = {(uintptr_t)buf + 8, mr->rkey}},
                      *bad;
   struct ibv_wc wc;
