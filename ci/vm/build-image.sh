@@ -212,10 +212,13 @@ if [ ! -f "$kdir/done" ]; then
   moddir=$(find "$kx/x/lib/modules" "$kx/x/usr/lib/modules" -mindepth 1 -maxdepth 1 -type d 2>/dev/null | head -n 1 || true)
   [ -n "$vmlinuz" ] && [ -n "$moddir" ] || die "no vmlinuz/modules in $ksuite's kernel packages"
   kver=${moddir##*/}
+  cp "$vmlinuz" "$kx/vmlinuz" # sid keeps it in the modules directory
   # The packages carry no modules.dep; depmod wants BASE/lib/modules.
   mkdir -p "$kx/m/lib/modules"; mv "$moddir" "$kx/m/lib/modules/"
-  depmod -b "$kx/m" "$kver"
   src=$kx/m/lib/modules/$kver
+  # sid's split packages have no modules.builtin/.order: keep depmod quiet.
+  for f in modules.order modules.builtin modules.builtin.modinfo; do [ -f "$src/$f" ] || : >"$src/$f"; done
+  depmod -b "$kx/m" "$kver"
   rm -rf "$kdir.new"; mkdir -p "$kdir.new/root/lib/modules/$kver"
   dst=$kdir.new/root/lib/modules/$kver
   : >"$kdir.new/load"
@@ -225,8 +228,10 @@ if [ ! -f "$kdir/done" ]; then
     pat=${m//[-_]/[-_]}
     line=$(grep -E "(^|/)${pat}\.ko(\.(xz|zst|gz))?:" "$src/modules.dep" || true)
     if [ -z "$line" ]; then
-      grep -qE "/${pat}\.ko\$" "$src/modules.builtin" || [ -n "$opt" ] ||
+      if ! grep -qE "/${pat}\.ko\$" "$src/modules.builtin" && [ -z "$opt" ]; then
+        [ -s "$src/modules.builtin" ] || { say "warning: $m is no module of $kver; assuming it is built in"; continue; }
         die "module $m not in $ksuite kernel $kver"
+      fi
       continue
     fi
     echo "$m" >>"$kdir.new/load"
@@ -241,9 +246,9 @@ if [ ! -f "$kdir/done" ]; then
       esac
     done
   done
-  cp "$src"/modules.builtin* "$src/modules.order" "$dst/" 2>/dev/null || true
+  cp "$src"/modules.builtin "$src"/modules.builtin.modinfo "$src/modules.order" "$dst/"
   depmod -b "$kdir.new/root" "$kver"
-  cp "$vmlinuz" "$kdir.new/vmlinuz"
+  cp "$kx/vmlinuz" "$kdir.new/vmlinuz"
   echo "$kver" >"$kdir.new/kver"
   touch "$kdir.new/done"
   rm -rf "$kdir"; mv "$kdir.new" "$kdir"

@@ -142,7 +142,9 @@ boot() {
   cat "$tmp/console" >>"$log"
 }
 
-exec 8>"$vmcache/qemu.lock"
+# Machine-wide (not per cache): two TCG guests on 2 cores slow each other and
+# everything else down.
+exec 8>"${RDMADL_VM_LOCK:-/tmp/rdmadl-vm-qemu.lock}"
 if ! flock -n 8; then
   say "another test VM is running on this machine; waiting for it"
   flock 8
