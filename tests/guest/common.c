@@ -49,9 +49,9 @@ bool t_check(const char *name, bool ok, const char *detail, ...) {
   return ok;
 }
 
-void t_unsupported(const char *name, const char *why) {
-  fprintf(stderr, "%s: %s: unsupported: %s\n", prog_name, name, why);
-  printf("RDMADL-CHECK %s UNSUPPORTED\n", name);
+void t_unsupported(const char *name, const char *layer, const char *why) {
+  fprintf(stderr, "%s: %s: unsupported by the %s: %s\n", prog_name, name, layer, why);
+  printf("RDMADL-CHECK %s UNSUPPORTED\nRDMADL-WHY %s %s\n", name, name, layer);
   fflush(stdout);
   n_unsup++;
 }

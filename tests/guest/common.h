@@ -41,8 +41,10 @@ bool t_absent(void);
 /* Prints one result line; DETAIL (printf format) goes to stderr on failure. */
 bool t_check(const char *name, bool ok, const char *detail, ...)
     __attribute__((format(printf, 3, 4)));
-/* Prints "<name> UNSUPPORTED" with the reason on stderr. */
-void t_unsupported(const char *name, const char *why);
+/* Prints "<name> UNSUPPORTED" and "RDMADL-WHY <name> <layer>", LAYER being
+ * "library" (rdmadl: the loaded libibverbs lacks the symbol) or "device" (the
+ * library has it, the provider/device said EOPNOTSUPP); WHY goes to stderr. */
+void t_unsupported(const char *name, const char *layer, const char *why);
 /* Exit status: 0 when no check failed (and at least one ran), else 1. */
 int t_exit(void);
 

@@ -157,8 +157,8 @@ static void test_read(void) {
 
 static void test_atomics(void) {
   if (dev.attr.atomic_cap == IBV_ATOMIC_NONE) {
-    t_unsupported("rc.atomic_fetch_add", "device atomic_cap is IBV_ATOMIC_NONE");
-    t_unsupported("rc.atomic_cmp_swap", "device atomic_cap is IBV_ATOMIC_NONE");
+    t_unsupported("rc.atomic_fetch_add", "device", "device atomic_cap is IBV_ATOMIC_NONE");
+    t_unsupported("rc.atomic_cmp_swap", "device", "device atomic_cap is IBV_ATOMIC_NONE");
     return;
   }
   size_t roff = 40960, loff = 40960;
