@@ -57,7 +57,9 @@ pair() {
       [ $tries -lt 5 ] || break
     done
   fi
-  wait "$spid" || { [ $ok != 0 ] || ok=$?; }
+  wait "$spid"
+  src=$?
+  [ $ok != 0 ] || ok=$src
   [ $ok = 0 ] || show "$out/$name.server" "$out/$name.client"
   return $ok
 }
@@ -68,9 +70,9 @@ if [ "$RDMADL_SUITE" = none ]; then
   # The "fresh node without RDMA" image: nothing of rdma-core may be there.
   found=$(find / -xdev \( -name 'libibverbs*' -o -name 'librdmacm*' -o -name '*rdmav*.so' \) 2>/dev/null)
   [ -z "$found" ] || echo "found: $found"
-  result no-rdma-core "$([ -z "$found" ] && echo 0 || echo 1)"
+  result no-rdma-core "$(if [ -z "$found" ]; then echo 0; else echo 1; fi)"
   [ ! -e /sys/class/infiniband ] || ls /sys/class/infiniband
-  result no-rdma-devices "$( ([ ! -d /sys/class/infiniband ] || [ -z "$(ls /sys/class/infiniband)" ]) && echo 0 || echo 1)"
+  result no-rdma-devices "$(if [ ! -d /sys/class/infiniband ] || [ -z "$(ls /sys/class/infiniband)" ]; then echo 0; else echo 1; fi)"
 else
   dev=$RDMADL_TEST_DEVICE gid=$RDMADL_TEST_GID_INDEX ip=$RDMADL_TEST_IP
 

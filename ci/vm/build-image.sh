@@ -10,7 +10,7 @@
 #   kernels/...       vmlinuz + the few modules rxe needs, depmod'ed, per kernel version
 #   images/SUITE-KEY  KEY = hash of the manifest and of these scripts
 set -euo pipefail
-# shellcheck source=ci/vm/lib.sh
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 suite=${1:-}
@@ -35,13 +35,6 @@ max_age=${RDMADL_VM_MAX_AGE:-${RDMADL_APT_MAX_AGE:-21600}}
 
 ensure_host_tools
 mkdir -p "$vmcache/manifests" "$vmcache/kernels" "$vmcache/images"
-# One build at a time: suites share the bookworm kernel and the apt trees.
-exec 9>"$vmcache/build.lock"
-flock 9
-
-work=$(mktemp -d "$vmcache/tmp.XXXXXX")
-[ -n "${RDMADL_VM_KEEP_WORK:-}" ] || trap 'rm -rf "$work"' EXIT
-
 # --- which packages -----------------------------------------------------------
 spec="$libcsuite libc6
 $libcsuite libgcc-s1
@@ -70,12 +63,30 @@ resolve_top() {
       v=$("$debfetch" --version "${s#kernel:}" "$alt")
       if [ -n "$v" ] && [ "$v" != "(none)" ]; then break; fi
     done
-    [ -n "$v" ] && [ "$v" != "(none)" ] || die "no package $p in ${s#kernel:}"
+    if [ -z "$v" ] || [ "$v" = "(none)" ]; then die "no package $p in ${s#kernel:}"; fi
     case $s in kernel:*) echo "kernel ${s#kernel:} $alt $v" ;; *) echo "top $s $alt $v" ;; esac
   done <<<"$spec"
 }
 
 manifest=$vmcache/manifests/$suite
+image_key() {
+  cat "$manifest" "$vm_here/lib.sh" "$vm_here/build-image.sh" "$vm_here/guest-init.sh" | sha256sum | cut -c1-16
+}
+fresh_image() {
+  [ -f "$manifest" ] && [ "$(head -n 1 "$manifest")" = "# spec $spec_id" ] &&
+    [ $(($(date +%s) - $(stat -c %Y "$manifest"))) -le "$max_age" ] &&
+    [ -f "$vmcache/images/$suite-$(image_key)/done" ]
+}
+# Warm path without the lock: manifests and images appear by rename only.
+if fresh_image; then echo "$vmcache/images/$suite-$(image_key)"; exit 0; fi
+
+# One build at a time: suites share the bookworm kernel and the apt trees.
+exec 9>"$vmcache/build.lock"
+flock 9
+if fresh_image; then echo "$vmcache/images/$suite-$(image_key)"; exit 0; fi
+work=$(mktemp -d "$vmcache/tmp.XXXXXX")
+[ -n "${RDMADL_VM_KEEP_WORK:-}" ] || trap 'rm -rf "$work"' EXIT
+
 have_manifest=0
 if [ -f "$manifest" ] && [ "$(head -n 1 "$manifest")" = "# spec $spec_id" ]; then
   have_manifest=1
@@ -89,9 +100,6 @@ if [ $have_manifest = 0 ] || [ $(($(date +%s) - $(stat -c %Y "$manifest"))) -gt 
   fi
 fi
 
-image_key() {
-  cat "$manifest" "$vm_here/lib.sh" "$vm_here/build-image.sh" "$vm_here/guest-init.sh" | sha256sum | cut -c1-16
-}
 if [ -z "$top" ]; then
   imgdir=$vmcache/images/$suite-$(image_key)
   if [ -f "$imgdir/done" ]; then echo "$imgdir"; exit 0; fi
@@ -159,6 +167,7 @@ while :; do
   [ -n "$top" ] || die "manifest for $suite is incomplete (missing $missing); delete $manifest"
   pass=$((pass + 1)); [ $pass -le 8 ] || die "cannot resolve $missing for $suite"
   # Library packages only: name ends in a digit (or t64), per Debian's naming policy.
+  # shellcheck disable=SC2094 # both only read pkgs_file
   new=$(while read -r s p v deb; do
     dpkg-deb -f "$deb" Depends | tr ',' '\n' | sed 's/|.*//; s/(.*//; s/:any//; s/[[:space:]]//g' |
       grep -E '^lib.*[0-9](t64)?$|^zlib1g$' | sed "s/^/$s /"
@@ -210,7 +219,7 @@ if [ ! -f "$kdir/done" ]; then
   rm -rf "$work/kdl"
   vmlinuz=$(find "$kx/x" -type f \( -name 'vmlinuz-*' -o -name vmlinuz \) | head -n 1)
   moddir=$(find "$kx/x/lib/modules" "$kx/x/usr/lib/modules" -mindepth 1 -maxdepth 1 -type d 2>/dev/null | head -n 1 || true)
-  [ -n "$vmlinuz" ] && [ -n "$moddir" ] || die "no vmlinuz/modules in $ksuite's kernel packages"
+  if [ -z "$vmlinuz" ] || [ -z "$moddir" ]; then die "no vmlinuz/modules in $ksuite's kernel packages"; fi
   kver=${moddir##*/}
   cp "$vmlinuz" "$kx/vmlinuz" # sid keeps it in the modules directory
   # The packages carry no modules.dep; depmod wants BASE/lib/modules.
@@ -256,6 +265,22 @@ if [ ! -f "$kdir/done" ]; then
 fi
 kver=$(cat "$kdir/kver")
 
+# TCG spends 3-4 s of every boot decompressing vmlinuz; QEMU can load the
+# uncompressed ELF directly through its PVH entry point (XEN_ELFNOTE_PHYS32_ENTRY,
+# note type 0x12; Debian builds CONFIG_PVH) and skip the firmware path too.
+if [ ! -f "$kdir/vmlinux" ] && [ ! -f "$kdir/no-pvh" ]; then
+  for magic in '\xfd7zXZ\x00:xz -dc --single-stream' '\x28\xb5\x2f\xfd:zstd -qdc' '\x1f\x8b\x08:gzip -dc'; do
+    for off in $(LC_ALL=C grep -obUaP "${magic%%:*}" "$kdir/vmlinuz" | head -n 4 | cut -d: -f1); do
+      tail -c +$((off + 1)) "$kdir/vmlinuz" | ${magic#*:} >"$kdir/vmlinux.new" 2>/dev/null || true
+      if readelf -nW "$kdir/vmlinux.new" 2>/dev/null | grep -q '(0x00000012)'; then
+        mv "$kdir/vmlinux.new" "$kdir/vmlinux"; break 2
+      fi
+    done
+  done
+  rm -f "$kdir/vmlinux.new"
+  [ -f "$kdir/vmlinux" ] || { say "no PVH entry in $kver: booting the compressed kernel"; touch "$kdir/no-pvh"; }
+fi
+
 # --- the image ----------------------------------------------------------------
 say "assembling $suite image"
 st=$work/stage
@@ -284,7 +309,7 @@ printf '127.0.0.1 localhost\n192.0.2.1 rdmadl-guest\n::1 localhost\n' >"$st/etc/
 ver_of() { awk -v p="$1" '$1 != "kernel" && $3 == p {print $4; exit}' "$manifest"; }
 {
   echo "SUITE=$suite"
-  echo "RDMA=$rdma"
+  echo "HAVE_RDMA=$rdma"
   echo "KERNEL=$kver"
   echo "GLIBC=$(ver_of libc6)"
   echo "RDMA_CORE=$(ver_of libibverbs1)"
@@ -296,7 +321,9 @@ chmod 755 "$st/init"
 rm -rf "$imgdir.new"; mkdir -p "$imgdir.new"
 (cd "$st" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) >"$imgdir.new/base.cpio"
 (cd "$st" && find . -mindepth 1 | sed 's|^\.||') | LC_ALL=C sort >"$imgdir.new/contents"
-cp "$kdir/vmlinuz" "$imgdir.new/vmlinuz"
+for f in vmlinuz vmlinux; do
+  [ ! -f "$kdir/$f" ] || ln "$kdir/$f" "$imgdir.new/$f" 2>/dev/null || cp "$kdir/$f" "$imgdir.new/$f"
+done
 cp "$manifest" "$imgdir.new/manifest"
 cp "$st/etc/rdmadl-image" "$imgdir.new/info"
 mv "$sysroot" "$imgdir.new/sysroot"
@@ -305,5 +332,7 @@ rm -rf "$imgdir"; mv "$imgdir.new" "$imgdir"
 # Old images of this suite that nobody booted for two days go.
 find "$vmcache/images" -mindepth 1 -maxdepth 1 -name "$suite-*" ! -name "$suite-$key" -mtime +2 \
   -exec rm -rf {} + 2>/dev/null || true
+touch "$kdir"
+find "$vmcache/kernels" -mindepth 1 -maxdepth 1 -mtime +7 -exec rm -rf {} + 2>/dev/null || true
 say "$suite image: $imgdir ($(du -sh "$imgdir/base.cpio" | cut -f1) initramfs, kernel $kver)"
 echo "$imgdir"

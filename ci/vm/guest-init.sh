@@ -12,6 +12,7 @@ mkdir -p /dev/pts /dev/shm
 mount -t devpts devpts /dev/pts
 mount -t tmpfs tmpfs /dev/shm
 mount -t tmpfs tmpfs /tmp
+# shellcheck disable=SC1091 # written by build-image.sh
 . /etc/rdmadl-image
 # The host retries a boot once if this line never came (early kernel death).
 echo "RDMADL-GUEST-START suite=$SUITE kernel=$KERNEL glibc=$GLIBC rdma-core=${RDMA_CORE:-none} up=$(cut -d' ' -f1 /proc/uptime)s"
@@ -33,11 +34,13 @@ setup_failed() {
   finish 99
 }
 
+# shellcheck disable=SC3045 # busybox ash has ulimit -l/-c
 ulimit -l unlimited || setup_failed "ulimit -l unlimited"
+# shellcheck disable=SC3045
 ulimit -c 0
 /usr/bin/busybox ip link set lo up 2>/dev/null
 
-if [ "$RDMA" = 1 ]; then
+if [ "$HAVE_RDMA" = 1 ]; then
   # Lets "rdma link add ... type rxe" autoload what it needs.
   echo /usr/sbin/modprobe >/proc/sys/kernel/modprobe
   # numdummies=0: dummy would otherwise create dummy0 itself.
@@ -60,6 +63,7 @@ if [ "$RDMA" = 1 ]; then
   gid=
   n=0
   while [ -z "$gid" ] && [ $n -lt 300 ]; do
+    # shellcheck disable=SC2013 # sysfs names have no blanks
     for f in $(grep -ls '^0000:0000:0000:0000:0000:ffff:c000:0201$' "$port"/gids/* 2>/dev/null); do
       i=${f##*/}
       if [ "$(cat "$port/gid_attrs/types/$i" 2>/dev/null)" = "RoCE v2" ]; then gid=$i; break; fi

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 # Helpers shared by build-image.sh and run.sh (sourced, not run).
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034 # variables for the sourcing scripts
 
 vm_here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 debfetch=$vm_here/../lib/debfetch.sh

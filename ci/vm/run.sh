@@ -8,7 +8,7 @@
 # Exit 124: the guest hung (timeout); 125: it died without reporting a status.
 # See README.md for the payload contract.
 set -euo pipefail
-# shellcheck source=ci/vm/lib.sh
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 usage() {
@@ -51,9 +51,10 @@ sysroot=$imgdir/sysroot
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/rdmadl-vm.XXXXXX")
 booting=0
+# shellcheck disable=SC2317 # called by the trap
 cleanup() {
   # Only a QEMU of ours that is still booting (its pid file is fresh).
-  if [ $booting = 1 ] && [ -f "$tmp/qemu.pid" ]; then kill "$(cat "$tmp/qemu.pid")" 2>/dev/null || true; fi
+  if [ "$booting" = 1 ] && [ -f "$tmp/qemu.pid" ]; then kill "$(cat "$tmp/qemu.pid")" 2>/dev/null || true; fi
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -96,9 +97,12 @@ if [ "$accel" = auto ]; then
 fi
 case $accel in
   kvm) accel_args=(-accel kvm -cpu host -smp 2) ;;
-  tcg) accel_args=(-accel tcg,thread=multi -cpu max -smp 2) ;;
+  tcg) accel_args=(-accel "tcg,thread=multi" -cpu max -smp 2) ;;
   *) die "RDMADL_VM_ACCEL must be auto, kvm or tcg" ;;
 esac
+# The uncompressed kernel (PVH entry) saves 3-4 s of decompression under TCG.
+kernel=$imgdir/vmlinux
+[ -f "$kernel" ] && [ "${RDMADL_VM_PVH:-1}" = 1 ] || kernel=$imgdir/vmlinuz
 append="console=ttyS0 panic=-1 oops=panic mitigations=off"
 [ $verbose = 1 ] || append+=" quiet"
 
@@ -127,7 +131,7 @@ boot() {
   booting=1
   timeout -k 10 "$tmo" qemu-system-x86_64 -nodefaults -no-user-config -machine pc "${accel_args[@]}" \
     -m "$mem" -nic none -display none -monitor none -serial stdio -no-reboot \
-    -kernel "$imgdir/vmlinuz" -initrd "$tmp/initrd" -append "$append" \
+    -kernel "$kernel" -initrd "$tmp/initrd" -append "$append" \
     -pidfile "$tmp/qemu.pid" </dev/null 2>&1 |
     while IFS= read -r line || [ -n "$line" ]; do
       line=${line%$'\r'}
