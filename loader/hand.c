@@ -245,7 +245,7 @@ static const char *const event_type_strs[] = {
     [IBV_EVENT_CLIENT_REREGISTER] = "client reregistration",
     [IBV_EVENT_GID_CHANGE] = "GID table change",
     [IBV_EVENT_WQ_FATAL] = "WQ fatal",
-    [IBV_EVENT_DEVICE_SPEED_CHANGE] = "device speed change",
+    [IBV_EVENT_DEVICE_SPEED_CHANGE] = "Device link speed change",
 };
 RDMADL_STR_STUB(ibv_event_type_str, enum ibv_event_type, event_type_strs, "unknown")
 
