@@ -120,7 +120,11 @@ boot() {
   : >"$tmp/console"
   # A guest that never reaches /init (early Oops or stall) is killed early.
   (
-    sleep "${RDMADL_VM_BOOT_DEADLINE:-60}"
+    # Take the sleep along when the boot ends first.
+    trap 'kill "$sp" 2>/dev/null; exit 0' TERM
+    sleep "${RDMADL_VM_BOOT_DEADLINE:-60}" &
+    sp=$!
+    wait "$sp"
     if ! grep -q '^RDMADL-GUEST-START' "$tmp/console" && [ -f "$tmp/qemu.pid" ]; then
       touch "$tmp/early-kill"; kill "$(cat "$tmp/qemu.pid")" 2>/dev/null
     fi
