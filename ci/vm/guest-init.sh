@@ -42,7 +42,7 @@ ulimit -c 0
 
 if [ "$HAVE_RDMA" = 1 ]; then
   # Lets "rdma link add ... type rxe" autoload what it needs.
-  echo /usr/sbin/modprobe >/proc/sys/kernel/modprobe
+  echo /usr/bin/modprobe >/proc/sys/kernel/modprobe
   # numdummies=0: dummy would otherwise create dummy0 itself.
   modprobe dummy numdummies=0 || setup_failed "modprobe dummy"
   for m in $MODULES; do
