@@ -85,7 +85,8 @@ for spec in "$@"; do
   [ -n "$ver" ] && [ "$ver" != "(none)" ] || die "no package $pkg in $suite"
   # shellcheck disable=SC2046
   arch=$(apt-cache $(apt_opts "$suite") show "$pkg=$ver" | awk '/^Architecture:/ {print $2; exit}')
-  file="${pkg}_${ver/*:/}_${arch}.deb"
+  # apt-get download keeps an epoch in the file name, escaped as %3a.
+  file="${pkg}_${ver//:/%3a}_${arch}.deb"
   if [ ! -s "$cache/debs/$suite/$file" ]; then
     # shellcheck disable=SC2046
     (cd "$cache/debs/$suite" && apt-get $(apt_opts "$suite") -q download "$pkg=$ver" >/dev/null) ||
