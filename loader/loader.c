@@ -172,7 +172,6 @@ static void bind_symbols(rdmadl_lib which, struct lib_info *lib) {
     const struct rdmadl_sym_meta *m = &rdmadl_sym_meta[i];
     if (m->lib != which)
       continue;
-    lib->nsyms++;
     void *f = dlvsym(lib->handle, m->name, m->node);
     if (f && in_self(f)) {
       logf_debug("%s@%s resolves to rdmadl itself; not bound", m->name, m->node);
@@ -192,10 +191,6 @@ static void load_one(rdmadl_lib which) {
   struct lib_info *lib = &libs[which];
   const char *override = secure_getenv(lib->env);
   lib->requested = (override && *override) ? override : lib->soname;
-  for (size_t i = 0; i < RDMADL_NSYMS; i++)
-    if (rdmadl_sym_meta[i].lib == which)
-      lib->nsyms++;
-  lib->nmissing = lib->nsyms;
 
   if (override && *override) {
     struct stat st;
@@ -244,7 +239,6 @@ static void load_one(rdmadl_lib which) {
       return;
     }
   }
-  lib->nsyms = 0;
   lib->nmissing = 0;
   bind_symbols(which, lib);
   if (lib->nmissing == lib->nsyms) {
@@ -292,15 +286,16 @@ static void build_reason(void) {
 static void load_all(void) {
   int saved = errno;
   debug = env_flag("RDMADL_DEBUG");
+  /* Until something binds, every symbol of each library is missing. */
+  for (size_t k = 0; k < RDMADL_NSYMS; k++)
+    libs[rdmadl_sym_meta[k].lib].nsyms++;
+  for (int i = 0; i < 2; i++)
+    libs[i].nmissing = libs[i].nsyms;
   if (env_flag("RDMADL_DISABLE")) {
     for (int i = 0; i < 2; i++) {
       libs[i].state = RDMADL_STATE_DISABLED;
       libs[i].requested = libs[i].soname;
       libs[i].error = dup_printf("disabled by RDMADL_DISABLE");
-      for (size_t k = 0; k < RDMADL_NSYMS; k++)
-        if (rdmadl_sym_meta[k].lib == i)
-          libs[i].nsyms++;
-      libs[i].nmissing = libs[i].nsyms;
     }
     logf_debug("disabled by RDMADL_DISABLE");
   } else {
@@ -313,10 +308,6 @@ static void load_all(void) {
       c->requested = (override && *override) ? override : c->soname;
       c->state = RDMADL_STATE_SKIPPED;
       c->error = dup_printf("not loaded because libibverbs is unusable");
-      for (size_t k = 0; k < RDMADL_NSYMS; k++)
-        if (rdmadl_sym_meta[k].lib == RDMADL_LIB_RDMACM)
-          c->nsyms++;
-      c->nmissing = c->nsyms;
     }
   }
   build_reason();
