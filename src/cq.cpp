@@ -83,15 +83,14 @@ result<completion_queue> completion_queue::create(const context &ctx, const cq_o
     a.cqe = static_cast<uint32_t>(depth);
     a.channel = ch;
     a.comp_vector = static_cast<uint32_t>(opts.comp_vector);
-    a.wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM |
-                 IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_SLID;
+    a.wc_flags = detail::cq_ex_wc_flags;
     errno = 0;
     if (ibv_cq_ex *ex = ibv_create_cq_ex(ctx.native_handle(), &a)) {
       q.ex_ = ex;
       q.cq_ = ibv_cq_ex_to_cq(ex);
       return q;
     }
-    if (errno != EOPNOTSUPP && errno != ENOSYS && errno != EINVAL)
+    if (!detail::not_offered(errno))
       return detail::last_error();
   }
   ibv_cq *cq = ibv_create_cq(ctx.native_handle(), depth, nullptr, ch, opts.comp_vector);

@@ -5,6 +5,7 @@
 #define RDMADL_SRC_DETAIL_HPP
 
 #include <cerrno>
+#include <cstdint>
 #include <system_error>
 
 #include "rdmadl/error.hpp"
@@ -40,6 +41,30 @@ inline ibv_mtu mtu_enum(std::uint32_t bytes) noexcept {
   if (bytes >= 512)
     return IBV_MTU_512;
   return IBV_MTU_256;
+}
+
+// The completion fields rdmadl reads from an extended CQ. completion_queue
+// and the context::supports(extended_cq) probe ask for the same set.
+inline constexpr std::uint64_t cq_ex_wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM |
+                                                IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP |
+                                                IBV_WC_EX_WITH_SLID;
+// The ibv_wr_* operations a queue pair of type t is created with; the
+// context::supports(wr_api) probe asks for the RC set.
+inline std::uint64_t qp_ex_send_ops(ibv_qp_type t) noexcept {
+  std::uint64_t f = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+  if (t != IBV_QPT_UD)
+    f |= IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
+  if (t == IBV_QPT_RC)
+    f |= IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+         IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+  return f;
+}
+// Whether a failed ibv_create_cq_ex / ibv_create_qp_ex means "this provider or
+// kernel does not offer it" (fall back to the plain call) rather than a real
+// error. Providers and kernels answer EOPNOTSUPP, ENOSYS or EINVAL (rdma-core
+// 33's rxe on Linux 5.10: EOPNOTSUPP although the provider op is set).
+inline bool not_offered(int e) noexcept {
+  return e == EOPNOTSUPP || e == ENOSYS || e == EINVAL || e == 0;
 }
 
 } // namespace rdmadl::detail

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "rdmadl_verbs.h"
 
+#include <cerrno>
 #include <cstdio>
 #include <endian.h>
 #include <utility>
@@ -172,10 +173,13 @@ context context::borrow(ibv_context *c) noexcept {
   return ctx;
 }
 context::context(context &&o) noexcept
-    : ctx_(std::exchange(o.ctx_, nullptr)), owned_(std::exchange(o.owned_, false)) {}
+    : ctx_(std::exchange(o.ctx_, nullptr)), owned_(std::exchange(o.owned_, false)),
+      probes_(o.probes_.exchange(0, std::memory_order_relaxed)) {}
 context &context::operator=(context &&o) noexcept {
   std::swap(ctx_, o.ctx_);
   std::swap(owned_, o.owned_);
+  std::uint8_t mine = probes_.load(std::memory_order_relaxed);
+  probes_.store(o.probes_.exchange(mine, std::memory_order_relaxed), std::memory_order_relaxed);
   return *this;
 }
 context::~context() {
@@ -326,14 +330,70 @@ result<gid_entry> context::select_gid(std::uint8_t port, const gid_selector &sel
   return errc::no_such_gid;
 }
 
+// Creates and destroys the smallest object that needs f. Only "not offered"
+// answers (detail::not_offered) count as no; any other failure (ENOMEM, a
+// resource limit) also says no, as the create path would then fail too.
+bool context::probe(feature f) const noexcept {
+  if (f == feature::extended_cq) {
+    if (!verbs_get_ctx_op(ctx_, create_cq_ex))
+      return false;
+    ibv_cq_init_attr_ex a{};
+    a.cqe = 1;
+    a.wc_flags = detail::cq_ex_wc_flags;
+    ibv_cq_ex *cq = ibv_create_cq_ex(ctx_, &a);
+    if (!cq)
+      return false;
+    ibv_destroy_cq(ibv_cq_ex_to_cq(cq));
+    return true;
+  }
+  // wr_api: an RC queue pair created with the send operations rdmadl uses.
+  if (!verbs_get_ctx_op(ctx_, create_qp_ex))
+    return false;
+  bool yes = false;
+  ibv_pd *pd = ibv_alloc_pd(ctx_);
+  ibv_cq *cq = pd ? ibv_create_cq(ctx_, 1, nullptr, nullptr, 0) : nullptr;
+  if (cq) {
+    ibv_qp_init_attr_ex ax{};
+    ax.qp_type = IBV_QPT_RC;
+    ax.send_cq = cq;
+    ax.recv_cq = cq;
+    ax.cap.max_send_wr = 1;
+    ax.cap.max_recv_wr = 1;
+    ax.cap.max_send_sge = 1;
+    ax.cap.max_recv_sge = 1;
+    ax.pd = pd;
+    ax.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+    ax.send_ops_flags = detail::qp_ex_send_ops(IBV_QPT_RC);
+    if (ibv_qp *qp = ibv_create_qp_ex(ctx_, &ax)) {
+      yes = ibv_qp_to_qp_ex(qp) != nullptr;
+      ibv_destroy_qp(qp);
+    }
+    ibv_destroy_cq(cq);
+  }
+  if (pd)
+    ibv_dealloc_pd(pd);
+  return yes;
+}
+
 bool context::supports(feature f) const noexcept {
   if (!ctx_ || !rdmadl::supports(f))
     return false;
   switch (f) {
   case feature::extended_cq:
-    return verbs_get_ctx_op(ctx_, create_cq_ex) != nullptr;
-  case feature::wr_api:
-    return verbs_get_ctx_op(ctx_, create_qp_ex) != nullptr;
+  case feature::wr_api: {
+    const unsigned shift = f == feature::extended_cq ? 0 : 2;
+    std::uint8_t bits = probes_.load(std::memory_order_acquire);
+    if (!(bits & (1u << shift))) {
+      // Two threads may both probe; they get the same answer.
+      const int saved = errno;
+      bool yes = probe(f);
+      errno = saved;
+      bits = probes_.fetch_or(static_cast<std::uint8_t>((1u << shift) | (yes << (shift + 1))),
+                              std::memory_order_acq_rel) |
+             static_cast<std::uint8_t>((1u << shift) | (yes << (shift + 1)));
+    }
+    return bits & (2u << shift);
+  }
   case feature::srq: {
     auto d = query_device();
     return d && d->max_srq > 0;

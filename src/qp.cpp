@@ -392,12 +392,7 @@ result<queue_pair> queue_pair::create(const context &ctx, const protection_domai
     ax.cap = cap;
     ax.pd = pd.native_handle();
     ax.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-    ax.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
-    if (t != IBV_QPT_UD)
-      ax.send_ops_flags |= IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
-    if (t == IBV_QPT_RC)
-      ax.send_ops_flags |= IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
-                           IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+    ax.send_ops_flags = detail::qp_ex_send_ops(t);
     errno = 0;
     if (ibv_qp *qp = ibv_create_qp_ex(ctx.native_handle(), &ax)) {
       s->qp = qp;
@@ -407,7 +402,7 @@ result<queue_pair> queue_pair::create(const context &ctx, const protection_domai
         ibv_destroy_qp(qp);
         s->qp = nullptr;
       }
-    } else if (errno != EOPNOTSUPP && errno != EINVAL && errno != ENOSYS) {
+    } else if (!detail::not_offered(errno)) {
       return detail::last_error();
     }
   }

@@ -5,6 +5,7 @@
 #define RDMADL_DEVICE_HPP
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -163,15 +164,24 @@ public:
   // InfiniBand the port GID (index 0). Never a blind index 0 on RoCE.
   // Errors: errc::no_such_gid.
   result<gid_entry> select_gid(std::uint8_t port, const gid_selector &sel = {}) const;
-  // Whether this device (with the loaded release) supports f.
+  // Whether this device (with the loaded release, provider and kernel)
+  // supports f. For extended_cq and wr_api the first call creates and destroys
+  // a small object of that kind on the device (the provider op can be present
+  // while the kernel refuses it), so the answer matches what
+  // completion_queue::extended() and queue_pair::uses_wr_api() will report;
+  // the answer is cached in the context.
   bool supports(feature f) const noexcept;
 
   ::ibv_context *native_handle() const noexcept { return ctx_; }
   explicit operator bool() const noexcept { return ctx_ != nullptr; }
 
 private:
+  bool probe(feature f) const noexcept;
+
   ::ibv_context *ctx_ = nullptr;
   bool owned_ = false;
+  // Cached probe answers: per probed feature, bit 2k = asked, bit 2k+1 = yes.
+  mutable std::atomic<std::uint8_t> probes_{0};
 };
 
 } // namespace rdmadl
