@@ -1,11 +1,19 @@
 // SPDX-License-Identifier: MIT
 // rdmadl-bench-cxx: RC send/recv ping-pong latency and RDMA-write bandwidth
 // through the C++ API, server and client in two processes on one device (as
-// perftest's ib_send_lat / ib_write_bw run in the VM).
-//   rdmadl-bench-cxx lat [ITERS]       prints "lat_us <one-way average>"
-//   rdmadl-bench-cxx bw [ITERS [SIZE]] prints "bw_gbps <Gb/s>"
+// perftest's ib_send_lat / ib_write_bw run in the VM). Device from
+// RDMADL_TEST_DEVICE, GID index from RDMADL_TEST_GID_INDEX (when set).
+//   rdmadl-bench-cxx lat [ITERS [SIZE]]  ITERS round trips of a SIZE-byte
+//       (default 2) signaled send, no inline data; prints
+//       "lat_us <half round trip, average over ITERS>"
+//   rdmadl-bench-cxx bw [ITERS [SIZE]]   ITERS signaled RDMA writes of SIZE
+//       bytes (default 65536), up to 128 outstanding; prints "bw_gbps <Gb/s>"
+// Any failure prints one "rdmadl-bench-cxx: ..." line on stderr and exits
+// non-zero; each process kills itself after 100 s (alarm) so a hung peer
+// cannot hang the run.
 #include <array>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -16,9 +24,23 @@
 #include "rdmadl/rdmadl.hpp"
 
 using namespace rdmadl;
-using namespace std::chrono_literals;
 
 namespace {
+constexpr unsigned timeout_s = 100;
+constexpr long window = 128; // outstanding writes in bw (qp_options::send_depth)
+
+[[noreturn]] void fail(const char *what) {
+  std::fprintf(stderr, "rdmadl-bench-cxx: %s\n", what);
+  std::fflush(stderr);
+  _exit(2);
+}
+
+void on_alarm(int) {
+  static const char msg[] = "rdmadl-bench-cxx: timed out (alarm), peer hung?\n";
+  (void)!write(2, msg, sizeof msg - 1);
+  _exit(3);
+}
+
 struct side {
   context ctx;
   protection_domain pd;
@@ -28,28 +50,38 @@ struct side {
 
 side make_side() {
   const char *d = std::getenv("RDMADL_TEST_DEVICE");
+  const char *g = std::getenv("RDMADL_TEST_GID_INDEX");
   side s;
   s.ctx = context::open(d ? d : "").value();
   s.pd = protection_domain::create(s.ctx).value();
   s.cq = completion_queue::create(s.ctx).value();
-  qp_options o;
-  o.max_inline = 64;
+  qp_options o; // max_inline stays 0: perftest runs with -I 0
+  if (g)
+    o.gid_index = std::atoi(g);
   s.qp = queue_pair::create(s.ctx, s.pd, s.cq, s.cq, o).value();
   return s;
 }
 
 template <class T> void xfer(int wfd, int rfd, const T &out, T &in) {
   if (write(wfd, &out, sizeof out) != sizeof out || read(rfd, &in, sizeof in) != sizeof in)
-    std::abort();
+    fail("pipe to the peer process closed (peer failed)");
+}
+
+void check(const completion &c) {
+  if (!c.ok()) {
+    std::fprintf(stderr, "rdmadl-bench-cxx: work completion failed: %s\n",
+                 c.error().message().c_str());
+    std::fflush(stderr);
+    _exit(2);
+  }
 }
 
 void wait1(completion_queue &cq) {
   completion c[1];
   for (;;) {
-    auto n = cq.poll(c);
-    if (n && *n) {
-      if (!c[0].ok())
-        std::abort();
+    auto n = cq.poll(c).value();
+    if (n) {
+      check(c[0]);
       return;
     }
   }
@@ -57,51 +89,57 @@ void wait1(completion_queue &cq) {
 } // namespace
 
 int main(int argc, char **argv) {
-  bool lat = argc > 1 && std::strcmp(argv[1], "lat") == 0;
-  long iters = argc > 2 ? std::atol(argv[2]) : (lat ? 10000 : 5000);
+  if (argc < 2 || (std::strcmp(argv[1], "lat") != 0 && std::strcmp(argv[1], "bw") != 0))
+    fail("usage: rdmadl-bench-cxx lat|bw [ITERS [SIZE]]");
+  bool lat = std::strcmp(argv[1], "lat") == 0;
+  long iters = argc > 2 ? std::atol(argv[2]) : 5000;
   std::size_t size = argc > 3 ? std::strtoul(argv[3], nullptr, 0) : (lat ? 2 : 65536);
+  if (iters < 1 || size < 1)
+    fail("ITERS and SIZE must be positive");
+  std::signal(SIGALRM, on_alarm);
   int p2c[2], c2p[2];
   if (pipe(p2c) || pipe(c2p))
-    return 1;
+    fail("pipe() failed");
   pid_t pid = fork();
-  alarm(100); // never outlive a hung peer (the VM's timeout kills only the parent)
+  if (pid < 0)
+    fail("fork() failed");
+  alarm(timeout_s); // both processes: never outlive a hung peer
   bool server = pid == 0;
   int wfd = server ? c2p[1] : p2c[1], rfd = server ? p2c[0] : c2p[0];
+  close(server ? c2p[0] : p2c[0]);
+  close(server ? p2c[1] : c2p[1]);
   side s = make_side();
   std::vector<std::byte> buf(size);
   auto mr = s.pd.register_memory(buf, access::remote_write).value();
-  auto mine = s.qp.local_endpoint()->serialize();
+  auto mine = s.qp.local_endpoint().value().serialize();
   decltype(mine) theirs;
   xfer(wfd, rfd, mine, theirs);
-  auto rr = mr.remote()->serialize();
+  auto rr = mr.remote().value().serialize();
   decltype(rr) peer_rr;
   xfer(wfd, rfd, rr, peer_rr);
-  if (!s.qp.connect(endpoint::parse(theirs).value()))
-    return 1;
+  s.qp.connect(endpoint::parse(theirs).value()).value();
   auto target = remote_region::parse(peer_rr).value();
   auto sl = mr.all().value();
   char sync = 0;
   if (lat)
     s.qp.post_recv(sl, 1).value();
-  xfer(wfd, rfd, sync, sync);
-  auto flags = send_flags::signaled;
+  xfer(wfd, rfd, sync, sync); // both connected, receive posted
   auto t0 = std::chrono::steady_clock::now();
   if (lat) {
     for (long i = 0; i < iters; i++) {
       if (server) {
-        wait1(s.cq);
+        wait1(s.cq); // the ping
         s.qp.post_recv(sl, 1).value();
-        s.qp.post_send(sl, 2, flags).value();
-        wait1(s.cq);
+        s.qp.post_send(sl, 2).value();
+        wait1(s.cq); // the pong's send completion
       } else {
-        s.qp.post_send(sl, 2, flags).value();
-        wait1(s.cq);
+        s.qp.post_send(sl, 2).value();
+        wait1(s.cq); // send completion and the pong, in either order
         wait1(s.cq);
         s.qp.post_recv(sl, 1).value();
       }
     }
   } else if (!server) {
-    constexpr long window = 64;
     long posted = 0, done = 0;
     std::array<completion, 16> c;
     while (done < iters) {
@@ -109,8 +147,7 @@ int main(int argc, char **argv) {
         s.qp.post_write(sl, target, static_cast<std::uint64_t>(posted++)).value();
       auto n = s.cq.poll(c).value();
       for (std::size_t k = 0; k < n; k++)
-        if (!c[k].ok())
-          return 1;
+        check(c[k]);
       done += static_cast<long>(n);
     }
   }
@@ -118,7 +155,9 @@ int main(int argc, char **argv) {
   xfer(wfd, rfd, sync, sync);
   if (server)
     _exit(0);
-  waitpid(pid, nullptr, 0);
+  int st = 0;
+  if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    fail("server process failed");
   if (lat)
     std::printf("lat_us %.3f\n", secs * 1e6 / double(iters) / 2);
   else

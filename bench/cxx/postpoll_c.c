@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* rdmadl-bench-postpoll-c ITERS: the same loop as postpoll.cpp, written by
- * hand in C against verbs (the drop-in rdmadl::verbs_static). */
+ * hand in C against verbs (the drop-in rdmadl::verbs_static). Device from
+ * RDMADL_TEST_DEVICE (default: the first), GID index from
+ * RDMADL_TEST_GID_INDEX (default 1). Prints "iters N polls M". */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <infiniband/verbs.h>
 
@@ -50,27 +54,39 @@ static int connect_qp(struct ibv_qp *qp, uint32_t dqpn, union ibv_gid *gid, int 
                            IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
 }
 
+static int die(const char *what) {
+  fprintf(stderr, "rdmadl-bench-postpoll-c: %s failed\n", what);
+  return 1;
+}
+
 int main(int argc, char **argv) {
+  alarm(250); /* default action: killed, the runner reports it */
   long iters = argc > 1 ? atol(argv[1]) : 1000;
+  const char *dev = getenv("RDMADL_TEST_DEVICE");
   const char *gi = getenv("RDMADL_TEST_GID_INDEX");
   int gidx = gi ? atoi(gi) : 1;
   int n;
   struct ibv_device **list = ibv_get_device_list(&n);
   if (!list || n < 1)
-    return 1;
-  struct ibv_context *ctx = ibv_open_device(list[0]);
+    return die("ibv_get_device_list");
+  int k = 0;
+  while (dev && k < n && strcmp(ibv_get_device_name(list[k]), dev) != 0)
+    k++;
+  if (k == n)
+    return die("finding RDMADL_TEST_DEVICE");
+  struct ibv_context *ctx = ibv_open_device(list[k]);
   struct ibv_pd *pd = ctx ? ibv_alloc_pd(ctx) : NULL;
   struct ibv_cq *cq = pd ? ibv_create_cq(ctx, 64, NULL, NULL, 0) : NULL;
   struct ibv_qp *a = cq ? make_qp(pd, cq) : NULL, *b = cq ? make_qp(pd, cq) : NULL;
   union ibv_gid gid;
   if (!a || !b || ibv_query_gid(ctx, 1, gidx, &gid) || connect_qp(a, b->qp_num, &gid, gidx) ||
       connect_qp(b, a->qp_num, &gid, gidx))
-    return 1;
+    return die("setting up the QP pair");
   static char buf[64];
   struct ibv_mr *mr =
       ibv_reg_mr(pd, buf, sizeof buf, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
   if (!mr)
-    return 1;
+    return die("ibv_reg_mr");
   struct ibv_sge sge = {(uintptr_t)buf, 8, mr->lkey};
   struct ibv_send_wr wr = {.sg_list = &sge,
                            .num_sge = 1,
@@ -79,14 +95,17 @@ int main(int argc, char **argv) {
                            .wr.rdma = {(uintptr_t)buf + 8, mr->rkey}},
                      *bad;
   struct ibv_wc wc;
+  long polls = 0;
   for (long i = 0; i < iters; i++) {
     if (ibv_post_send(a, &wr, &bad))
-      return 1;
+      return die("ibv_post_send");
     int got;
-    while ((got = ibv_poll_cq(cq, 1, &wc)) == 0)
-      ;
+    do
+      polls++;
+    while ((got = ibv_poll_cq(cq, 1, &wc)) == 0);
     if (got < 0 || wc.status != IBV_WC_SUCCESS)
-      return 1;
+      return die("the RDMA write's completion");
   }
+  printf("iters %ld polls %ld\n", iters, polls);
   return 0;
 }
