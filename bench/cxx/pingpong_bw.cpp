@@ -4,13 +4,18 @@
 // perftest's ib_send_lat / ib_write_bw run in the VM). Device from
 // RDMADL_TEST_DEVICE, GID index from RDMADL_TEST_GID_INDEX (when set).
 //   rdmadl-bench-cxx lat [ITERS [SIZE]]  ITERS round trips of a SIZE-byte
-//       (default 2) signaled send, no inline data; prints
-//       "lat_us <half round trip, average over ITERS>"
+//       (default 2) send, no inline data, the loop of perftest's
+//       run_iter_lat_send: separate send and receive CQs, receives posted
+//       ahead, each send signaled and its completion awaited before polling
+//       for the peer's message. Prints "lat_us <average> <median>" of the
+//       half round trips (the client times each round trip, as perftest's
+//       t_avg and t_typical)
 //   rdmadl-bench-cxx bw [ITERS [SIZE]]   ITERS signaled RDMA writes of SIZE
 //       bytes (default 65536), up to 128 outstanding; prints "bw_gbps <Gb/s>"
 // Any failure prints one "rdmadl-bench-cxx: ..." line on stderr and exits
 // non-zero; each process kills itself after 100 s (alarm) so a hung peer
 // cannot hang the run.
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <csignal>
@@ -44,7 +49,8 @@ void on_alarm(int) {
 struct side {
   context ctx;
   protection_domain pd;
-  completion_queue cq;
+  completion_queue cq;  // send CQ (and receive CQ in bw)
+  completion_queue rcq; // receive CQ
   queue_pair qp;
 };
 
@@ -55,10 +61,11 @@ side make_side() {
   s.ctx = context::open(d ? d : "").value();
   s.pd = protection_domain::create(s.ctx).value();
   s.cq = completion_queue::create(s.ctx).value();
+  s.rcq = completion_queue::create(s.ctx).value();
   qp_options o; // max_inline stays 0: perftest runs with -I 0
   if (g)
     o.gid_index = std::atoi(g);
-  s.qp = queue_pair::create(s.ctx, s.pd, s.cq, s.cq, o).value();
+  s.qp = queue_pair::create(s.ctx, s.pd, s.cq, s.rcq, o).value();
   return s;
 }
 
@@ -121,22 +128,32 @@ int main(int argc, char **argv) {
   auto target = remote_region::parse(peer_rr).value();
   auto sl = mr.all().value();
   char sync = 0;
-  if (lat)
+  constexpr long recv_ahead = 64; // < qp_options::recv_depth
+  long recvs = 0;
+  for (; lat && recvs < std::min(iters, recv_ahead); recvs++)
     s.qp.post_recv(sl, 1).value();
   xfer(wfd, rfd, sync, sync); // both connected, receive posted
+  std::vector<double> rtt_us(lat && !server ? static_cast<std::size_t>(iters) : 0);
   auto t0 = std::chrono::steady_clock::now();
   if (lat) {
+    auto prev = t0;
     for (long i = 0; i < iters; i++) {
       if (server) {
-        wait1(s.cq); // the ping
-        s.qp.post_recv(sl, 1).value();
+        wait1(s.rcq); // the ping
+        if (recvs++ < iters)
+          s.qp.post_recv(sl, 1).value();
         s.qp.post_send(sl, 2).value();
         wait1(s.cq); // the pong's send completion
       } else {
         s.qp.post_send(sl, 2).value();
-        wait1(s.cq); // send completion and the pong, in either order
-        wait1(s.cq);
-        s.qp.post_recv(sl, 1).value();
+        wait1(s.cq);  // the ping's send completion
+        wait1(s.rcq); // the pong
+        if (recvs++ < iters)
+          s.qp.post_recv(sl, 1).value();
+        auto now = std::chrono::steady_clock::now();
+        rtt_us[static_cast<std::size_t>(i)] =
+            std::chrono::duration<double, std::micro>(now - prev).count();
+        prev = now;
       }
     }
   } else if (!server) {
@@ -158,9 +175,11 @@ int main(int argc, char **argv) {
   int st = 0;
   if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
     fail("server process failed");
-  if (lat)
-    std::printf("lat_us %.3f\n", secs * 1e6 / double(iters) / 2);
-  else
+  if (lat) {
+    auto mid = rtt_us.begin() + static_cast<long>(rtt_us.size() / 2);
+    std::nth_element(rtt_us.begin(), mid, rtt_us.end());
+    std::printf("lat_us %.3f %.3f\n", secs * 1e6 / double(iters) / 2, *mid / 2);
+  } else
     std::printf("bw_gbps %.3f\n", double(iters) * double(size) * 8 / secs / 1e9);
   return 0;
 }

@@ -23,8 +23,13 @@ trap 'rm -rf "$payload"' EXIT
 mkdir -p "$payload/bin"
 cp "$build"/bench/cxx/rdmadl-bench-{cxx,postpoll-cxx,postpoll-c} "$payload/bin/"
 if [ -x /usr/bin/valgrind ] && [ -d /usr/libexec/valgrind ]; then
-  cp /usr/bin/valgrind "$payload/bin/"
-  cp -r /usr/libexec/valgrind "$payload/valgrind"
+  # Only what callgrind needs: all of /usr/libexec/valgrind (48 MB) overflows
+  # the guest's RAM while the initramfs unpacks. /usr/bin/valgrind is
+  # Debian's wrapper script around valgrind.bin.
+  cp /usr/bin/valgrind.bin "$payload/bin/valgrind"
+  mkdir "$payload/valgrind"
+  cp /usr/libexec/valgrind/{callgrind-amd64-linux,vgpreload_core-amd64-linux.so,default.supp} \
+    "$payload/valgrind/"
 fi
 {
   echo "#!/bin/sh"
@@ -51,7 +56,7 @@ perf() {
   echo "BENCH $name ${row:-missing rc=$rc}"
 }
 # cxx NAME KEY ARGS...: one rdmadl-bench-cxx run; prints its raw output and
-# "BENCH NAME <value after KEY> rc=N" or "BENCH NAME missing rc=N".
+# "BENCH NAME <values after KEY> rc=N" or "BENCH NAME missing rc=N".
 cxx() {
   name=$1 key=$2
   shift 2
@@ -64,7 +69,7 @@ cxx() {
 }
 perf perftest-lat "$lat_size" ib_send_lat -F -n "$iters" -s "$lat_size" -I 0
 cxx cxx-lat lat_us lat "$iters" "$lat_size"
-perf perftest-bw "$bw_size" ib_write_bw -F -n "$iters" -s "$bw_size" -t "$bw_depth" -Q 1 --report_gbits
+perf perftest-bw "$bw_size" ib_write_bw -F -n "$iters" -s "$bw_size" -t "$bw_depth" -Q 1
 cxx cxx-bw bw_gbps bw "$iters" "$bw_size"
 if [ -d /payload/valgrind ]; then
   export VALGRIND_LIB=/payload/valgrind
@@ -96,21 +101,24 @@ set -e
 echo "host: load after: $(cut -d' ' -f1-3 /proc/loadavg); VM exit $vm_rc; log $log" | tee -a "$log"
 grep -E '^RDMADL-GUEST-START|^BENCH' "$log" || true
 # Columns (after "BENCH name"): ib_send_lat: #bytes #iterations t_min t_max
-# t_typical t_avg t_stdev 99% 99.9% [usec]; ib_write_bw --report_gbits:
-# #bytes #iterations BW-peak BW-average [Gb/sec] MsgRate.
+# t_typical t_avg t_stdev 99% 99.9% [usec]; ib_write_bw: #bytes #iterations
+# BW-peak BW-average [MiB/sec: perftest divides by 2^20] MsgRate[Mpps].
+# (--report_gbits would print only two decimals of ~0.25 Gb/s.)
 grep '^BENCH' "$log" | awk -v size_l="$lat_size" -v size_b="$bw_size" '
   function num(x) { return x ~ /^[0-9]+(\.[0-9]+)?$/ }
   function show(x, f) { return num(x) ? sprintf(f, x) : "missing" }
   $2 == "perftest-lat" && $3 == size_l && num($8) { lat = $8; typ = $7 }
-  $2 == "perftest-bw" && $3 == size_b && num($6) { bw = $6 }
-  $2 == "cxx-lat" && num($3) { clat = $3 }
+  $2 == "perftest-bw" && $3 == size_b && num($6) { bw = $6 * 1048576 * 8 / 1e9 }
+  $2 == "cxx-lat" && num($3) && num($4) { clat = $3; ctyp = $4 }
   $2 == "cxx-bw" && num($3) { cbw = $3 }
   $2 ~ /^callgrind-/ && num($3) { ir[$2] = $3; split($4, p, "="); polls[$2] = p[2] }
   function per(k1, k3) { return (ir[k3] - ir[k1]) / 2000 }
   function ppi(k1, k3) { return (num(polls[k3]) && num(polls[k1])) ? sprintf("%.2f", (polls[k3] - polls[k1]) / 2000) : "missing" }
   END {
-    printf "latency (half round trip, avg): perftest %s us (t_typical %s), C++ API %s us, ratio %s\n",
-      show(lat, "%.2f"), show(typ, "%.2f"), show(clat, "%.2f"), (lat && clat) ? sprintf("%.2f", clat / lat) : "missing"
+    printf "latency, half round trip, average: perftest %s us, C++ API %s us, ratio %s\n",
+      show(lat, "%.2f"), show(clat, "%.2f"), (lat && clat) ? sprintf("%.2f", clat / lat) : "missing"
+    printf "latency, half round trip, median:  perftest %s us, C++ API %s us, ratio %s\n",
+      show(typ, "%.2f"), show(ctyp, "%.2f"), (typ && ctyp) ? sprintf("%.2f", ctyp / typ) : "missing"
     printf "RDMA write bw: perftest %s Gb/s, C++ API %s Gb/s, ratio %s\n",
       show(bw, "%.3f"), show(cbw, "%.3f"), (bw && cbw) ? sprintf("%.2f", cbw / bw) : "missing"
     c = ("callgrind-cxx-1000" in ir) && ("callgrind-cxx-3000" in ir)
