@@ -19,6 +19,7 @@
 #include <link.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,17 +99,59 @@ static int env_flag(const char *name) {
   return v && *v && strcmp(v, "0") != 0;
 }
 
+/* The object containing rdmadl's loader: its load address, and the address
+ * range its PT_LOAD segments span. Found once (dladdr costs thousands of
+ * instructions; it used to run twice per bound symbol). Only used while
+ * loading, i.e. under load_once or on the loading thread. */
+static struct {
+  int done;
+  const void *base;
+  uintptr_t lo, hi;
+} self;
+
+static int find_self_range(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  (void)arg;
+  if ((const void *)info->dlpi_addr != self.base)
+    return 0;
+  uintptr_t lo = UINTPTR_MAX, hi = 0;
+  for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD)
+      continue;
+    uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+    if (start < lo)
+      lo = start;
+    if (start + ph->p_memsz > hi)
+      hi = start + ph->p_memsz;
+  }
+  if (lo < hi) {
+    self.lo = lo;
+    self.hi = hi;
+  }
+  return 1;
+}
+
+static void find_self(void) {
+  if (__atomic_load_n(&self.done, __ATOMIC_ACQUIRE))
+    return;
+  Dl_info info;
+  if (dladdr((const void *)&find_self, &info) && info.dli_fbase) {
+    self.base = info.dli_fbase;
+    dl_iterate_phdr(find_self_range, NULL);
+  }
+  __atomic_store_n(&self.done, 1, __ATOMIC_RELEASE);
+}
+
 /* The base address of the object containing rdmadl's loader. */
 static const void *self_base(void) {
-  Dl_info info;
-  if (dladdr((const void *)&self_base, &info) && info.dli_fbase)
-    return info.dli_fbase;
-  return NULL;
+  find_self();
+  return self.base;
 }
 
 static int in_self(const void *addr) {
-  Dl_info info;
-  return addr && dladdr(addr, &info) && info.dli_fbase && info.dli_fbase == self_base();
+  find_self();
+  return addr && (uintptr_t)addr >= self.lo && (uintptr_t)addr < self.hi;
 }
 
 /* Walks the loaded object's dynamic section for its soname and the highest

@@ -142,3 +142,22 @@ TEST_CASE("fake: a constructor calling a stub during dlopen neither recurses nor
   CHECK(str(std::getenv("FAKE_CTOR_RESULT")) == "own-list");
   CHECK(rdmadl_lib_state(RDMADL_LIB_IBVERBS) == RDMADL_STATE_LOADED);
 }
+
+TEST_CASE("fake: a library whose symbols resolve to rdmadl itself binds none") {
+  // Each dlvsym through the fake's handle returns rdmadl's own stub; none may
+  // be bound (a stub calling itself would recurse forever).
+  CHECK(rdmadl_lib_state(RDMADL_LIB_IBVERBS) == RDMADL_STATE_INCOMPATIBLE);
+  std::string err = str(rdmadl_lib_error(RDMADL_LIB_IBVERBS));
+  CAPTURE(err);
+  CHECK(err.find("exports none") != std::string::npos);
+  CHECK(rdmadl_symbol_status("ibv_open_device", nullptr) == 0);
+  check_nothing_bound();
+}
+
+TEST_CASE("fake: rdmadl's own library at the override path is refused") {
+  CHECK(rdmadl_lib_state(RDMADL_LIB_IBVERBS) == RDMADL_STATE_INCOMPATIBLE);
+  std::string err = str(rdmadl_lib_error(RDMADL_LIB_IBVERBS));
+  CAPTURE(err);
+  CHECK(err.find("rdmadl itself") != std::string::npos);
+  check_nothing_bound();
+}
