@@ -330,9 +330,9 @@ result<gid_entry> context::select_gid(std::uint8_t port, const gid_selector &sel
   return errc::no_such_gid;
 }
 
-// Creates and destroys the smallest object that needs f. Only "not offered"
-// answers (detail::not_offered) count as no; any other failure (ENOMEM, a
-// resource limit) also says no, as the create path would then fail too.
+// Creates and destroys the smallest object that needs f. Any failure counts
+// as no: "not offered" (detail::not_offered), or out of resources, in which
+// case the create path would fail or fall back just the same.
 bool context::probe(feature f) const noexcept {
   if (f == feature::extended_cq) {
     if (!verbs_get_ctx_op(ctx_, create_cq_ex))
