@@ -6,6 +6,7 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 
 #include <infiniband/verbs.h>
@@ -40,6 +41,18 @@ void check_nothing_bound() {
   CHECK(n == 0);
   CHECK(errno == EOPNOTSUPP);
   CHECK(rdmadl_lib_state(RDMADL_LIB_RDMACM) == RDMADL_STATE_SKIPPED);
+}
+
+// The library was refused as incompatible, for a reason whose text holds each
+// of the given parts, and nothing was bound.
+void check_refused(std::initializer_list<const char *> why) {
+  CHECK(rdmadl_lib_state(RDMADL_LIB_IBVERBS) == RDMADL_STATE_INCOMPATIBLE);
+  std::string err = str(rdmadl_lib_error(RDMADL_LIB_IBVERBS));
+  CAPTURE(err);
+  for (const char *part : why)
+    CHECK(err.find(part) != std::string::npos);
+  CHECK(rdmadl_symbol_status("ibv_open_device", nullptr) == 0);
+  check_nothing_bound();
 }
 
 } // namespace
@@ -120,19 +133,11 @@ TEST_CASE("fake: a garbage file is a failed load, not a crash") {
 }
 
 TEST_CASE("fake: a library with the wrong soname is refused") {
-  CHECK(rdmadl_lib_state(RDMADL_LIB_IBVERBS) == RDMADL_STATE_INCOMPATIBLE);
-  std::string err = str(rdmadl_lib_error(RDMADL_LIB_IBVERBS));
-  CAPTURE(err);
-  CHECK(err.find("soname libnotverbs.so.7") != std::string::npos);
-  CHECK(err.find("expected libibverbs.so.1") != std::string::npos);
-  check_nothing_bound();
+  check_refused({"soname libnotverbs.so.7", "expected libibverbs.so.1"});
 }
 
 TEST_CASE("fake: IBVERBS_1.0 compat entries are never bound") {
-  CHECK(rdmadl_lib_state(RDMADL_LIB_IBVERBS) == RDMADL_STATE_INCOMPATIBLE);
-  CHECK(str(rdmadl_lib_error(RDMADL_LIB_IBVERBS)).find("exports none") != std::string::npos);
-  CHECK(rdmadl_symbol_status("ibv_open_device", nullptr) == 0);
-  check_nothing_bound();
+  check_refused({"exports none"});
 }
 
 TEST_CASE("fake: a constructor calling a stub during dlopen neither recurses nor deadlocks") {
@@ -146,18 +151,9 @@ TEST_CASE("fake: a constructor calling a stub during dlopen neither recurses nor
 TEST_CASE("fake: a library whose symbols resolve to rdmadl itself binds none") {
   // Each dlvsym through the fake's handle returns rdmadl's own stub; none may
   // be bound (a stub calling itself would recurse forever).
-  CHECK(rdmadl_lib_state(RDMADL_LIB_IBVERBS) == RDMADL_STATE_INCOMPATIBLE);
-  std::string err = str(rdmadl_lib_error(RDMADL_LIB_IBVERBS));
-  CAPTURE(err);
-  CHECK(err.find("exports none") != std::string::npos);
-  CHECK(rdmadl_symbol_status("ibv_open_device", nullptr) == 0);
-  check_nothing_bound();
+  check_refused({"exports none"});
 }
 
 TEST_CASE("fake: rdmadl's own library at the override path is refused") {
-  CHECK(rdmadl_lib_state(RDMADL_LIB_IBVERBS) == RDMADL_STATE_INCOMPATIBLE);
-  std::string err = str(rdmadl_lib_error(RDMADL_LIB_IBVERBS));
-  CAPTURE(err);
-  CHECK(err.find("rdmadl itself") != std::string::npos);
-  check_nothing_bound();
+  check_refused({"rdmadl itself"});
 }
