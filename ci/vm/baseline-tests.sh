@@ -101,20 +101,19 @@ else
   }
   result rping $rc
 
-  # -F: no CPU-frequency check (meaningless in a VM).
-  pair ib_send_lat 18516 \
-    ib_send_lat -d "$dev" -x "$gid" -p 18516 -F -n 500 -- \
-    ib_send_lat -d "$dev" -x "$gid" -p 18516 -F -n 500 127.0.0.1
-  rc=$?
-  [ $rc != 0 ] || grep -E '^[[:space:]]*[0-9]+[[:space:]]+[0-9]+' "$out/ib_send_lat.client" | sed 's/^/  /'
-  result ib_send_lat $rc
-
-  pair ib_write_bw 18517 \
-    ib_write_bw -d "$dev" -x "$gid" -p 18517 -F -n 500 -- \
-    ib_write_bw -d "$dev" -x "$gid" -p 18517 -F -n 500 127.0.0.1
-  rc=$?
-  [ $rc != 0 ] || grep -E '^[[:space:]]*[0-9]+[[:space:]]+[0-9]+' "$out/ib_write_bw.client" | sed 's/^/  /'
-  result ib_write_bw $rc
+  # perftest PROGRAM PORT: server and client of one perftest program, 500
+  # iterations; shows its result rows. -F: no CPU-frequency check
+  # (meaningless in a VM).
+  perftest() {
+    pair "$1" "$2" \
+      "$1" -d "$dev" -x "$gid" -p "$2" -F -n 500 -- \
+      "$1" -d "$dev" -x "$gid" -p "$2" -F -n 500 127.0.0.1
+    rc=$?
+    [ $rc != 0 ] || grep -E '^[[:space:]]*[0-9]+[[:space:]]+[0-9]+' "$out/$1.client" | sed 's/^/  /'
+    result "$1" $rc
+  }
+  perftest ib_send_lat 18516
+  perftest ib_write_bw 18517
 fi
 
 echo "RDMADL-BASELINE suite=$RDMADL_SUITE passed=$passed failed=$failed"

@@ -78,6 +78,22 @@ static void init_qp_attr(struct ibv_qp_init_attr *qa, struct ibv_cq *cq) {
   qa->cap.max_recv_sge = 1;
 }
 
+/* Tears down one side's connection, in reverse order of creation; any of
+ * them may be NULL. */
+static void release(struct rdma_cm_id *id, struct ibv_mr *mr, struct ibv_cq *cq,
+                    struct ibv_pd *pd) {
+  if (id && id->qp)
+    rdma_destroy_qp(id);
+  if (mr)
+    ibv_dereg_mr(mr);
+  if (cq)
+    ibv_destroy_cq(cq);
+  if (pd)
+    ibv_dealloc_pd(pd);
+  if (id)
+    rdma_destroy_id(id);
+}
+
 static void set_listening(int v) {
   pthread_mutex_lock(&lock);
   listening = v;
@@ -144,16 +160,7 @@ static void *server(void *arg) {
   if (event_ok("cm.disconnected.server", "server", ch, RDMA_CM_EVENT_DISCONNECTED))
     rdma_disconnect(cid);
 out:
-  if (cid && cid->qp)
-    rdma_destroy_qp(cid);
-  if (mr)
-    ibv_dereg_mr(mr);
-  if (cq)
-    ibv_destroy_cq(cq);
-  if (pd)
-    ibv_dealloc_pd(pd);
-  if (cid)
-    rdma_destroy_id(cid);
+  release(cid, mr, cq, pd);
   if (lid)
     rdma_destroy_id(lid);
   if (ch)
@@ -212,16 +219,7 @@ static void client(void) {
   t_check("cm.disconnect", ok && event_ok(NULL, "client", ch, RDMA_CM_EVENT_DISCONNECTED),
           "client: %s", strerror(errno));
 out:
-  if (id && id->qp)
-    rdma_destroy_qp(id);
-  if (mr)
-    ibv_dereg_mr(mr);
-  if (cq)
-    ibv_destroy_cq(cq);
-  if (pd)
-    ibv_dealloc_pd(pd);
-  if (id)
-    rdma_destroy_id(id);
+  release(id, mr, cq, pd);
   if (ch)
     rdma_destroy_event_channel(ch);
 }
