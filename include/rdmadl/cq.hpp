@@ -90,7 +90,7 @@ using notify_cq_fn = int (*)(::ibv_cq *, int);
 
 // A completion queue. Keeps its context (and channel) alive; destroyed when it
 // and the queue pairs using it are gone. Move-only.
-class RDMADL_API completion_queue {
+class RDMADL_CXX_API completion_queue {
 public:
   // Creates a queue on ctx. Errors: operation_not_supported,
   // errc::empty_object, or the errno.
@@ -157,7 +157,7 @@ private:
 //
 //   auto s = cq.start_poll();
 //   for (; s && *s; (void)s->next()) use(s->wr_id(), s->status());
-class RDMADL_API poll_session {
+class RDMADL_CXX_API poll_session {
 public:
   poll_session() noexcept = default;
   poll_session(poll_session &&o) noexcept = default;

@@ -32,7 +32,7 @@ enum class qp_type { rc, uc, ud };
 // What a peer needs to reach a queue pair: QPN, PSN, LID (InfiniBand) and
 // GID (RoCE), plus the UD Q_Key. Serialises to a fixed 44-byte blob with a
 // magic and a format version.
-struct RDMADL_API endpoint {
+struct RDMADL_CXX_API endpoint {
   std::uint32_t qpn = 0; // 24 bits
   std::uint32_t psn = 0; // 24 bits
   std::uint16_t lid = 0;
@@ -217,12 +217,12 @@ using post_send_fn = int (*)(::ibv_qp *, ::ibv_send_wr *, ::ibv_send_wr **);
 using post_recv_fn = int (*)(::ibv_qp *, ::ibv_recv_wr *, ::ibv_recv_wr **);
 using post_srq_recv_fn = int (*)(::ibv_srq *, ::ibv_recv_wr *, ::ibv_recv_wr **);
 // The error of a call on an empty object (out of line, error path only).
-RDMADL_API status_code empty_status() noexcept;
+RDMADL_CXX_API status_code empty_status() noexcept;
 } // namespace detail
 
 // An address handle for UD sends (ibv_create_ah). Keeps its PD alive.
 // Move-only.
-class RDMADL_API address_handle {
+class RDMADL_CXX_API address_handle {
 public:
   // The path to peer through local's port and GID (RoCE: GRH with it).
   // Errors: operation_not_supported, errc::empty_object, or the errno.
@@ -253,7 +253,7 @@ inline send_request send_request::send_ud(const local_slice &buf, const address_
 }
 
 // A shared receive queue. Keeps its PD alive. Move-only.
-class RDMADL_API shared_receive_queue {
+class RDMADL_CXX_API shared_receive_queue {
 public:
   // depth and max_sge are clamped to max_srq_wr / max_srq_sge. Errors:
   // operation_not_supported, errc::empty_object, or the errno.
@@ -285,7 +285,7 @@ private:
 };
 
 // A queue pair. Keeps its PD, CQs and SRQ alive. Move-only.
-class RDMADL_API queue_pair {
+class RDMADL_CXX_API queue_pair {
 public:
   // Creates a QP on pd using send_cq/recv_cq. Selects the port and GID now
   // (see qp_options). Errors: operation_not_supported, errc::empty_object,
@@ -413,7 +413,7 @@ private:
 // pair's batch storage, obtained from queue_pair::batch(); neither copied nor
 // moved, so it lives in the scope that opened it. At most max_size requests.
 // The first error is kept and returned by commit().
-class RDMADL_API send_batch {
+class RDMADL_CXX_API send_batch {
 public:
   static constexpr std::size_t max_size = 64;
   send_batch &send(const local_slice &buf, std::uint64_t wr_id,
