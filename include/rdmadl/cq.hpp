@@ -80,7 +80,10 @@ struct cq_options {
   // For request_notify()/wait(); the queue keeps the channel alive.
   const completion_channel *channel = nullptr;
   int comp_vector = 0;
-  bool extended = true; // use ibv_create_cq_ex when context::supports(extended_cq)
+  // Create it with ibv_create_cq_ex when context::supports(extended_cq).
+  // poll() then reads it through ibv_start_poll (out of line); the default,
+  // a plain queue, is the one poll() hands straight to the provider.
+  bool extended = false;
 };
 
 namespace detail {
