@@ -129,7 +129,7 @@ public:
     if (!cq_.get()) [[unlikely]]
       return empty_status();
     if (int rc = notify_.get()(cq_, solicited_only ? 1 : 0)) [[unlikely]]
-      return status_code::from_errno(rc);
+      return status_code::from_rc(rc);
     return {};
   }
   // True when created with ibv_create_cq_ex (poll() then reads it through

@@ -118,6 +118,9 @@ public:
     }
     return s;
   }
+  // A provider's return value: 0, an errno value, or (some providers) a
+  // negated one.
+  static status_code from_rc(int rc) noexcept { return from_errno(rc < 0 ? -rc : rc); }
   constexpr bool ok() const noexcept { return cat_ == nullptr; }
   constexpr explicit operator bool() const noexcept { return cat_ != nullptr; } // true: error
   std::error_code code() const noexcept {
