@@ -148,6 +148,28 @@ result<loop> make_loop(qp_type type = qp_type::rc, qp_options base = {},
   return l;
 }
 
+// A loop whose cq_b reports to a completion channel of the same context.
+struct channel_loop {
+  completion_channel ch;
+  loop l;
+};
+result<channel_loop> make_channel_loop() {
+  auto ctx = context::open(dev_name);
+  if (!ctx)
+    return ctx.error();
+  auto ch = completion_channel::create(*ctx);
+  if (!ch)
+    return ch.error();
+  auto pd = protection_domain::create(*ctx);
+  if (!pd)
+    return pd.error();
+  loop seed{std::move(*ctx), std::move(*pd), {}, {}, {}, {}};
+  auto l = make_loop(qp_type::rc, {}, &*ch, nullptr, &seed);
+  if (!l)
+    return l.error();
+  return channel_loop{std::move(*ch), std::move(*l)};
+}
+
 // ---- checks ----
 
 bool check_probe() {
@@ -445,11 +467,9 @@ bool check_batch_poll() {
 }
 
 bool check_comp_channel() {
-  TRY(ctx0, context::open(dev_name));
-  TRY(ch, completion_channel::create(*ctx0));
-  TRY(pd0, protection_domain::create(*ctx0));
-  loop seed{std::move(*ctx0), std::move(*pd0), {}, {}, {}, {}};
-  TRY(l, make_loop(qp_type::rc, {}, &*ch, nullptr, &seed));
+  TRY(cl, make_channel_loop());
+  completion_channel *ch = &cl->ch;
+  loop *l = &cl->l;
   int ep = epoll_create1(EPOLL_CLOEXEC);
   EXPECT(ep >= 0);
   epoll_event ev{};
@@ -710,11 +730,9 @@ bool check_poll_session() {
 
 // milliseconds::max() means "no limit", not "already expired".
 bool check_waits_saturate() {
-  TRY(ctx0, context::open(dev_name));
-  TRY(ch, completion_channel::create(*ctx0));
-  TRY(pd0, protection_domain::create(*ctx0));
-  loop seed{std::move(*ctx0), std::move(*pd0), {}, {}, {}, {}};
-  TRY(l, make_loop(qp_type::rc, {}, &*ch, nullptr, &seed));
+  TRY(cl, make_channel_loop());
+  completion_channel *ch = &cl->ch;
+  loop *l = &cl->l;
   std::vector<std::byte> buf(64);
   TRY(m, l->pd.register_memory(buf));
   TRY(s, m->all());
