@@ -24,4 +24,5 @@ else
   cat /tmp/cxx-info.txt
   run cxx-example-write-read rdmadl-example-write-read
   run cxx-example-pingpong rdmadl-example-pingpong "$RDMADL_TEST_IP"
+  run cxx-example-multi-peer rdmadl-example-multi-peer
 fi
