@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <rdmadl/rdmadl.hpp>
 
@@ -34,24 +35,22 @@ int main() {
 
   char hub_buf[n][len] = {"what is your number?"}, peer_buf[n][len] = {};
   auto hub_mr = hub.pd().register_memory(std::as_writable_bytes(std::span(hub_buf))).value();
-  std::thread peers([&] { // each peer answers the question it receives
-    for (std::size_t i = 0; i < n; i++) {
-      auto mr =
-          peer[i]
-              .pd()
-              .register_memory(std::as_writable_bytes(std::span(peer_buf[i])), access::remote_write)
-              .value();
+  std::vector<std::thread> peers; // each peer answers the question it receives
+  for (std::size_t i = 0; i < n; i++)
+    peers.emplace_back([&, i] {
+      auto mine = std::as_writable_bytes(std::span(peer_buf[i]));
+      auto mr = peer[i].pd().register_memory(mine).value();
       peer[i].receive(*mr.all(), 5s).value();
       std::snprintf(peer_buf[i], len, "peer %zu says %zu", i, 10 * (i + 1));
       peer[i].send(*mr.all(), 5s).value();
-    }
-  });
+    });
   hub.multicast_send(std::array<std::size_t, n>{0, 1, 2}, *hub_mr.slice(0, len), 5s).value();
   std::vector<multi_channel::part> parts;
   for (std::size_t i = 0; i < n; i++)
     parts.push_back({i, *hub_mr.slice(i * len, len), {}});
   hub.gather_receive(parts, 5s).value();
-  peers.join();
+  for (auto &t : peers)
+    t.join();
   int wrong = 0;
   for (std::size_t i = 0; i < n; i++) {
     std::printf("hub got: %s\n", hub_buf[i]);

@@ -4,6 +4,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <endian.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <utility>
 
 #include "detail.hpp"
@@ -38,6 +40,14 @@ std::string_view name(atomic_cap v) noexcept {
 std::string_view name(gid_type v) noexcept {
   static constexpr std::string_view n[] = {"IB", "RoCE v1", "RoCE v2"};
   return detail::pick(n, v);
+}
+
+std::string_view name(async_event_type v) noexcept {
+  auto i = static_cast<int>(v);
+  if (i < 0 || i > static_cast<int>(async_event_type::device_speed_change))
+    return "unknown";
+  const char *n = ibv_event_type_str(static_cast<ibv_event_type>(i));
+  return n ? n : "unknown";
 }
 
 bool gid::is_zero() const noexcept {
@@ -189,6 +199,62 @@ std::string_view context::device_name() const noexcept {
     return {};
   const char *n = ibv_get_device_name(ctx_.get()->device);
   return n ? n : "";
+}
+
+int context::async_fd() const noexcept {
+  return ctx_ ? ctx_.get()->async_fd : -1;
+}
+
+result<async_event> context::next_event(std::chrono::milliseconds timeout) const {
+  if (!ctx_)
+    return detail::empty_error();
+  int fd = ctx_.get()->async_fd;
+  int fl = fcntl(fd, F_GETFL);
+  if (fl < 0 || (!(fl & O_NONBLOCK) && fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0))
+    return detail::last_error();
+  auto deadline = detail::deadline(timeout);
+  for (;;) {
+    ibv_async_event ev;
+    if (ibv_get_async_event(ctx_, &ev) == 0) {
+      async_event out;
+      out.type = static_cast<async_event_type>(ev.event_type);
+      switch (ev.event_type) {
+      case IBV_EVENT_CQ_ERR:
+        out.cq = ev.element.cq;
+        break;
+      case IBV_EVENT_SRQ_ERR:
+      case IBV_EVENT_SRQ_LIMIT_REACHED:
+        out.srq = ev.element.srq;
+        break;
+      case IBV_EVENT_PORT_ACTIVE:
+      case IBV_EVENT_PORT_ERR:
+      case IBV_EVENT_LID_CHANGE:
+      case IBV_EVENT_PKEY_CHANGE:
+      case IBV_EVENT_SM_CHANGE:
+      case IBV_EVENT_CLIENT_REREGISTER:
+      case IBV_EVENT_GID_CHANGE:
+      case IBV_EVENT_DEVICE_SPEED_CHANGE:
+        out.port = static_cast<std::uint32_t>(ev.element.port_num);
+        break;
+      case IBV_EVENT_DEVICE_FATAL:
+      case IBV_EVENT_WQ_FATAL:
+        break;
+      default: // the QP events
+        out.qp_num = ev.element.qp ? ev.element.qp->qp_num : 0;
+        break;
+      }
+      ibv_ack_async_event(&ev);
+      return out;
+    }
+    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+      return detail::last_error();
+    int ms = detail::poll_timeout(deadline);
+    if (ms == 0)
+      return errc::timed_out;
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, ms) < 0 && errno != EINTR)
+      return detail::last_error();
+  }
 }
 
 result<device_attr> context::query_device() const {

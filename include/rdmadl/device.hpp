@@ -5,6 +5,7 @@
 #define RDMADL_DEVICE_HPP
 
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -32,6 +33,44 @@ RDMADL_CXX_API std::string_view name(link_layer v) noexcept;
 RDMADL_CXX_API std::string_view name(port_state v) noexcept;
 RDMADL_CXX_API std::string_view name(atomic_cap v) noexcept;
 RDMADL_CXX_API std::string_view name(gid_type v) noexcept; // "IB", "RoCE v1", "RoCE v2"
+
+// Asynchronous events: enum ibv_event_type values.
+enum class async_event_type : int {
+  cq_err,
+  qp_fatal,
+  qp_req_err,
+  qp_access_err,
+  comm_est,
+  sq_drained,
+  path_mig,
+  path_mig_err,
+  device_fatal,
+  port_active,
+  port_err,
+  lid_change,
+  pkey_change,
+  sm_change,
+  srq_err,
+  srq_limit_reached,
+  qp_last_wqe_reached,
+  client_reregister,
+  gid_change,
+  wq_fatal,
+  device_speed_change,
+};
+// rdma-core's name (ibv_event_type_str), "unknown" outside the enumeration.
+RDMADL_CXX_API std::string_view name(async_event_type v) noexcept;
+
+// One asynchronous event, already acknowledged. Which element is set
+// depends on the type: port events carry the port, QP events the QP's
+// number, CQ and SRQ events the native object.
+struct async_event {
+  async_event_type type = async_event_type::device_fatal;
+  std::uint32_t port = 0;
+  std::uint32_t qp_num = 0;
+  ::ibv_cq *cq = nullptr;
+  ::ibv_srq *srq = nullptr;
+};
 
 // A 128-bit GID, in network byte order.
 struct RDMADL_CXX_API gid {
@@ -185,6 +224,15 @@ public:
   // completion_queue::extended() and queue_pair::uses_wr_api() will report;
   // the answer is cached in the context.
   bool supports(feature f) const noexcept;
+
+  // The device's asynchronous event file descriptor (readable when an event
+  // is pending; non-blocking once next_event() has run), -1 when empty.
+  int async_fd() const noexcept;
+  // Waits up to timeout (milliseconds::max(): no limit) for the next
+  // asynchronous event (port up or down, QP/CQ/SRQ errors, device fatal),
+  // takes and acknowledges it. Errors: errc::timed_out, errc::empty_object,
+  // or the errno.
+  result<async_event> next_event(std::chrono::milliseconds timeout) const;
 
   ::ibv_context *native_handle() const noexcept { return ctx_; }
   explicit operator bool() const noexcept { return ctx_ != nullptr; }

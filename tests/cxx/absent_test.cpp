@@ -97,6 +97,8 @@ TEST_CASE("absent: every object operation fails with operation_not_supported") {
   NOT_SUPPORTED(ctx.first_active_port());
   NOT_SUPPORTED(ctx.gid_table(1));
   NOT_SUPPORTED(ctx.select_gid(1));
+  NOT_SUPPORTED(ctx.next_event(10ms));
+  CHECK(ctx.async_fd() == -1);
   NOT_SUPPORTED(protection_domain::create(ctx));
   NOT_SUPPORTED(completion_channel::create(ctx));
   NOT_SUPPORTED(completion_queue::create(ctx));

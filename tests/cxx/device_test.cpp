@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <sys/epoll.h>
 #include <sys/wait.h>
@@ -896,6 +897,46 @@ bool check_multi_channel() {
   return true;
 }
 
+// Asynchronous events: taking the netdev under the device down and up gives
+// a port error, then port active.
+bool check_async_events() {
+  TRY(ctx, context::open(dev_name));
+  EXPECT(ctx->async_fd() >= 0);
+  while (ctx->next_event(50ms)) {
+  } // whatever the set-up left behind
+  EXPECT(ctx->next_event(50ms).error() == errc::timed_out);
+  const char *gi = std::getenv("RDMADL_TEST_GID_INDEX");
+  std::ifstream f("/sys/class/infiniband/" + dev_name + "/ports/1/gid_attrs/ndevs/" +
+                  (gi ? gi : "1"));
+  std::string netdev;
+  EXPECT(std::getline(f, netdev) && !netdev.empty());
+  std::string ip = ::access("/usr/sbin/ip", X_OK) == 0 ? "/usr/sbin/ip" : "/usr/bin/ip";
+  auto wait_for = [&](async_event_type want) -> bool {
+    auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      auto e = ctx->next_event(1s);
+      if (e && e->type == want) {
+        std::fprintf(stderr, "  event: %.*s on port %u\n", int(name(e->type).size()),
+                     name(e->type).data(), e->port);
+        return e->port == 1;
+      }
+    }
+    return false;
+  };
+  EXPECT(std::system((ip + " link set " + netdev + " down").c_str()) == 0);
+  bool down = wait_for(async_event_type::port_err);
+  EXPECT(std::system((ip + " link set " + netdev + " up").c_str()) == 0);
+  bool up = wait_for(async_event_type::port_active);
+  EXPECT(down && up);
+  for (int i = 0; i < 100; i++) { // later checks need the port back
+    auto pa = ctx->query_port(1);
+    if (pa && pa->state == port_state::active)
+      return true;
+    std::this_thread::sleep_for(100ms);
+  }
+  return false;
+}
+
 bool check_cm() {
   TRY(lst, listener::bind(test_ip ? inet_ntoa(in_addr{test_ip}) : "0.0.0.0", 0));
   std::uint16_t port = lst->port();
@@ -1167,6 +1208,7 @@ int main(int argc, char **argv) {
       {"multi-channel", check_multi_channel},
       {"cm-connect", check_cm},
       {"cm-reject", check_cm_reject},
+      {"async-events", check_async_events}, // last: it takes the port down
   };
   for (auto &c : checks) {
     if (only && std::strcmp(only, c.name) != 0)
