@@ -163,9 +163,9 @@ static bool refused(struct ibv_mr_init_attr ia, int want) {
 }
 
 static void test_reg_mr_ex(void) {
-  /* ADDR | IOVA: b's second page, addressed from 0x10000 on. */
+  /* ADDR | IOVA: b's second and third pages, addressed from 0x10000 on. */
   struct ibv_mr_init_attr ia =
-      attr(b.buf + page, page, IBV_REG_MR_MASK_ADDR | IBV_REG_MR_MASK_IOVA);
+      attr(b.buf + page, 2 * page, IBV_REG_MR_MASK_ADDR | IBV_REG_MR_MASK_IOVA);
   ia.iova = 0x10000;
   struct ibv_mr *mr = ibv_reg_mr_ex(dev.pd, &ia);
   t_check("reg_mr_ex.iova", write_through("reg_mr_ex.iova", mr, 0x10000, page, 23),
@@ -243,7 +243,9 @@ int main(int argc, char **argv) {
     return r < 0 ? 1 : t_exit();
   check_status(argc > 1 ? argv[1] : "");
   page = (size_t)sysconf(_SC_PAGESIZE);
-  size = 4 * page > 2 * MSG ? 4 * page : 2 * MSG;
+  /* Room for the sends at 0 and page + 100 and the MSG-byte writes at page
+   * and 2 * page. */
+  size = 4 * page > 2 * page + MSG ? 4 * page : 2 * page + MSG;
   int err = make_side(&a);
   err = err ? err : make_side(&b);
   t_check("buf.alloc",
