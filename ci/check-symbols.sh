@@ -14,6 +14,26 @@ sed -n 's/^RDMADL_SYM(\([A-Z]*\), \([0-9]*\), [A-Z0-9]*, [A-Z]*, [^,]*, \([A-Za-
   awk '{print $3, ($1 == "IBV" ? "IBVERBS_1." : "RDMACM_1.") $2}' | sort >"$table"
 [ "$(wc -l <"$table")" -eq 169 ] || { echo "check-symbols: table has $(wc -l <"$table") entries, expected 169" >&2; exit 1; }
 status=0
+# Every symbol newer than the oldest release tested (33.2: IBVERBS_1.11,
+# RDMACM_1.3), and every EMU entry, carries its decision in a comment line
+# right above it: "/* NAME: EMU ..." for an EMU entry, "/* NAME: EOPNOTSUPP ..."
+# for any other.
+undecided=$(awk '
+  /^RDMADL_SYM\(/ {
+    split($0, f, ", "); lib = substr(f[1], 12); minor = f[2] + 0; impl = f[4]; name = f[6]
+    newer = (lib == "IBV" && minor > 11) || (lib == "CM" && minor > 3)
+    want = (impl == "EMU") ? "EMU" : "EOPNOTSUPP"
+    if ((newer || impl == "EMU") && index(prev, "/* " name ": " want " ") != 1)
+      print name " (" impl ", node minor " minor "): no \"/* " name ": " want " ...\" line above it"
+  }
+  {prev = $0}' "$root/loader/symbols.def")
+if [ -n "$undecided" ]; then
+  echo "check-symbols: FAIL: loader/symbols.def entries without their fallback decision:" >&2
+  echo "$undecided" | sed 's/^/  /' >&2
+  status=1
+else
+  echo "check-symbols: every symbol newer than 33.2 has its decision (EMU or EOPNOTSUPP) in loader/symbols.def"
+fi
 for exports in "$dir"/*/exports.txt "$dir"/exports-only/*/exports.txt; do
   suite=$(basename "$(dirname "$exports")")
   version=$(cat "$(dirname "$exports")/version")

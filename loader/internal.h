@@ -33,6 +33,7 @@ struct rdmadl_sym_meta {
   unsigned char lib; /* rdmadl_lib */
   unsigned char minor;
   unsigned char fail; /* enum rdmadl_fail */
+  unsigned char emu;  /* impl EMU: hand.c falls back when the library lacks it */
 };
 
 RDMADL_HIDDEN extern const struct rdmadl_sym_meta rdmadl_sym_meta[RDMADL_NSYMS];

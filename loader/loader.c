@@ -37,8 +37,11 @@ const struct rdmadl_sym_meta rdmadl_sym_meta[RDMADL_NSYMS] = {
 #define RDMADL_LIB_CM RDMADL_LIB_RDMACM
 #define RDMADL_NODE_IBV(minor) "IBVERBS_1." #minor
 #define RDMADL_NODE_CM(minor) "RDMACM_1." #minor
+#define RDMADL_EMU_GEN 0
+#define RDMADL_EMU_HAND 0
+#define RDMADL_EMU_EMU 1
 #define RDMADL_SYM(lib, minor, fail, impl, ret, name, params, args)                                \
-  {#name, RDMADL_NODE_##lib(minor), RDMADL_LIB_##lib, minor, RDMADL_FAIL_##fail},
+  {#name, RDMADL_NODE_##lib(minor), RDMADL_LIB_##lib, minor, RDMADL_FAIL_##fail, RDMADL_EMU_##impl},
 #include "symbols.def"
 #undef RDMADL_SYM
 };
@@ -473,9 +476,14 @@ int rdmadl_symbol_status(const char *name, const char **node) {
       continue;
     if (node)
       *node = rdmadl_sym_meta[k].node;
-    return __atomic_load_n(&rdmadl_fn[k], __ATOMIC_ACQUIRE) != NULL;
+    if (__atomic_load_n(&rdmadl_fn[k], __ATOMIC_ACQUIRE))
+      return RDMADL_SYMBOL_RESOLVED;
+    /* A fallback needs its library's older calls: none without the library. */
+    return rdmadl_sym_meta[k].emu && usable(libs[rdmadl_sym_meta[k].lib].state)
+               ? RDMADL_SYMBOL_EMULATED
+               : RDMADL_SYMBOL_MISSING;
   }
-  return -1;
+  return RDMADL_SYMBOL_UNKNOWN;
 }
 
 const char *rdmadl_symbol_name(size_t i, rdmadl_lib *lib) {

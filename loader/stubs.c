@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The generated stubs: one per GEN entry of symbols.def. Each forwards to the
- * function the loader bound, or fails the way its man page documents failure,
- * with errno EOPNOTSUPP. Compiled twice: with RDMADL_DROPIN the stubs carry the
- * real names (the drop-in libraries; the compiler then checks each prototype
+ * The generated stubs: one per GEN entry of symbols.def (HAND and EMU ones
+ * are in hand.c). Each forwards to the function the loader bound, or fails
+ * the way its man page documents failure, with errno EOPNOTSUPP. Compiled twice: with RDMADL_DROPIN
+ * the stubs carry the real names (the drop-in libraries; the compiler then checks each prototype
  * against rdma-core's headers), without it they are the hidden rdmadl_sym_*
  * functions the C++ API calls.
  */
@@ -47,6 +47,7 @@
   }
 
 #define RDMADL_IMPL_HAND(fail, ret, name, params, args)
+#define RDMADL_IMPL_EMU(fail, ret, name, params, args)
 #define RDMADL_IMPL_GEN(fail, ret, name, params, args)                                             \
   RDMADL_STUB_API ret RDMADL_NAME(name) params {                                                   \
     const enum rdmadl_sym_index idx = RDMADL_IDX_##name;                                           \

@@ -29,8 +29,12 @@ library_status status(library lib) {
   s.symbol_count = rdmadl_lib_symbol_count(l);
   std::size_t n = rdmadl_lib_missing_count(l);
   s.missing.reserve(n);
-  for (std::size_t i = 0; i < n; i++)
-    s.missing.push_back(sv(rdmadl_lib_missing_symbol(l, i)));
+  for (std::size_t i = 0; i < n; i++) {
+    const char *m = rdmadl_lib_missing_symbol(l, i);
+    s.missing.push_back(sv(m));
+    if (rdmadl_symbol_status(m, nullptr) == RDMADL_SYMBOL_EMULATED)
+      s.emulated.push_back(sv(m));
+  }
   return s;
 }
 

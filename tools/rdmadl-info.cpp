@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // rdmadl-info: what rdmadl found (libraries, kernel, devices) and why RDMA is
 // or is not usable here. See --help.
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -158,12 +159,21 @@ void print_text(const report &r) {
     std::printf("  path:         %.*s\n", int(l.path.size()), l.path.empty() ? "-" : l.path.data());
     std::printf("  version node: %.*s\n", int(l.version_node.size()),
                 l.version_node.empty() ? "-" : l.version_node.data());
-    std::printf("  symbols:      %zu bound, %zu missing\n", l.symbol_count - l.missing.size(),
-                l.missing.size());
-    if (!l.missing.empty() && l.missing.size() < l.symbol_count) {
+    // Resolved, emulated (a fallback runs) and missing (EOPNOTSUPP) apart.
+    std::printf("  symbols:      %zu bound, %zu emulated, %zu missing\n",
+                l.symbol_count - l.missing.size(), l.emulated.size(),
+                l.missing.size() - l.emulated.size());
+    if (!l.emulated.empty()) {
+      std::printf("  emulated:    ");
+      for (auto m : l.emulated)
+        std::printf(" %.*s", int(m.size()), m.data());
+      std::printf("\n");
+    }
+    if (l.missing.size() > l.emulated.size() && l.missing.size() < l.symbol_count) {
       std::printf("  missing:     ");
       for (auto m : l.missing)
-        std::printf(" %.*s", int(m.size()), m.data());
+        if (std::find(l.emulated.begin(), l.emulated.end(), m) == l.emulated.end())
+          std::printf(" %.*s", int(m.size()), m.data());
       std::printf("\n");
     }
     if (!l.error.empty())
@@ -244,6 +254,9 @@ void print_json(const report &r) {
          ", \"missing_count\": " + std::to_string(l.missing.size()) + ", \"missing\": [";
     for (std::size_t k = 0; k < l.missing.size(); k++)
       o += (k ? ", " : "") + json_str(l.missing[k]);
+    o += "], \"emulated\": [";
+    for (std::size_t k = 0; k < l.emulated.size(); k++)
+      o += (k ? ", " : "") + json_str(l.emulated[k]);
     o += "]}";
   }
   o += "\n  },\n  \"stack\": " + json_str(rdmadl::name(r.stack)) +

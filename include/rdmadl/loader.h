@@ -81,9 +81,20 @@ RDMADL_API size_t rdmadl_lib_missing_count(rdmadl_lib lib);
 /* The i-th missing symbol's name (0 <= i < missing_count), else NULL. */
 RDMADL_API const char *rdmadl_lib_missing_symbol(rdmadl_lib lib, size_t i);
 
-/* Per-symbol query: 1 if NAME resolved, 0 if it is a known symbol that did
- * not, -1 if rdmadl does not know NAME. When NODE is non-NULL it receives the
- * version node NAME is bound at ("IBVERBS_1.1"), for known names. */
+/* What rdmadl_symbol_status() says about one symbol. */
+enum {
+  RDMADL_SYMBOL_UNKNOWN = -1, /* rdmadl does not know the name */
+  RDMADL_SYMBOL_MISSING = 0,  /* not in the loaded library (or none loaded):
+                                 calls fail with EOPNOTSUPP */
+  RDMADL_SYMBOL_RESOLVED = 1, /* bound in the loaded library */
+  RDMADL_SYMBOL_EMULATED = 2  /* not in the loaded library, but rdmadl runs a
+                                 faithful fallback built from the calls that
+                                 library has (README: the failure contract) */
+};
+
+/* Per-symbol query: one of RDMADL_SYMBOL_*. When NODE is non-NULL it receives
+ * the version node NAME is bound at ("IBVERBS_1.1"), for known names. An
+ * emulated symbol still counts as missing in rdmadl_lib_missing_count(). */
 RDMADL_API int rdmadl_symbol_status(const char *name, const char **node);
 /* The i-th known symbol (0 <= i < 169), else NULL. LIB may be NULL. */
 RDMADL_API const char *rdmadl_symbol_name(size_t i, rdmadl_lib *lib);

@@ -49,6 +49,10 @@ struct library_status {
   std::string_view version_node;         // highest version node, e.g. "IBVERBS_1.14"
   std::size_t symbol_count;              // public symbols rdmadl binds
   std::vector<std::string_view> missing; // names of those not resolved
+  // The subset of missing that rdmadl emulates with a fallback built from the
+  // library's older calls (RDMADL_SYMBOL_EMULATED); the rest fail with
+  // EOPNOTSUPP.
+  std::vector<std::string_view> emulated;
 };
 
 // Optional capabilities of the loaded release (and, through

@@ -19,6 +19,13 @@ TEST_CASE("runtime: status mirrors loader.h") {
     auto s = status(lib);
     CHECK(static_cast<int>(s.state) == static_cast<int>(rdmadl_lib_state(l)));
     CHECK(s.missing.size() == rdmadl_lib_missing_count(l));
+    // Emulated: exactly those missing symbols the loader reports emulated.
+    std::size_t emulated = 0;
+    for (auto m : s.missing)
+      emulated += rdmadl_symbol_status(std::string(m).c_str(), nullptr) == RDMADL_SYMBOL_EMULATED;
+    CHECK(s.emulated.size() == emulated);
+    for (auto e : s.emulated)
+      CHECK(rdmadl_symbol_status(std::string(e).c_str(), nullptr) == RDMADL_SYMBOL_EMULATED);
     CHECK(s.symbol_count == rdmadl_lib_symbol_count(l));
     CHECK(s.state_name == rdmadl_state_name(rdmadl_lib_state(l)));
   }

@@ -5,7 +5,8 @@
  * ibv_start_poll/ibv_next_poll/ibv_end_poll), ibv_query_gid_ex/_table,
  * ibv_reg_mr_ex, ibv_query_qp_data_in_order, ibv_reg_dmabuf_mr and
  * ibv_query_port_speed. A feature the loaded library lacks must come back from
- * rdmadl as EOPNOTSUPP / NULL and is then reported UNSUPPORTED; ci/test-vm.sh
+ * rdmadl as EOPNOTSUPP / NULL and is then reported UNSUPPORTED, unless rdmadl
+ * emulates it (ibv_reg_mr_ex: loader/hand.c), when it must work; ci/test-vm.sh
  * compares those lines with ci/releases.txt.
  */
 #include <errno.h>

@@ -173,3 +173,24 @@ TEST_CASE("absent: per-symbol queries") {
   CHECK(rdmadl_symbol_name(168, &lib) != nullptr);
   CHECK(rdmadl_symbol_name(169, &lib) == nullptr);
 }
+
+TEST_CASE("absent: no symbol is emulated without a library") {
+  // A fallback is built from the library's older calls; with no library every
+  // symbol, those with a fallback (EMU) included, is missing.
+  size_t n = 0;
+  for (size_t i = 0; const char *name = rdmadl_symbol_name(i, nullptr); i++, n++) {
+    CAPTURE(name);
+    CHECK(rdmadl_symbol_status(name, nullptr) == RDMADL_SYMBOL_MISSING);
+  }
+  CHECK(n == 169);
+  ibv_buf *buf = nullptr;
+  errno = 0;
+  CHECK(ibv_alloc_buf(nullptr, 4096, &buf) == nullptr);
+  CHECK(buf == nullptr);
+  CHECK(errno == EOPNOTSUPP);
+  ibv_mr_init_attr a{};
+  a.comp_mask = IBV_REG_MR_MASK_ADDR;
+  errno = 0;
+  CHECK(ibv_reg_mr_ex(nullptr, &a) == nullptr);
+  CHECK(errno == EOPNOTSUPP);
+}

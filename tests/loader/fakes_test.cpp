@@ -7,7 +7,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
+#include <set>
 #include <string>
+#include <unistd.h>
 
 #include <infiniband/verbs.h>
 
@@ -53,6 +55,77 @@ void check_refused(std::initializer_list<const char *> why) {
     CHECK(err.find(part) != std::string::npos);
   CHECK(rdmadl_symbol_status("ibv_open_device", nullptr) == 0);
   check_nothing_bound();
+}
+
+// Fallbacks for symbols an older library lacks (loader/hand.c, EMU).
+
+// The fake's registration record (tests/fakes/fake_ibverbs.c): which call ran.
+enum { FAKE_MR_REG_MR = 1, FAKE_MR_IOVA2 = 2, FAKE_MR_DMABUF = 3, FAKE_MR_EX = 4 };
+
+uint64_t iova_of(const ibv_mr *mr) {
+  return reinterpret_cast<uintptr_t>(mr->context);
+}
+
+// The EMU entries of symbols.def.
+bool emu_in_table(const std::string &name) {
+  static const struct {
+    const char *name, *impl;
+  } table[] = {
+#define RDMADL_SYM(lib, minor, fail, impl, ret, n, params, args) {#n, #impl},
+#include "symbols.def"
+#undef RDMADL_SYM
+  };
+  for (const auto &e : table)
+    if (name == e.name)
+      return std::string(e.impl) == "EMU";
+  return false;
+}
+
+// The decisions of issue 9, written out independently of the table.
+const std::set<std::string> emulated_newer = {"ibv_alloc_buf", "ibv_free_buf", "ibv_reg_buf_mr",
+                                              "ibv_reg_mr_ex", "ibv_export_buf_dmabuf_fd"};
+
+int minor_of(const std::string &node) {
+  return std::stoi(node.substr(node.find('.') + 1));
+}
+
+// Every libibverbs symbol above IBVERBS_1.<have>: emulated exactly when the
+// table and the decision list say so, else missing; those up to <have> bound.
+void check_decisions(int have) {
+  size_t newer = 0;
+  for (size_t i = 0; const char *name = rdmadl_symbol_name(i, nullptr); i++) {
+    const char *node = nullptr;
+    int status = rdmadl_symbol_status(name, &node);
+    std::string n = node;
+    if (n.rfind("IBVERBS_", 0) != 0)
+      continue;
+    CAPTURE(name);
+    if (minor_of(n) <= have) {
+      CHECK(status == RDMADL_SYMBOL_RESOLVED);
+      continue;
+    }
+    if (minor_of(n) > 11)
+      CHECK(emu_in_table(name) == (emulated_newer.count(name) == 1));
+    CHECK(status == (emu_in_table(name) ? RDMADL_SYMBOL_EMULATED : RDMADL_SYMBOL_MISSING));
+    newer++;
+  }
+  CHECK(newer > 0);
+}
+
+ibv_mr_init_attr addr_attr(void *addr, size_t len, uint64_t mask) {
+  ibv_mr_init_attr a{};
+  a.length = len;
+  a.access = IBV_ACCESS_LOCAL_WRITE;
+  a.comp_mask = mask;
+  a.addr = addr;
+  return a;
+}
+
+// ibv_reg_mr_ex fails with ERR for ATTR, and the library was not called.
+void check_refused_ex(ibv_pd *pd, ibv_mr_init_attr a, int err) {
+  errno = 0;
+  CHECK(ibv_reg_mr_ex(pd, &a) == nullptr);
+  CHECK(errno == err);
 }
 
 } // namespace
@@ -101,14 +174,15 @@ TEST_CASE("fake: an IBVERBS_1.0/1.1-only library binds exactly those nodes") {
       CHECK(status == 1);
       old++;
     } else if (n.rfind("IBVERBS_", 0) == 0) {
-      CHECK(status == 0);
+      // The fallbacks need only IBVERBS_1.1 calls.
+      CHECK(status == (emu_in_table(name) ? RDMADL_SYMBOL_EMULATED : RDMADL_SYMBOL_MISSING));
     }
   }
   CHECK(rdmadl_lib_missing_count(RDMADL_LIB_IBVERBS) == 95 - old);
 }
 
 TEST_CASE("fake: ibv_reg_mr_iova2 falls back to ibv_reg_mr when iova == addr") {
-  REQUIRE(rdmadl_symbol_status("ibv_reg_mr_iova2", nullptr) == 0);
+  REQUIRE(rdmadl_symbol_status("ibv_reg_mr_iova2", nullptr) == RDMADL_SYMBOL_EMULATED);
   char buf[64];
   auto *pd = reinterpret_cast<ibv_pd *>(buf);
   ibv_mr *mr = ibv_reg_mr_iova2(pd, buf, sizeof buf, reinterpret_cast<uintptr_t>(buf),
@@ -156,4 +230,232 @@ TEST_CASE("fake: a library whose symbols resolve to rdmadl itself binds none") {
 
 TEST_CASE("fake: rdmadl's own library at the override path is refused") {
   check_refused({"rdmadl itself"});
+}
+
+TEST_CASE("fake: an IBVERBS_1.11 library (like 33.2): every newer symbol emulated or missing") {
+  CHECK(rdmadl_load() == 0);
+  CHECK(str(rdmadl_lib_version_node(RDMADL_LIB_IBVERBS)) == "IBVERBS_1.11");
+  check_decisions(11);
+  // Emulated symbols still count as missing from the library.
+  CHECK(rdmadl_lib_missing_count(RDMADL_LIB_IBVERBS) > emulated_newer.size());
+  // A missing one fails as its man page says, with EOPNOTSUPP.
+  uint64_t speed = 7;
+  errno = 0;
+  CHECK(ibv_query_port_speed(nullptr, 1, &speed) == EOPNOTSUPP);
+  CHECK(errno == EOPNOTSUPP);
+  CHECK(speed == 7);
+  errno = 0;
+  CHECK(ibv_reg_dmabuf_mr(nullptr, 0, 4096, 0, 3, 0) == nullptr);
+  CHECK(errno == EOPNOTSUPP);
+  errno = 0;
+  CHECK(ibv_is_fork_initialized() == IBV_FORK_DISABLED);
+  CHECK(errno == EOPNOTSUPP);
+}
+
+TEST_CASE("fake: ibv_alloc_buf / ibv_reg_buf_mr / ibv_free_buf fall back to 65.0's default") {
+  REQUIRE(rdmadl_symbol_status("ibv_alloc_buf", nullptr) == RDMADL_SYMBOL_EMULATED);
+  REQUIRE(rdmadl_symbol_status("ibv_reg_buf_mr", nullptr) == RDMADL_SYMBOL_EMULATED);
+  REQUIRE(rdmadl_symbol_status("ibv_free_buf", nullptr) == RDMADL_SYMBOL_EMULATED);
+  char pds[2][16];
+  auto *pd = reinterpret_cast<ibv_pd *>(pds[0]);
+  auto *other_pd = reinterpret_cast<ibv_pd *>(pds[1]);
+  const long page = sysconf(_SC_PAGESIZE);
+  ibv_buf *buf = nullptr;
+  auto *mem = static_cast<char *>(ibv_alloc_buf(pd, 3 * page, &buf));
+  REQUIRE(mem != nullptr);
+  REQUIRE(buf != nullptr);
+  CHECK(reinterpret_cast<uintptr_t>(mem) % page == 0);
+  std::memset(mem, 0x5a, 3 * page); // all of it is ours (ASan checks)
+
+  // A range inside the buffer: a plain registration at iova == addr.
+  ibv_mr *mr = ibv_reg_buf_mr(pd, buf, mem + page, page, IBV_ACCESS_LOCAL_WRITE);
+  REQUIRE(mr != nullptr);
+  CHECK(mr->handle == FAKE_MR_IOVA2);
+  CHECK(mr->pd == pd);
+  CHECK(mr->addr == mem + page);
+  CHECK(mr->length == size_t(page));
+  CHECK(iova_of(mr) == reinterpret_cast<uintptr_t>(mem + page));
+  CHECK(mr->lkey == IBV_ACCESS_LOCAL_WRITE);
+  // The whole buffer, and the empty range at its end, are inside it.
+  CHECK(ibv_reg_buf_mr(pd, buf, mem, 3 * page, 0) != nullptr);
+
+  // What 65.0 refuses with EINVAL: another PD, a range outside the buffer.
+  struct bad {
+    ibv_pd *pd;
+    char *addr;
+    size_t len;
+  } cases[] = {{other_pd, mem, size_t(page)},
+               {pd, mem, size_t(3 * page + 1)},
+               {pd, mem - 1, 2},
+               {pd, mem + 3 * page, 1},
+               {pd, mem + 4 * page, 0},
+               {pd, mem + page, size_t(2 * page + 1)}};
+  for (const bad &c : cases) {
+    CAPTURE(c.addr - mem);
+    CAPTURE(c.len);
+    errno = 0;
+    CHECK(ibv_reg_buf_mr(c.pd, buf, c.addr, c.len, 0) == nullptr);
+    CHECK(errno == EINVAL);
+  }
+  // The same through ibv_reg_mr_ex: BUF needs ADDR and excludes FD/FD_OFFSET;
+  // IOVA is allowed for ordinary memory.
+  ibv_mr_init_attr a = addr_attr(mem, page, IBV_REG_MR_MASK_ADDR | IBV_REG_MR_MASK_BUF);
+  a.buf = buf;
+  a.comp_mask |= IBV_REG_MR_MASK_IOVA;
+  a.iova = 0x10000;
+  mr = ibv_reg_mr_ex(pd, &a);
+  REQUIRE(mr != nullptr);
+  CHECK(mr->handle == FAKE_MR_IOVA2);
+  CHECK(iova_of(mr) == 0x10000);
+  a.comp_mask = IBV_REG_MR_MASK_BUF;
+  errno = 0;
+  CHECK(ibv_reg_mr_ex(pd, &a) == nullptr);
+  CHECK(errno == EINVAL);
+  for (uint64_t extra : {IBV_REG_MR_MASK_FD, IBV_REG_MR_MASK_FD_OFFSET}) {
+    a.comp_mask = IBV_REG_MR_MASK_ADDR | IBV_REG_MR_MASK_BUF | extra;
+    errno = 0;
+    CHECK(ibv_reg_mr_ex(pd, &a) == nullptr);
+    CHECK(errno == EINVAL);
+  }
+  // A fallback buffer has no dma-buf: -1 and ENODATA, as 65.0 answers.
+  errno = 0;
+  CHECK(ibv_export_buf_dmabuf_fd(buf) == -1);
+  CHECK(errno == ENODATA);
+
+  // A handle that is not a fallback one is refused, never dereferenced
+  // further than its tag.
+  uint64_t foreign[8] = {};
+  auto *not_ours = reinterpret_cast<ibv_buf *>(foreign);
+  errno = 0;
+  CHECK(ibv_reg_buf_mr(pd, not_ours, mem, 1, 0) == nullptr);
+  CHECK(errno == EINVAL);
+  errno = 0;
+  ibv_free_buf(not_ours);
+  CHECK(errno == EINVAL);
+  errno = 0;
+  CHECK(ibv_export_buf_dmabuf_fd(not_ours) == -1);
+  CHECK(errno == EINVAL);
+  errno = 0;
+  CHECK(ibv_alloc_buf(pd, 64, nullptr) == nullptr);
+  CHECK(errno == EINVAL);
+
+  ibv_free_buf(buf); // ASan/LSan: both the handle and the memory go
+}
+
+TEST_CASE("fake: ibv_reg_mr_ex maps its comp_mask combinations onto older calls") {
+  REQUIRE(rdmadl_symbol_status("ibv_reg_mr_ex", nullptr) == RDMADL_SYMBOL_EMULATED);
+  char pdbuf[16], mem[256];
+  auto *pd = reinterpret_cast<ibv_pd *>(pdbuf);
+  ibv_mr_init_attr a = addr_attr(mem, sizeof mem, IBV_REG_MR_MASK_ADDR);
+  ibv_mr *mr = ibv_reg_mr_ex(pd, &a);
+  REQUIRE(mr != nullptr);
+  CHECK(mr->handle == FAKE_MR_IOVA2);
+  CHECK(mr->addr == mem);
+  CHECK(mr->length == sizeof mem);
+  CHECK(iova_of(mr) == reinterpret_cast<uintptr_t>(mem));
+  CHECK(mr->lkey == IBV_ACCESS_LOCAL_WRITE);
+  a.comp_mask |= IBV_REG_MR_MASK_IOVA;
+  a.iova = 0;
+  mr = ibv_reg_mr_ex(pd, &a);
+  REQUIRE(mr != nullptr);
+  CHECK(mr->handle == FAKE_MR_IOVA2);
+  CHECK(iova_of(mr) == 0);
+  // A dma-buf needs ibv_reg_dmabuf_mr (IBVERBS_1.12), which 1.11 lacks.
+  ibv_mr_init_attr d = addr_attr(
+      nullptr, 4096, IBV_REG_MR_MASK_FD | IBV_REG_MR_MASK_FD_OFFSET | IBV_REG_MR_MASK_IOVA);
+  d.fd = 3;
+  check_refused_ex(pd, d, EOPNOTSUPP);
+  // 65.0's checks: EINVAL for ADDR with FD or FD_OFFSET, for neither;
+  // EOPNOTSUPP for a DMA handle or a bit it does not know.
+  check_refused_ex(pd, addr_attr(mem, 8, IBV_REG_MR_MASK_ADDR | IBV_REG_MR_MASK_FD), EINVAL);
+  check_refused_ex(pd, addr_attr(mem, 8, IBV_REG_MR_MASK_ADDR | IBV_REG_MR_MASK_FD_OFFSET), EINVAL);
+  check_refused_ex(pd, addr_attr(mem, 8, 0), EINVAL);
+  check_refused_ex(pd, addr_attr(mem, 8, IBV_REG_MR_MASK_IOVA), EINVAL);
+  check_refused_ex(pd, addr_attr(mem, 8, IBV_REG_MR_MASK_ADDR | IBV_REG_MR_MASK_DMAH), EOPNOTSUPP);
+  check_refused_ex(pd, addr_attr(mem, 8, IBV_REG_MR_MASK_ADDR | (1u << 6)), EOPNOTSUPP);
+  errno = 0;
+  CHECK(ibv_reg_mr_ex(pd, nullptr) == nullptr);
+  CHECK(errno == EINVAL);
+}
+
+TEST_CASE("fake: an IBVERBS_1.14 library (like 44.0): a dma-buf goes to ibv_reg_dmabuf_mr") {
+  check_decisions(14);
+  char pdbuf[16];
+  auto *pd = reinterpret_cast<ibv_pd *>(pdbuf);
+  ibv_mr_init_attr d = addr_attr(
+      nullptr, 8192, IBV_REG_MR_MASK_FD | IBV_REG_MR_MASK_FD_OFFSET | IBV_REG_MR_MASK_IOVA);
+  d.fd = 9;
+  d.fd_offset = 4096;
+  d.iova = 0x200000;
+  ibv_mr *mr = ibv_reg_mr_ex(pd, &d);
+  REQUIRE(mr != nullptr);
+  CHECK(mr->handle == FAKE_MR_DMABUF);
+  CHECK(mr->pd == pd);
+  CHECK(reinterpret_cast<uintptr_t>(mr->addr) == 4096); // the offset
+  CHECK(mr->length == 8192);
+  CHECK(iova_of(mr) == 0x200000);
+  CHECK(mr->rkey == 9); // the fd
+  // 65.0 requires FD_OFFSET and IOVA with FD.
+  d.comp_mask = IBV_REG_MR_MASK_FD | IBV_REG_MR_MASK_FD_OFFSET;
+  check_refused_ex(pd, d, EINVAL);
+  d.comp_mask = IBV_REG_MR_MASK_FD | IBV_REG_MR_MASK_IOVA;
+  check_refused_ex(pd, d, EINVAL);
+}
+
+TEST_CASE("fake: the library's ibv_reg_mr_ex never sees a fallback buffer") {
+  // IBVERBS_1.16: ibv_reg_mr_ex is the library's, ibv_alloc_buf is not.
+  check_decisions(16);
+  REQUIRE(rdmadl_symbol_status("ibv_reg_mr_ex", nullptr) == RDMADL_SYMBOL_RESOLVED);
+  char pds[2][16];
+  auto *pd = reinterpret_cast<ibv_pd *>(pds[0]);
+  ibv_buf *buf = nullptr;
+  auto *mem = static_cast<char *>(ibv_alloc_buf(pd, 4096, &buf));
+  REQUIRE(mem != nullptr);
+  // A plain request goes to the library as it is.
+  ibv_mr_init_attr a = addr_attr(mem, 64, IBV_REG_MR_MASK_ADDR | IBV_REG_MR_MASK_IOVA);
+  a.iova = 77;
+  ibv_mr *mr = ibv_reg_mr_ex(pd, &a);
+  REQUIRE(mr != nullptr);
+  CHECK(mr->handle == FAKE_MR_EX);
+  CHECK(mr->rkey == (IBV_REG_MR_MASK_ADDR | IBV_REG_MR_MASK_IOVA));
+  CHECK(iova_of(mr) == 77);
+  // A fallback buffer reaches it as the plain range it is, without BUF.
+  mr = ibv_reg_buf_mr(pd, buf, mem + 64, 128, IBV_ACCESS_LOCAL_WRITE);
+  REQUIRE(mr != nullptr);
+  CHECK(mr->handle == FAKE_MR_EX);
+  CHECK(mr->rkey == IBV_REG_MR_MASK_ADDR);
+  CHECK(mr->addr == mem + 64);
+  CHECK(mr->length == 128);
+  a = addr_attr(mem, 4096, IBV_REG_MR_MASK_ADDR | IBV_REG_MR_MASK_BUF);
+  a.buf = buf;
+  mr = ibv_reg_mr_ex(pd, &a);
+  REQUIRE(mr != nullptr);
+  CHECK(mr->handle == FAKE_MR_EX);
+  CHECK(mr->rkey == IBV_REG_MR_MASK_ADDR);
+  // Refused before the library is asked.
+  mr->handle = 0;
+  check_refused_ex(reinterpret_cast<ibv_pd *>(pds[1]), a, EINVAL);
+  CHECK(mr->handle == 0);
+  ibv_free_buf(buf);
+}
+
+TEST_CASE("fake: a library with every symbol gets every call, no fallback runs") {
+  for (const char *name : {"ibv_alloc_buf", "ibv_reg_buf_mr", "ibv_free_buf", "ibv_reg_mr_ex",
+                           "ibv_export_buf_dmabuf_fd", "ibv_reg_mr_iova2"})
+    CHECK(rdmadl_symbol_status(name, nullptr) == RDMADL_SYMBOL_RESOLVED);
+  char pdbuf[16], mem[64];
+  auto *pd = reinterpret_cast<ibv_pd *>(pdbuf);
+  // The fake's own ibv_alloc_buf / ibv_reg_buf_mr return NULL without
+  // touching errno; a fallback would have succeeded, a stub said EOPNOTSUPP.
+  ibv_buf *buf = nullptr;
+  errno = 0;
+  CHECK(ibv_alloc_buf(pd, 4096, &buf) == nullptr);
+  CHECK(errno == 0);
+  CHECK(ibv_reg_buf_mr(pd, buf, mem, sizeof mem, 0) == nullptr);
+  CHECK(errno == 0);
+  ibv_mr_init_attr a = addr_attr(mem, sizeof mem, IBV_REG_MR_MASK_ADDR | IBV_REG_MR_MASK_DMAH);
+  ibv_mr *mr = ibv_reg_mr_ex(pd, &a);
+  REQUIRE(mr != nullptr);
+  CHECK(mr->handle == FAKE_MR_EX);
+  CHECK(mr->rkey == (IBV_REG_MR_MASK_ADDR | IBV_REG_MR_MASK_DMAH));
 }
