@@ -44,8 +44,10 @@
 #define NIC_GEN(fail, ret, name, params) NIC_BODY_##fail(ret, name, params)
 #define NIC_IBV_GEN NIC_GEN
 #define NIC_IBV_HAND NIC_GEN
+#define NIC_IBV_EMU NIC_GEN
 #define NIC_CM_GEN(fail, ret, name, params)
 #define NIC_CM_HAND(fail, ret, name, params)
+#define NIC_CM_EMU(fail, ret, name, params)
 /* The ones written below are generated under other, unexported names. */
 #define ibv_get_device_list nic_gen_get_device_list
 #define ibv_free_device_list nic_gen_free_device_list
