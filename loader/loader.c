@@ -1,20 +1,36 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The run-time loader: dlopens libibverbs.so.1 and librdmacm.so.1 once, binds
- * every symbol of symbols.def at its version node with dlvsym, and records
- * what it found for include/rdmadl/loader.h.
+ * every symbol of symbols.def at its version node, and records what it found
+ * for include/rdmadl/loader.h.
  *
- * Loading happens in a constructor and, through pthread_once, on the first
- * call of any stub, so nothing depends on constructor order. The libraries
- * are never dlclosed. A stub called back while this thread is inside dlopen
- * (a library's constructor calling an exported ibv_* name that binds to a
- * drop-in stub) resolves that one symbol from the object being loaded instead
- * of re-entering pthread_once, which would deadlock.
+ * Loading happens in a constructor and on the first call of any stub, so
+ * nothing depends on constructor order. The libraries are never dlclosed.
+ *
+ * Cost (bench/loader/): dlopen uses RTLD_LAZY, like a direct link: rdma-core's
+ * own libraries are linked -z now and are still bound completely, and a
+ * missing dependency still fails the dlopen; only the lazy PLT slots of their
+ * dependencies (libnl) bind on first use, as they do in a direct-linked
+ * program. Symbols are looked up in the loaded object's own GNU hash table
+ * and version table (what dlvsym does for a symbol the object defines), so an
+ * absent symbol costs no dlerror formatting, and a symbol an object only
+ * re-exports from a dependency (rdmadl itself, say) is never bound. Paths are
+ * canonicalised and the reason sentence is built only when asked for.
+ *
+ * One load per process, tracked by load_state. A stub called back while this
+ * thread is inside dlopen (a library's constructor calling an exported ibv_*
+ * name that binds to a drop-in stub) resolves that one symbol from the object
+ * being loaded. Another thread waits; if it has waited DEADLOCK_SECONDS while
+ * the loader is still inside dlopen (a constructor that joins a thread which
+ * calls verbs), its call fails instead of hanging. A fork() child whose
+ * loading thread is gone loads again from scratch.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <link.h>
 #include <pthread.h>
@@ -23,7 +39,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <infiniband/verbs.h>
 
@@ -43,38 +63,48 @@ const struct rdmadl_sym_meta rdmadl_sym_meta[RDMADL_NSYMS] = {
 #undef RDMADL_SYM
 };
 
+#define RDMADL_IS_IBV_IBV 1
+#define RDMADL_IS_IBV_CM 0
+enum {
+  NSYMS_IBV = 0
+#define RDMADL_SYM(lib, minor, fail, impl, ret, name, params, args) +RDMADL_IS_IBV_##lib
+#include "symbols.def"
+#undef RDMADL_SYM
+  ,
+  NSYMS_CM = RDMADL_NSYMS - NSYMS_IBV
+};
+
 void *rdmadl_fn[RDMADL_NSYMS];
 
 struct lib_info {
-  const char *soname;   /* what a real rdma-core library calls itself */
-  const char *env;      /* override variable */
-  const char *node_fmt; /* version node prefix */
+  const char *soname; /* what a real rdma-core library calls itself */
+  const char *env;    /* override variable */
+  const char *prefix; /* version node prefix */
+  size_t nsyms;
   rdmadl_state state;
   const char *requested;
-  char *path; /* realpath of the loaded file */
+  char *open_name;  /* what was given to dlopen */
+  const char *node; /* highest version node, in the object's string table */
   char *error;
-  char node[32];
-  size_t nsyms, nmissing;
-  void *handle;
+  char *path;           /* realpath of the loaded file, computed when asked */
+  struct link_map *map; /* the loaded object */
+  size_t nmissing;
 };
 
 static struct lib_info libs[2] = {
-    {"libibverbs.so.1", "RDMADL_IBVERBS_PATH", "IBVERBS_1.", RDMADL_STATE_NOT_FOUND, NULL, NULL,
-     NULL, "", 0, 0, NULL},
-    {"librdmacm.so.1", "RDMADL_RDMACM_PATH", "RDMACM_1.", RDMADL_STATE_NOT_FOUND, NULL, NULL, NULL,
-     "", 0, 0, NULL},
+    {"libibverbs.so.1", "RDMADL_IBVERBS_PATH", "IBVERBS_1.", NSYMS_IBV, RDMADL_STATE_NOT_FOUND,
+     NULL, NULL, NULL, NULL, NULL, NULL, NSYMS_IBV},
+    {"librdmacm.so.1", "RDMADL_RDMACM_PATH", "RDMACM_1.", NSYMS_CM, RDMADL_STATE_NOT_FOUND, NULL,
+     NULL, NULL, NULL, NULL, NULL, NSYMS_CM},
 };
 
-static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static int debug;
-static char reason[1024];
-/* Set while this thread runs dlopen for the loader; see the file comment. */
-static __thread const char *loading_path;
+static char *reason; /* built when first asked for */
 
-static void logf_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* ---- diagnostics -------------------------------------------------------- */
+
+static void logf_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2), cold));
 static void logf_debug(const char *fmt, ...) {
-  if (!debug)
-    return;
   va_list ap;
   va_start(ap, fmt);
   fputs("rdmadl: ", stderr);
@@ -82,6 +112,12 @@ static void logf_debug(const char *fmt, ...) {
   fputc('\n', stderr);
   va_end(ap);
 }
+/* Arguments are not even evaluated unless RDMADL_DEBUG is on. */
+#define DEBUGF(...)                                                                                \
+  do {                                                                                             \
+    if (__builtin_expect(debug, 0))                                                                \
+      logf_debug(__VA_ARGS__);                                                                     \
+  } while (0)
 
 static char *dup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static char *dup_printf(const char *fmt, ...) {
@@ -94,200 +130,489 @@ static char *dup_printf(const char *fmt, ...) {
   return s;
 }
 
-static int env_flag(const char *name) {
-  const char *v = secure_getenv(name);
-  return v && *v && strcmp(v, "0") != 0;
+/* Publishes *S into *SLOT once; returns whichever string won. */
+static const char *publish(char **slot, char *s) {
+  char *expected = NULL;
+  if (!s)
+    return __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+  if (__atomic_compare_exchange_n(slot, &expected, s, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    return s;
+  free(s);
+  return expected;
 }
 
-/* The object containing rdmadl's loader: its load address, and the address
- * range its PT_LOAD segments span. Found once (dladdr costs thousands of
- * instructions; it used to run twice per bound symbol). Only used while
- * loading, i.e. under load_once or on the loading thread. */
+/* ---- environment -------------------------------------------------------- */
+
+extern char **environ;
+
+/* The process environment as the kernel passed it, for a first use before
+ * libc has set environ (a .preinit_array function). */
 static struct {
-  int done;
-  const void *base;
-  uintptr_t lo, hi;
-} self;
+  int state; /* 0 unread, 1 read, -1 unavailable */
+  char *data;
+  size_t len;
+} early_env;
 
-static int find_self_range(struct dl_phdr_info *info, size_t size, void *arg) {
-  (void)size;
-  (void)arg;
-  if ((const void *)info->dlpi_addr != self.base)
-    return 0;
-  uintptr_t lo = UINTPTR_MAX, hi = 0;
-  for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++) {
-    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    if (ph->p_type != PT_LOAD)
-      continue;
-    uintptr_t start = info->dlpi_addr + ph->p_vaddr;
-    if (start < lo)
-      lo = start;
-    if (start + ph->p_memsz > hi)
-      hi = start + ph->p_memsz;
-  }
-  if (lo < hi) {
-    self.lo = lo;
-    self.hi = hi;
-  }
-  return 1;
-}
-
-static void find_self(void) {
-  if (__atomic_load_n(&self.done, __ATOMIC_ACQUIRE))
+static void read_early_env(void) {
+  early_env.state = -1;
+  int fd = open("/proc/self/environ", O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
     return;
-  Dl_info info;
-  if (dladdr((const void *)&find_self, &info) && info.dli_fbase) {
-    self.base = info.dli_fbase;
-    dl_iterate_phdr(find_self_range, NULL);
+  size_t cap = 4096, len = 0;
+  char *buf = malloc(cap + 1);
+  for (;;) {
+    if (!buf)
+      break;
+    if (len == cap) {
+      char *bigger = realloc(buf, cap * 2 + 1);
+      if (!bigger) {
+        free(buf);
+        buf = NULL;
+        break;
+      }
+      buf = bigger;
+      cap *= 2;
+    }
+    ssize_t n = read(fd, buf + len, cap - len);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      free(buf);
+      buf = NULL;
+      break;
+    }
+    if (n == 0)
+      break;
+    len += (size_t)n;
   }
-  __atomic_store_n(&self.done, 1, __ATOMIC_RELEASE);
+  close(fd);
+  if (!buf)
+    return;
+  buf[len] = '\0';
+  early_env.data = buf;
+  early_env.len = len;
+  early_env.state = 1;
 }
 
-/* The base address of the object containing rdmadl's loader. */
-static const void *self_base(void) {
-  find_self();
-  return self.base;
+/* secure_getenv(NAME), also before libc has set environ. Sets *KNOWN to 0
+ * when the environment cannot be read at all. */
+static const char *env_get(const char *name, int *known) {
+  if (environ)
+    return secure_getenv(name);
+  if (getauxval(AT_SECURE))
+    return NULL;
+  if (early_env.state == 0)
+    read_early_env();
+  if (early_env.state < 0) {
+    *known = 0;
+    return NULL;
+  }
+  size_t n = strlen(name);
+  for (size_t i = 0; i < early_env.len; i += strlen(early_env.data + i) + 1) {
+    const char *e = early_env.data + i;
+    if (strncmp(e, name, n) == 0 && e[n] == '=')
+      return e + n + 1;
+  }
+  return NULL;
 }
 
-static int in_self(const void *addr) {
-  find_self();
-  return addr && (uintptr_t)addr >= self.lo && (uintptr_t)addr < self.hi;
+/* 1 for 1/true/yes/on (any case, or a non-zero number), 0 for unset, empty,
+ * 0/false/no/off or zero, -1 for anything else. */
+static int parse_bool(const char *v) {
+  static const char *const yes[] = {"true", "yes", "on"}, *const no[] = {"false", "no", "off"};
+  if (!v || !*v)
+    return 0;
+  for (size_t i = 0; i < 3; i++) {
+    if (!strcasecmp(v, yes[i]))
+      return 1;
+    if (!strcasecmp(v, no[i]))
+      return 0;
+  }
+  const char *p = v;
+  int nonzero = 0;
+  for (; *p >= '0' && *p <= '9'; p++)
+    nonzero |= *p != '0';
+  return *p == '\0' ? nonzero : -1;
 }
 
-/* Walks the loaded object's dynamic section for its soname and the highest
- * version node (by minor number) that it defines with NODE_FMT's prefix. */
-static void read_dynamic(struct link_map *map, const char *node_fmt, const char **soname,
-                         char *node, size_t node_size) {
-  const char *strtab = NULL;
-  ElfW(Addr) verdef = 0, soname_off = 0;
+/* ---- ELF ---------------------------------------------------------------- */
+
+/* An object's dynamic symbol table, as dlvsym would search it. */
+struct elf_view {
+  ElfW(Addr) base;
+  const char *strtab;
+  const ElfW(Sym) * symtab;
+  const ElfW(Half) * versym;
+  const uint32_t *gnu_hash;
+  const char *soname;
+  const char *vername[64]; /* by version index */
+};
+
+/* glibc relocates some d_ptr entries in place and not others. */
+static const void *dyn_ptr(const struct link_map *map, ElfW(Addr) p) {
+  return (const void *)(p < map->l_addr ? p + map->l_addr : p);
+}
+
+static void elf_view_init(struct elf_view *v, const struct link_map *map) {
+  memset(v, 0, sizeof *v);
+  v->base = map->l_addr;
+  const ElfW(Verdef) *verdef = NULL;
   ElfW(Word) verdefnum = 0;
+  ElfW(Addr) soname_off = 0;
   int have_soname = 0;
   for (const ElfW(Dyn) *d = map->l_ld; d->d_tag != DT_NULL; d++) {
     switch (d->d_tag) {
     case DT_STRTAB:
-      strtab = (const char *)d->d_un.d_ptr;
+      v->strtab = dyn_ptr(map, d->d_un.d_ptr);
+      break;
+    case DT_SYMTAB:
+      v->symtab = dyn_ptr(map, d->d_un.d_ptr);
+      break;
+    case DT_VERSYM:
+      v->versym = dyn_ptr(map, d->d_un.d_ptr);
+      break;
+    case DT_GNU_HASH:
+      v->gnu_hash = dyn_ptr(map, d->d_un.d_ptr);
+      break;
+    case DT_VERDEF:
+      verdef = dyn_ptr(map, d->d_un.d_ptr);
+      break;
+    case DT_VERDEFNUM:
+      verdefnum = d->d_un.d_val;
       break;
     case DT_SONAME:
       soname_off = d->d_un.d_val;
       have_soname = 1;
       break;
-    case DT_VERDEF:
-      verdef = d->d_un.d_ptr;
-      break;
-    case DT_VERDEFNUM:
-      verdefnum = d->d_un.d_val;
-      break;
     }
   }
-  /* glibc relocates some d_ptr entries in place and not others. */
-  if (strtab && (ElfW(Addr))strtab < map->l_addr)
-    strtab += map->l_addr;
-  if (verdef && verdef < map->l_addr)
-    verdef += map->l_addr;
-  *soname = (strtab && have_soname) ? strtab + soname_off : NULL;
-  node[0] = '\0';
-  if (!strtab || !verdef)
+  if (!v->strtab)
     return;
-  size_t prefix = strlen(node_fmt);
-  long best = -1;
-  const ElfW(Verdef) *vd = (const ElfW(Verdef) *)verdef;
-  for (ElfW(Word) i = 0; i < verdefnum; i++) {
-    if (!(vd->vd_flags & VER_FLG_BASE)) {
-      const ElfW(Verdaux) *aux = (const ElfW(Verdaux) *)((const char *)vd + vd->vd_aux);
-      const char *name = strtab + aux->vda_name;
-      char *end;
-      if (strncmp(name, node_fmt, prefix) == 0) {
-        long minor = strtol(name + prefix, &end, 10);
-        if (*end == '\0' && end != name + prefix && minor > best) {
-          best = minor;
-          snprintf(node, node_size, "%s", name);
-        }
-      }
-    }
-    if (!vd->vd_next)
+  if (have_soname)
+    v->soname = v->strtab + soname_off;
+  for (ElfW(Word) i = 0; verdef && i < verdefnum; i++) {
+    const ElfW(Verdaux) *aux = (const ElfW(Verdaux) *)((const char *)verdef + verdef->vd_aux);
+    if (verdef->vd_ndx < sizeof v->vername / sizeof v->vername[0])
+      v->vername[verdef->vd_ndx] = v->strtab + aux->vda_name;
+    if (!verdef->vd_next)
       break;
-    vd = (const ElfW(Verdef) *)((const char *)vd + vd->vd_next);
+    verdef = (const ElfW(Verdef) *)((const char *)verdef + verdef->vd_next);
   }
 }
 
-static void bind_symbols(rdmadl_lib which, struct lib_info *lib) {
+/* The highest version node named PREFIX<number> the object defines. */
+static const char *elf_highest_node(const struct elf_view *v, const char *prefix) {
+  size_t n = strlen(prefix);
+  const char *best = NULL;
+  long best_minor = -1;
+  for (size_t i = 2; i < sizeof v->vername / sizeof v->vername[0]; i++) {
+    const char *name = v->vername[i];
+    if (!name || strncmp(name, prefix, n) != 0)
+      continue;
+    char *end;
+    long minor = strtol(name + n, &end, 10);
+    if (*end == '\0' && end != name + n && minor > best_minor) {
+      best_minor = minor;
+      best = name;
+    }
+  }
+  return best;
+}
+
+static uint32_t gnu_hash(const char *s) {
+  uint32_t h = 5381;
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+    h = h * 33 + *p;
+  return h;
+}
+
+/* NAME@NODE as the object itself defines it (hidden, i.e. non-default,
+ * versions included, as dlvsym finds them), or NULL. *FALLBACK is set when
+ * the object's tables cannot answer (no GNU hash, an IFUNC) and dlvsym must. */
+static void *elf_lookup(const struct elf_view *v, const char *name, const char *node,
+                        int *fallback) {
+  const uint32_t *h = v->gnu_hash;
+  if (!h || !v->symtab) {
+    *fallback = 1;
+    return NULL;
+  }
+  uint32_t nbuckets = h[0], symoffset = h[1], bloom_size = h[2], bloom_shift = h[3];
+  const ElfW(Addr) *bloom = (const ElfW(Addr) *)(h + 4);
+  const uint32_t *buckets = (const uint32_t *)(bloom + bloom_size);
+  const uint32_t *chain = buckets + nbuckets;
+  if (!nbuckets || !bloom_size)
+    return NULL;
+  uint32_t hash = gnu_hash(name);
+  const unsigned bits = sizeof(ElfW(Addr)) * 8;
+  ElfW(Addr) word = bloom[(hash / bits) % bloom_size];
+  ElfW(Addr) mask =
+      ((ElfW(Addr))1 << (hash % bits)) | ((ElfW(Addr))1 << ((hash >> bloom_shift) % bits));
+  if ((word & mask) != mask)
+    return NULL;
+  uint32_t i = buckets[hash % nbuckets];
+  if (i < symoffset)
+    return NULL;
+  for (;; i++) {
+    uint32_t h2 = chain[i - symoffset];
+    const ElfW(Sym) *s = &v->symtab[i];
+    if ((h2 | 1) == (hash | 1) && s->st_shndx != SHN_UNDEF &&
+        strcmp(v->strtab + s->st_name, name) == 0) {
+      const char *ver = NULL;
+      if (v->versym) {
+        ElfW(Half) vi = v->versym[i] & 0x7fff;
+        ver = vi < sizeof v->vername / sizeof v->vername[0] ? v->vername[vi] : NULL;
+      }
+      /* Unversioned objects: dlvsym accepts the plain symbol. */
+      if (!v->versym || (ver && strcmp(ver, node) == 0)) {
+        if (ELF64_ST_TYPE(s->st_info) == STT_GNU_IFUNC) {
+          *fallback = 1;
+          return NULL;
+        }
+        return (void *)(v->base + s->st_value);
+      }
+    }
+    if (h2 & 1)
+      return NULL;
+  }
+}
+
+/* What the first bytes of an ELF file say it was built for, when that is not
+ * this process; NULL when it matches or is not an ELF file. */
+static const char *machine_name(unsigned m) {
+  switch (m) {
+  case EM_386:
+    return "i386";
+  case EM_X86_64:
+    return "x86-64";
+  case EM_AARCH64:
+    return "AArch64";
+  case EM_ARM:
+    return "ARM";
+  case EM_PPC:
+    return "PowerPC";
+  case EM_PPC64:
+    return "PowerPC64";
+  case EM_S390:
+    return "S/390";
+  case EM_RISCV:
+    return "RISC-V";
+  case EM_MIPS:
+    return "MIPS";
+  case 258:
+    return "LoongArch";
+  }
+  return "an unknown machine";
+}
+
+static char *elf_mismatch(const char *path) {
+  unsigned char e[20];
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0)
+    return NULL;
+  ssize_t n = read(fd, e, sizeof e);
+  close(fd);
+  if (n < (ssize_t)sizeof e || memcmp(e, ELFMAG, SELFMAG) != 0)
+    return n >= 0 && (n < SELFMAG || memcmp(e, ELFMAG, SELFMAG) != 0)
+               ? dup_printf("%s is not an ELF file", path)
+               : NULL;
+  const unsigned our_class = sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  const unsigned our_data = ELFDATA2LSB;
+  unsigned machine =
+      e[EI_DATA] == ELFDATA2LSB ? e[18] | (unsigned)e[19] << 8 : (unsigned)e[18] << 8 | e[19];
+#else
+  const unsigned our_data = ELFDATA2MSB;
+  unsigned machine =
+      e[EI_DATA] == ELFDATA2MSB ? (unsigned)e[18] << 8 | e[19] : e[18] | (unsigned)e[19] << 8;
+#endif
+  Dl_info info;
+  unsigned our_machine = 0;
+  /* Our own ELF header: the start of the object this code is in. */
+  if (dladdr((const void *)&elf_mismatch, &info) && info.dli_fbase)
+    our_machine = ((const ElfW(Ehdr) *)info.dli_fbase)->e_machine;
+  if (e[EI_CLASS] == our_class && e[EI_DATA] == our_data && machine == our_machine)
+    return NULL;
+  return dup_printf("%s is an ELF file for %s (%d-bit, %s-endian, e_machine %u); this process is "
+                    "%s (%d-bit, e_machine %u)",
+                    path, machine_name(machine), e[EI_CLASS] == ELFCLASS64 ? 64 : 32,
+                    e[EI_DATA] == ELFDATA2MSB ? "big" : "little", machine,
+                    machine_name(our_machine), our_class == ELFCLASS64 ? 64 : 32, our_machine);
+}
+
+static const char *file_kind(mode_t m) {
+  if (S_ISFIFO(m))
+    return "a FIFO";
+  if (S_ISCHR(m))
+    return "a character device";
+  if (S_ISBLK(m))
+    return "a block device";
+  if (S_ISDIR(m))
+    return "a directory";
+  if (S_ISSOCK(m))
+    return "a socket";
+  return "not a regular file";
+}
+
+static const char *lib_path(struct lib_info *l);
+
+/* ---- loading ------------------------------------------------------------ */
+
+enum { LOAD_NONE, LOAD_RUNNING, LOAD_DONE };
+enum { DEADLOCK_SECONDS = 5 };
+
+static int load_state;       /* atomic; LOAD_DONE is published with release */
+static pthread_t loader;     /* the loading thread, while LOAD_RUNNING */
+static int loader_in_dlopen; /* atomic: inside dlopen, running others' constructors */
+static unsigned dlopen_gen;  /* atomic: counts the loader's dlopen calls */
+static const char *loader_open_name;
+static pthread_mutex_t load_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t load_cv = PTHREAD_COND_INITIALIZER;
+static int atfork_registered;
+
+/* Runs dlopen with the bookkeeping the waiting threads rely on. */
+static void *loader_dlopen(const char *name, int flags) {
+  __atomic_store_n(&loader_open_name, name, __ATOMIC_RELEASE);
+  __atomic_add_fetch(&dlopen_gen, 1, __ATOMIC_RELAXED);
+  __atomic_store_n(&loader_in_dlopen, 1, __ATOMIC_RELEASE);
+  void *h = dlopen(name, flags);
+  __atomic_store_n(&loader_in_dlopen, 0, __ATOMIC_RELEASE);
+  pthread_mutex_lock(&load_mu);
+  pthread_cond_broadcast(&load_cv);
+  pthread_mutex_unlock(&load_mu);
+  return h;
+}
+
+static int is_rdmadl(const struct elf_view *v) {
+  int fallback = 0;
+  return elf_lookup(v, "rdmadl_load", "RDMADL_0", &fallback) != NULL;
+}
+
+static void bind_symbols(rdmadl_lib which, struct lib_info *lib, const struct elf_view *v,
+                         void *handle) {
+  lib->nmissing = 0;
   for (size_t i = 0; i < RDMADL_NSYMS; i++) {
     const struct rdmadl_sym_meta *m = &rdmadl_sym_meta[i];
     if (m->lib != which)
       continue;
-    void *f = dlvsym(lib->handle, m->name, m->node);
-    if (f && in_self(f)) {
-      logf_debug("%s@%s resolves to rdmadl itself; not bound", m->name, m->node);
-      f = NULL;
-    }
+    int fallback = 0;
+    void *f = elf_lookup(v, m->name, m->node, &fallback);
+    if (fallback)
+      f = dlvsym(handle, m->name, m->node);
     if (!f) {
       lib->nmissing++;
-      logf_debug("%s@%s: missing", m->name, m->node);
+      DEBUGF("%s@%s: missing", m->name, m->node);
       continue;
     }
-    logf_debug("%s@%s: %p", m->name, m->node, f);
+    DEBUGF("%s@%s: %p", m->name, m->node, f);
     __atomic_store_n(&rdmadl_fn[i], f, __ATOMIC_RELEASE);
   }
 }
 
-static void load_one(rdmadl_lib which) {
-  struct lib_info *lib = &libs[which];
-  const char *override = secure_getenv(lib->env);
-  lib->requested = (override && *override) ? override : lib->soname;
-
-  if (override && *override) {
-    struct stat st;
-    if (stat(override, &st) != 0) {
+/* Why dlopen failed, for the diagnostics; sets lib->state and lib->error. */
+static void classify_failure(struct lib_info *lib, const char *override, const char *err) {
+  if (!err)
+    err = "dlopen failed";
+  size_t n = strlen(lib->open_name);
+  /* glibc names the object it could not open first: ours, or a dependency. */
+  int ours = strncmp(err, lib->open_name, n) == 0 && err[n] == ':';
+  if (!override) {
+    if (ours && strstr(err, "No such file")) {
       lib->state = RDMADL_STATE_NOT_FOUND;
-      lib->error = dup_printf("%s=%s: %s", lib->env, override, strerror(errno));
-      logf_debug("%s", lib->error);
-      return;
+      lib->error = dup_printf("%s", err);
+    } else {
+      lib->state = RDMADL_STATE_LOAD_FAILED;
+      lib->error = ours ? dup_printf("%s", err)
+                        : dup_printf("%s was found but cannot be loaded: %s", lib->soname, err);
     }
-  }
-  logf_debug("dlopen(\"%s\")", lib->requested);
-  loading_path = lib->requested;
-  dlerror();
-  void *h = dlopen(lib->requested, RTLD_NOW | RTLD_LOCAL);
-  loading_path = NULL;
-  if (!h) {
-    const char *err = dlerror();
-    lib->error = dup_printf("%s", err ? err : "dlopen failed");
-    /* A search by soname that finds nothing is "not found"; everything
-     * else (a garbage file, missing dependencies) is a failed load. */
-    lib->state = (!override || !*override) && err && strstr(err, "No such file")
-                     ? RDMADL_STATE_NOT_FOUND
-                     : RDMADL_STATE_LOAD_FAILED;
-    logf_debug("dlopen failed: %s", lib->error);
     return;
   }
-  lib->handle = h;
-  struct link_map *map = NULL;
-  if (dlinfo(h, RTLD_DI_LINKMAP, &map) == 0 && map) {
-    char real[PATH_MAX];
-    lib->path = realpath(map->l_name, real) ? strdup(real) : strdup(map->l_name);
-    const char *soname = NULL;
-    read_dynamic(map, lib->node_fmt, &soname, lib->node, sizeof lib->node);
-    logf_debug("loaded %s (soname %s, highest node %s)", lib->path ? lib->path : "?",
-               soname ? soname : "none", lib->node[0] ? lib->node : "none");
-    if ((const void *)map->l_addr == self_base() && self_base()) {
-      lib->state = RDMADL_STATE_INCOMPATIBLE;
-      lib->error = dup_printf("%s is rdmadl itself, not rdma-core's library", lib->requested);
-      return;
-    }
-    if (!soname || strcmp(soname, lib->soname) != 0) {
-      lib->state = RDMADL_STATE_INCOMPATIBLE;
-      lib->error = dup_printf("%s has soname %s, expected %s", lib->path ? lib->path : "?",
-                              soname ? soname : "(none)", lib->soname);
-      logf_debug("%s", lib->error);
-      return;
-    }
+  lib->state = RDMADL_STATE_LOAD_FAILED;
+  char *what = elf_mismatch(lib->open_name);
+  if (what) {
+    lib->error = dup_printf("%s=%s: %s (%s)", lib->env, override, what, err);
+    free(what);
+  } else if (!ours) {
+    lib->error =
+        dup_printf("%s=%s: a library it needs cannot be loaded: %s", lib->env, override, err);
+  } else {
+    lib->error = dup_printf("%s", err);
   }
-  lib->nmissing = 0;
-  bind_symbols(which, lib);
+}
+
+static void load_one(rdmadl_lib which, int *known) {
+  struct lib_info *lib = &libs[which];
+  const char *override = env_get(lib->env, known);
+  if (override && !*override)
+    override = NULL;
+  lib->requested = override ? override : lib->soname;
+
+  if (override) {
+    /* An override is always a file, relative to the current directory when
+     * not absolute, never a name to search the library path for. */
+    lib->open_name = strchr(override, '/') ? strdup(override) : dup_printf("./%s", override);
+    if (!lib->open_name) {
+      lib->state = RDMADL_STATE_LOAD_FAILED;
+      return;
+    }
+    struct stat st;
+    if (stat(lib->open_name, &st) != 0) {
+      lib->state = RDMADL_STATE_NOT_FOUND;
+      lib->error = dup_printf("%s=%s: %s", lib->env, override, strerror(errno));
+      DEBUGF("%s", lib->error);
+      return;
+    }
+    /* dlopen would block on a FIFO and read whatever a device gives. */
+    if (!S_ISREG(st.st_mode)) {
+      lib->state = RDMADL_STATE_LOAD_FAILED;
+      lib->error = dup_printf("%s=%s: %s, not a regular file; only a regular file is loaded",
+                              lib->env, override, file_kind(st.st_mode));
+      DEBUGF("%s", lib->error);
+      return;
+    }
+  } else {
+    lib->open_name = (char *)lib->soname;
+  }
+  DEBUGF("dlopen(\"%s\")", lib->open_name);
+  dlerror();
+  void *h = loader_dlopen(lib->open_name, RTLD_LAZY | RTLD_LOCAL);
+  if (!h) {
+    classify_failure(lib, override, dlerror());
+    DEBUGF("dlopen failed: %s", lib->error);
+    return;
+  }
+  struct link_map *map = NULL;
+  if (dlinfo(h, RTLD_DI_LINKMAP, &map) != 0 || !map) {
+    lib->state = RDMADL_STATE_LOAD_FAILED;
+    lib->error = dup_printf("%s: no link map", lib->open_name);
+    return;
+  }
+  lib->map = map;
+  /* A relative name means nothing once the current directory changes. */
+  if (map->l_name[0] != '/')
+    lib_path(lib);
+  struct elf_view v;
+  elf_view_init(&v, map);
+  lib->node = elf_highest_node(&v, lib->prefix);
+  DEBUGF("loaded %s (soname %s, highest node %s)", map->l_name, v.soname ? v.soname : "none",
+         lib->node ? lib->node : "none");
+  if (is_rdmadl(&v)) {
+    lib->state = RDMADL_STATE_INCOMPATIBLE;
+    lib->error = dup_printf("%s is rdmadl itself, not rdma-core's library", lib->requested);
+    DEBUGF("%s", lib->error);
+    return;
+  }
+  if (!v.soname || strcmp(v.soname, lib->soname) != 0) {
+    lib->state = RDMADL_STATE_INCOMPATIBLE;
+    lib->error = dup_printf("%s has soname %s, expected %s", map->l_name,
+                            v.soname ? v.soname : "(none)", lib->soname);
+    DEBUGF("%s", lib->error);
+    return;
+  }
+  bind_symbols(which, lib, &v, h);
   if (lib->nmissing == lib->nsyms) {
     lib->state = RDMADL_STATE_INCOMPATIBLE;
     lib->error = dup_printf("%s exports none of its %zu symbols at their %s* version nodes",
-                            lib->path ? lib->path : lib->requested, lib->nsyms, lib->node_fmt);
+                            map->l_name, lib->nsyms, lib->prefix);
   } else {
     lib->state = lib->nmissing ? RDMADL_STATE_PARTIAL : RDMADL_STATE_LOADED;
   }
@@ -297,96 +622,212 @@ static int usable(rdmadl_state s) {
   return s == RDMADL_STATE_LOADED || s == RDMADL_STATE_PARTIAL;
 }
 
-static void build_reason(void) {
-  const struct lib_info *v = &libs[RDMADL_LIB_IBVERBS], *c = &libs[RDMADL_LIB_RDMACM];
+static char *build_reason(void) {
+  struct lib_info *v = &libs[RDMADL_LIB_IBVERBS], *c = &libs[RDMADL_LIB_RDMACM];
   switch (v->state) {
   case RDMADL_STATE_DISABLED:
-    snprintf(reason, sizeof reason, "RDMA disabled by RDMADL_DISABLE");
-    return;
+    return dup_printf("RDMA disabled by RDMADL_DISABLE");
   case RDMADL_STATE_LOADED:
   case RDMADL_STATE_PARTIAL:
     break;
   default:
-    snprintf(reason, sizeof reason, "%s %s: %s", v->requested, rdmadl_state_name(v->state),
-             v->error ? v->error : "unknown error");
-    return;
+    return dup_printf("%s %s: %s", v->requested, rdmadl_state_name(v->state),
+                      v->error ? v->error : "unknown error");
   }
-  int n = snprintf(reason, sizeof reason, "%s loaded (%s, %s", v->path ? v->path : v->requested,
-                   v->node[0] ? v->node : "no version node", rdmadl_state_name(v->state));
-  if (v->nmissing && n > 0 && (size_t)n < sizeof reason)
-    n += snprintf(reason + n, sizeof reason - (size_t)n, ": %zu of %zu symbols missing",
-                  v->nmissing, v->nsyms);
-  if (n > 0 && (size_t)n < sizeof reason) {
-    if (usable(c->state))
-      snprintf(reason + n, sizeof reason - (size_t)n, "); librdmacm %s",
-               rdmadl_state_name(c->state));
-    else
-      snprintf(reason + n, sizeof reason - (size_t)n, "); librdmacm %s: %s",
-               rdmadl_state_name(c->state), c->error ? c->error : "unknown error");
-  }
+  const char *path = lib_path(v);
+  char missing[64] = "";
+  if (v->nmissing)
+    snprintf(missing, sizeof missing, ": %zu of %zu symbols missing", v->nmissing, v->nsyms);
+  if (usable(c->state))
+    return dup_printf("%s loaded (%s, %s%s); librdmacm %s", path ? path : v->requested,
+                      v->node ? v->node : "no version node", rdmadl_state_name(v->state), missing,
+                      rdmadl_state_name(c->state));
+  return dup_printf("%s loaded (%s, %s%s); librdmacm %s: %s", path ? path : v->requested,
+                    v->node ? v->node : "no version node", rdmadl_state_name(v->state), missing,
+                    rdmadl_state_name(c->state), c->error ? c->error : "unknown error");
 }
 
-static void load_all(void) {
-  int saved = errno;
-  debug = env_flag("RDMADL_DEBUG");
-  /* Until something binds, every symbol of each library is missing. */
+/* Loads both libraries from scratch (a fork child may run it again after
+ * its parent's loading thread was cut off midway). Returns 0 without
+ * deciding anything when the environment cannot be read. */
+static int load_all(void) {
+  int saved = errno, known = 1;
+  const char *dbg = env_get("RDMADL_DEBUG", &known);
+  const char *dis = env_get("RDMADL_DISABLE", &known);
+  if (!known) {
+    errno = saved;
+    return 0;
+  }
+  debug = parse_bool(dbg) == 1;
   for (size_t k = 0; k < RDMADL_NSYMS; k++)
-    libs[rdmadl_sym_meta[k].lib].nsyms++;
-  for (int i = 0; i < 2; i++)
-    libs[i].nmissing = libs[i].nsyms;
-  if (env_flag("RDMADL_DISABLE")) {
+    __atomic_store_n(&rdmadl_fn[k], NULL, __ATOMIC_RELAXED);
+  for (int i = 0; i < 2; i++) {
+    struct lib_info *l = &libs[i];
+    l->state = RDMADL_STATE_NOT_FOUND;
+    l->requested = l->soname;
+    l->open_name = NULL;
+    l->node = NULL;
+    l->error = NULL;
+    l->path = NULL;
+    l->map = NULL;
+    l->nmissing = l->nsyms;
+  }
+  reason = NULL;
+  int disable = parse_bool(dis);
+  if (disable < 0)
+    DEBUGF("RDMADL_DISABLE=%s is not a boolean (1/true/yes/on, 0/false/no/off); ignored", dis);
+  if (dbg && parse_bool(dbg) < 0)
+    DEBUGF("RDMADL_DEBUG=%s is not a boolean", dbg);
+  if (disable == 1) {
     for (int i = 0; i < 2; i++) {
       libs[i].state = RDMADL_STATE_DISABLED;
-      libs[i].requested = libs[i].soname;
       libs[i].error = dup_printf("disabled by RDMADL_DISABLE");
     }
-    logf_debug("disabled by RDMADL_DISABLE");
+    DEBUGF("disabled by RDMADL_DISABLE");
   } else {
-    load_one(RDMADL_LIB_IBVERBS);
+    load_one(RDMADL_LIB_IBVERBS, &known);
+    struct lib_info *c = &libs[RDMADL_LIB_RDMACM];
     if (usable(libs[RDMADL_LIB_IBVERBS].state)) {
-      load_one(RDMADL_LIB_RDMACM);
+      load_one(RDMADL_LIB_RDMACM, &known);
     } else {
-      struct lib_info *c = &libs[RDMADL_LIB_RDMACM];
-      const char *override = secure_getenv(c->env);
+      const char *override = env_get(c->env, &known);
       c->requested = (override && *override) ? override : c->soname;
       c->state = RDMADL_STATE_SKIPPED;
       c->error = dup_printf("not loaded because libibverbs is unusable");
     }
   }
-  build_reason();
-  logf_debug("%s", reason);
+  if (debug)
+    logf_debug("%s", publish(&reason, build_reason()));
   errno = saved;
+  return 1;
+}
+
+static void after_fork_child(void) {
+  /* Only the forking thread exists in the child: a load another thread had
+   * under way will never finish. */
+  pthread_mutex_init(&load_mu, NULL);
+  pthread_cond_init(&load_cv, NULL);
+  if (__atomic_load_n(&load_state, __ATOMIC_RELAXED) == LOAD_RUNNING &&
+      !pthread_equal(loader, pthread_self())) {
+    __atomic_store_n(&loader_in_dlopen, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&load_state, LOAD_NONE, __ATOMIC_RELAXED);
+  }
+}
+
+static void report_deadlock(const char *what) {
+  fprintf(stderr,
+          "rdmadl: %s: another thread has been loading %s for %d s and is still inside its "
+          "dlopen (a library constructor waiting for this thread?); this call fails with "
+          "EOPNOTSUPP instead of waiting forever\n",
+          what, __atomic_load_n(&loader_open_name, __ATOMIC_ACQUIRE), DEADLOCK_SECONDS);
+}
+
+enum { ENSURE_DONE = 1, ENSURE_REENTERED = 0, ENSURE_FAILED = -1 };
+
+/* Makes sure the load has happened. ENSURE_REENTERED: called by the loading
+ * thread itself (from a constructor inside its dlopen). ENSURE_FAILED: no
+ * decision (environment unreadable, or the deadlock guard gave up). */
+static int ensure_slow(const char *what) {
+  pthread_mutex_lock(&load_mu);
+  if (!atfork_registered) {
+    atfork_registered = 1;
+    pthread_atfork(NULL, NULL, after_fork_child);
+  }
+  unsigned gen = 0;
+  struct timespec deadline = {0, 0};
+  for (;;) {
+    int s = __atomic_load_n(&load_state, __ATOMIC_RELAXED);
+    if (s == LOAD_DONE) {
+      pthread_mutex_unlock(&load_mu);
+      return ENSURE_DONE;
+    }
+    if (s == LOAD_NONE)
+      break;
+    if (pthread_equal(loader, pthread_self())) {
+      pthread_mutex_unlock(&load_mu);
+      return ENSURE_REENTERED;
+    }
+    if (!__atomic_load_n(&loader_in_dlopen, __ATOMIC_ACQUIRE)) {
+      pthread_cond_wait(&load_cv, &load_mu);
+      continue;
+    }
+    unsigned g = __atomic_load_n(&dlopen_gen, __ATOMIC_RELAXED);
+    if (g != gen || deadline.tv_sec == 0) {
+      gen = g;
+      clock_gettime(CLOCK_MONOTONIC, &deadline);
+      deadline.tv_sec += DEADLOCK_SECONDS;
+    }
+    if (pthread_cond_clockwait(&load_cv, &load_mu, CLOCK_MONOTONIC, &deadline) == ETIMEDOUT &&
+        __atomic_load_n(&load_state, __ATOMIC_RELAXED) == LOAD_RUNNING &&
+        __atomic_load_n(&loader_in_dlopen, __ATOMIC_ACQUIRE) &&
+        __atomic_load_n(&dlopen_gen, __ATOMIC_RELAXED) == gen) {
+      pthread_mutex_unlock(&load_mu);
+      report_deadlock(what);
+      return ENSURE_FAILED;
+    }
+  }
+  __atomic_store_n(&load_state, LOAD_RUNNING, __ATOMIC_RELAXED);
+  loader = pthread_self();
+  pthread_mutex_unlock(&load_mu);
+  int latched = load_all();
+  pthread_mutex_lock(&load_mu);
+  __atomic_store_n(&load_state, latched ? LOAD_DONE : LOAD_NONE, __ATOMIC_RELEASE);
+  pthread_cond_broadcast(&load_cv);
+  pthread_mutex_unlock(&load_mu);
+  return latched ? ENSURE_DONE : ENSURE_FAILED;
+}
+
+static inline int ensure_named(const char *what) {
+  if (__builtin_expect(__atomic_load_n(&load_state, __ATOMIC_ACQUIRE) == LOAD_DONE, 1))
+    return ENSURE_DONE;
+  return ensure_slow(what);
+}
+
+static inline int ensure(void) {
+  return ensure_named("rdmadl");
 }
 
 __attribute__((constructor)) static void rdmadl_constructor(void) {
-  rdmadl_load();
+  ensure();
+}
+
+/* A symbol asked for by a constructor running inside the loader's own
+ * dlopen: from the object being loaded, never from rdmadl. */
+static void *resolve_during_dlopen(const struct rdmadl_sym_meta *m) {
+  const char *name = __atomic_load_n(&loader_open_name, __ATOMIC_ACQUIRE);
+  void *h = name ? dlopen(name, RTLD_LAZY | RTLD_NOLOAD) : NULL;
+  struct link_map *map = NULL;
+  void *f = NULL;
+  if (h && dlinfo(h, RTLD_DI_LINKMAP, &map) == 0 && map) {
+    struct elf_view v;
+    elf_view_init(&v, map);
+    int fallback = 0;
+    if (!is_rdmadl(&v)) {
+      f = elf_lookup(&v, m->name, m->node, &fallback);
+      if (fallback)
+        f = dlvsym(h, m->name, m->node);
+    }
+  }
+  DEBUGF("%s@%s requested during dlopen: %p", m->name, m->node, f);
+  return f;
 }
 
 void *rdmadl_resolve_slow(enum rdmadl_sym_index idx) {
   int saved = errno;
-  const char *path = loading_path;
+  const struct rdmadl_sym_meta *m = &rdmadl_sym_meta[idx];
   void *f = NULL;
-  if (path) {
-    /* Re-entered from inside our own dlopen on this thread. */
-    const struct rdmadl_sym_meta *m = &rdmadl_sym_meta[idx];
-    void *h = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
-    if (h) {
-      f = dlvsym(h, m->name, m->node);
-      if (in_self(f))
-        f = NULL;
-    }
-    logf_debug("%s@%s requested during dlopen: %p", m->name, m->node, f);
-  } else {
-    pthread_once(&load_once, load_all);
+  switch (ensure_named(m->name)) {
+  case ENSURE_DONE:
     f = __atomic_load_n(&rdmadl_fn[idx], __ATOMIC_ACQUIRE);
+    break;
+  case ENSURE_REENTERED:
+    f = resolve_during_dlopen(m);
+    break;
+  default:
+    break;
   }
   errno = saved;
   return f;
-}
-
-static void ensure(void) {
-  if (!loading_path)
-    pthread_once(&load_once, load_all);
 }
 
 int rdmadl_load(void) {
@@ -394,9 +835,19 @@ int rdmadl_load(void) {
   return usable(libs[RDMADL_LIB_IBVERBS].state) ? 0 : EOPNOTSUPP;
 }
 
-static const struct lib_info *lib_at(rdmadl_lib lib) {
+static struct lib_info *lib_at(rdmadl_lib lib) {
   ensure();
   return (lib == RDMADL_LIB_IBVERBS || lib == RDMADL_LIB_RDMACM) ? &libs[lib] : NULL;
+}
+
+static const char *lib_path(struct lib_info *l) {
+  if (!l->map)
+    return NULL;
+  const char *p = __atomic_load_n(&l->path, __ATOMIC_ACQUIRE);
+  if (p)
+    return p;
+  char *real = realpath(l->map->l_name, NULL);
+  return publish(&l->path, real ? real : strdup(l->map->l_name));
 }
 
 rdmadl_state rdmadl_lib_state(rdmadl_lib lib) {
@@ -430,8 +881,8 @@ const char *rdmadl_lib_requested(rdmadl_lib lib) {
 }
 
 const char *rdmadl_lib_path(rdmadl_lib lib) {
-  const struct lib_info *l = lib_at(lib);
-  return l ? l->path : NULL;
+  struct lib_info *l = lib_at(lib);
+  return l ? lib_path(l) : NULL;
 }
 
 const char *rdmadl_lib_error(rdmadl_lib lib) {
@@ -441,7 +892,7 @@ const char *rdmadl_lib_error(rdmadl_lib lib) {
 
 const char *rdmadl_lib_version_node(rdmadl_lib lib) {
   const struct lib_info *l = lib_at(lib);
-  return l && l->node[0] ? l->node : NULL;
+  return l ? l->node : NULL;
 }
 
 size_t rdmadl_lib_symbol_count(rdmadl_lib lib) {
@@ -524,6 +975,10 @@ const char *rdmadl_stack_name(rdmadl_stack stack) {
 }
 
 const char *rdmadl_reason(void) {
-  ensure();
-  return reason;
+  if (ensure() != ENSURE_DONE)
+    return "rdmadl has not loaded rdma-core yet";
+  const char *r = __atomic_load_n(&reason, __ATOMIC_ACQUIRE);
+  if (!r)
+    r = publish(&reason, build_reason());
+  return r ? r : "out of memory while describing rdmadl's state";
 }
