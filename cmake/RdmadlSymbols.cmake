@@ -7,6 +7,7 @@
 #                      loader's hidden stubs and no ibv_*/rdma_* reference remains
 #   rdmadl-verbs.map   the drop-in shared library's version script: each name
 #                      at its node, IBVERBS_1.0..N and RDMACM_1.0..N chained
+#                      (except ibv_register_driver, see loader/hand.c)
 #   rdmadl_symbols.txt "name node" per symbol, for tests and CI scripts
 # rdmadl_version_nodes(OUT PREFIX MAX_MINOR LOCAL_ALL OMIT PAIRS...): sets OUT
 # to version-script text for the chained nodes PREFIX0 .. PREFIX<MAX_MINOR>,
@@ -72,7 +73,10 @@ function(rdmadl_symbols_generate def outdir)
   # rdmadl's own diagnostics API (include/rdmadl/loader.h); everything else
   # of ours is hidden by visibility.
   string(APPEND map "RDMADL_0 {\n  global:\n    rdmadl_*;\n};\n")
-  rdmadl_version_nodes(ibv_nodes "IBVERBS_1." ${max_IBV} ON "" ${pairs})
+  # ibv_register_driver: like libibverbs, only a non-default IBVERBS_1.1
+  # entry, which loader/hand.c makes with .symver (a script can only make
+  # default versions).
+  rdmadl_version_nodes(ibv_nodes "IBVERBS_1." ${max_IBV} ON "ibv_register_driver" ${pairs})
   rdmadl_version_nodes(cm_nodes "RDMACM_1." ${max_CM} OFF "" ${pairs})
   string(APPEND map "${ibv_nodes}${cm_nodes}")
   file(MAKE_DIRECTORY "${outdir}")
