@@ -6,10 +6,14 @@
  * safely, on first use) and binds every public symbol at its exact version
  * node. This C header reports the outcome. It includes no rdma-core header.
  *
- * Environment (read with secure_getenv, so set-uid programs ignore it):
- *   RDMADL_IBVERBS_PATH  file to load instead of libibverbs.so.1
- *   RDMADL_RDMACM_PATH   file to load instead of librdmacm.so.1
+ * Environment (read with secure_getenv, so set-uid programs ignore it; see
+ * README.md "Environment" for the exact rules):
+ *   RDMADL_IBVERBS_PATH  file to load instead of libibverbs.so.1 (a path;
+ *                        relative to the current directory, never searched;
+ *                        only a regular file is opened)
+ *   RDMADL_RDMACM_PATH   file to load instead of librdmacm.so.1 (same rules)
  *   RDMADL_DISABLE=1     behave exactly as if no RDMA stack were installed
+ *                        (1/true/yes/on; 0/false/no/off do not disable)
  *   RDMADL_DEBUG=1       log each resolution step to stderr
  *
  * All functions are thread-safe, never fail, and load the libraries first if
