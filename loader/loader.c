@@ -473,7 +473,11 @@ static int atfork_registered;
 static void *loader_dlopen(const char *name, int flags) {
   __atomic_store_n(&loader_open_name, name, __ATOMIC_RELEASE);
   __atomic_add_fetch(&dlopen_gen, 1, __ATOMIC_RELAXED);
+  /* Waiters switch to the deadlock guard's timed wait. */
+  pthread_mutex_lock(&load_mu);
   __atomic_store_n(&loader_in_dlopen, 1, __ATOMIC_RELEASE);
+  pthread_cond_broadcast(&load_cv);
+  pthread_mutex_unlock(&load_mu);
   void *h = dlopen(name, flags);
   __atomic_store_n(&loader_in_dlopen, 0, __ATOMIC_RELEASE);
   pthread_mutex_lock(&load_mu);
