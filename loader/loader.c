@@ -49,19 +49,52 @@
 
 #include "internal.h"
 #include "rdmadl/loader.h"
+#include "rdmadl_hashes.h"
 
 #undef ibv_get_device_list
+
+/* All names in one object, each at a constant offset: no pointer, no
+ * relocation. */
+static const struct {
+#define RDMADL_SYM(lib, minor, fail, impl, ret, name, params, args) char n_##name[sizeof #name];
+#include "symbols.def"
+#undef RDMADL_SYM
+} sym_names = {
+#define RDMADL_SYM(lib, minor, fail, impl, ret, name, params, args) #name,
+#include "symbols.def"
+#undef RDMADL_SYM
+};
 
 const struct rdmadl_sym_meta rdmadl_sym_meta[RDMADL_NSYMS] = {
 #define RDMADL_LIB_IBV RDMADL_LIB_IBVERBS
 #define RDMADL_LIB_CM RDMADL_LIB_RDMACM
-#define RDMADL_NODE_IBV(minor) "IBVERBS_1." #minor
-#define RDMADL_NODE_CM(minor) "RDMACM_1." #minor
 #define RDMADL_SYM(lib, minor, fail, impl, ret, name, params, args)                                \
-  {#name, RDMADL_NODE_##lib(minor), RDMADL_LIB_##lib, minor, RDMADL_FAIL_##fail},
+  {RDMADL_GNU_HASH_##name, offsetof(__typeof__(sym_names), n_##name), RDMADL_LIB_##lib, minor,     \
+   RDMADL_FAIL_##fail},
 #include "symbols.def"
 #undef RDMADL_SYM
 };
+
+enum { MAX_MINOR = 31 };
+#define NODES(p)                                                                                   \
+  {                                                                                                \
+    p "0", p "1", p "2", p "3", p "4", p "5", p "6", p "7", p "8", p "9", p "10", p "11", p "12",  \
+        p "13", p "14", p "15", p "16", p "17", p "18", p "19", p "20", p "21", p "22", p "23",    \
+        p "24", p "25", p "26", p "27", p "28", p "29", p "30", p "31"                             \
+  }
+static const char node_names[2][MAX_MINOR + 1][16] = {NODES("IBVERBS_1."), NODES("RDMACM_1.")};
+#define RDMADL_SYM(lib, minor, fail, impl, ret, name, params, args)                                \
+  _Static_assert((minor) <= MAX_MINOR, "node_names too short for " #name);
+#include "symbols.def"
+#undef RDMADL_SYM
+
+const char *rdmadl_sym_name(size_t idx) {
+  return (const char *)&sym_names + rdmadl_sym_meta[idx].name;
+}
+
+const char *rdmadl_sym_node(size_t idx) {
+  return node_names[rdmadl_sym_meta[idx].lib][rdmadl_sym_meta[idx].minor];
+}
 
 #define RDMADL_IS_IBV_IBV 1
 #define RDMADL_IS_IBV_CM 0
@@ -237,7 +270,8 @@ static int parse_bool(const char *v) {
 
 /* ---- ELF ---------------------------------------------------------------- */
 
-/* An object's dynamic symbol table, as dlvsym would search it. */
+/* An object's dynamic symbol table, as dlvsym would search it, and the
+ * version indices of one library's nodes. */
 struct elf_view {
   ElfW(Addr) base;
   const char *strtab;
@@ -245,7 +279,9 @@ struct elf_view {
   const ElfW(Half) * versym;
   const uint32_t *gnu_hash;
   const char *soname;
-  const char *vername[64]; /* by version index */
+  const char *highest;                   /* highest node with the prefix */
+  int rdmadl;                            /* defines rdmadl's own RDMADL_0 */
+  ElfW(Half) vi_by_minor[MAX_MINOR + 1]; /* 0: the object lacks the node */
 };
 
 /* glibc relocates some d_ptr entries in place and not others. */
@@ -253,7 +289,7 @@ static const void *dyn_ptr(const struct link_map *map, ElfW(Addr) p) {
   return (const void *)(p < map->l_addr ? p + map->l_addr : p);
 }
 
-static void elf_view_init(struct elf_view *v, const struct link_map *map) {
+static void elf_view_init(struct elf_view *v, const struct link_map *map, const char *prefix) {
   memset(v, 0, sizeof *v);
   v->base = map->l_addr;
   const ElfW(Verdef) *verdef = NULL;
@@ -290,48 +326,43 @@ static void elf_view_init(struct elf_view *v, const struct link_map *map) {
     return;
   if (have_soname)
     v->soname = v->strtab + soname_off;
+  size_t n = strlen(prefix);
+  long best = -1;
   for (ElfW(Word) i = 0; verdef && i < verdefnum; i++) {
     const ElfW(Verdaux) *aux = (const ElfW(Verdaux) *)((const char *)verdef + verdef->vd_aux);
-    if (verdef->vd_ndx < sizeof v->vername / sizeof v->vername[0])
-      v->vername[verdef->vd_ndx] = v->strtab + aux->vda_name;
+    const char *name = v->strtab + aux->vda_name;
+    char *end;
+    if (verdef->vd_flags & VER_FLG_BASE) {
+      /* the file's own name, not a node */
+    } else if (strncmp(name, prefix, n) == 0) {
+      long minor = strtol(name + n, &end, 10);
+      if (*end == '\0' && end != name + n && minor >= 0) {
+        if (minor <= MAX_MINOR)
+          v->vi_by_minor[minor] = verdef->vd_ndx;
+        if (minor > best) {
+          best = minor;
+          v->highest = name;
+        }
+      }
+    } else if (strcmp(name, "RDMADL_0") == 0) {
+      v->rdmadl = 1;
+    }
     if (!verdef->vd_next)
       break;
     verdef = (const ElfW(Verdef) *)((const char *)verdef + verdef->vd_next);
   }
 }
 
-/* The highest version node named PREFIX<number> the object defines. */
-static const char *elf_highest_node(const struct elf_view *v, const char *prefix) {
-  size_t n = strlen(prefix);
-  const char *best = NULL;
-  long best_minor = -1;
-  for (size_t i = 2; i < sizeof v->vername / sizeof v->vername[0]; i++) {
-    const char *name = v->vername[i];
-    if (!name || strncmp(name, prefix, n) != 0)
-      continue;
-    char *end;
-    long minor = strtol(name + n, &end, 10);
-    if (*end == '\0' && end != name + n && minor > best_minor) {
-      best_minor = minor;
-      best = name;
-    }
-  }
-  return best;
-}
-
-static uint32_t gnu_hash(const char *s) {
-  uint32_t h = 5381;
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-    h = h * 33 + *p;
-  return h;
-}
-
-/* NAME@NODE as the object itself defines it (hidden, i.e. non-default,
- * versions included, as dlvsym finds them), or NULL. *FALLBACK is set when
- * the object's tables cannot answer (no GNU hash, an IFUNC) and dlvsym must. */
-static void *elf_lookup(const struct elf_view *v, const char *name, const char *node,
-                        int *fallback) {
+/* Symbol IDX at its node as the object itself defines it (hidden, i.e.
+ * non-default, versions included, as dlvsym finds them), or NULL. *FALLBACK
+ * is set when the object's tables cannot answer (no GNU hash, an IFUNC) and
+ * dlvsym must. */
+static void *elf_lookup(const struct elf_view *v, size_t idx, int *fallback) {
+  const struct rdmadl_sym_meta *m = &rdmadl_sym_meta[idx];
   const uint32_t *h = v->gnu_hash;
+  ElfW(Half) want = v->vi_by_minor[m->minor];
+  if (v->versym && !want)
+    return NULL; /* the object does not define that node */
   if (!h || !v->symtab) {
     *fallback = 1;
     return NULL;
@@ -342,7 +373,7 @@ static void *elf_lookup(const struct elf_view *v, const char *name, const char *
   const uint32_t *chain = buckets + nbuckets;
   if (!nbuckets || !bloom_size)
     return NULL;
-  uint32_t hash = gnu_hash(name);
+  const uint32_t hash = m->hash;
   const unsigned bits = sizeof(ElfW(Addr)) * 8;
   ElfW(Addr) word = bloom[(hash / bits) % bloom_size];
   ElfW(Addr) mask =
@@ -352,24 +383,19 @@ static void *elf_lookup(const struct elf_view *v, const char *name, const char *
   uint32_t i = buckets[hash % nbuckets];
   if (i < symoffset)
     return NULL;
+  const char *name = rdmadl_sym_name(idx);
   for (;; i++) {
     uint32_t h2 = chain[i - symoffset];
     const ElfW(Sym) *s = &v->symtab[i];
+    /* Unversioned objects: dlvsym accepts the plain symbol. */
     if ((h2 | 1) == (hash | 1) && s->st_shndx != SHN_UNDEF &&
+        (!v->versym || (v->versym[i] & 0x7fff) == want) &&
         strcmp(v->strtab + s->st_name, name) == 0) {
-      const char *ver = NULL;
-      if (v->versym) {
-        ElfW(Half) vi = v->versym[i] & 0x7fff;
-        ver = vi < sizeof v->vername / sizeof v->vername[0] ? v->vername[vi] : NULL;
+      if (ELF64_ST_TYPE(s->st_info) == STT_GNU_IFUNC) {
+        *fallback = 1;
+        return NULL;
       }
-      /* Unversioned objects: dlvsym accepts the plain symbol. */
-      if (!v->versym || (ver && strcmp(ver, node) == 0)) {
-        if (ELF64_ST_TYPE(s->st_info) == STT_GNU_IFUNC) {
-          *fallback = 1;
-          return NULL;
-        }
-        return (void *)(v->base + s->st_value);
-      }
+      return (void *)(v->base + s->st_value);
     }
     if (h2 & 1)
       return NULL;
@@ -486,28 +512,22 @@ static void *loader_dlopen(const char *name, int flags) {
   return h;
 }
 
-static int is_rdmadl(const struct elf_view *v) {
-  int fallback = 0;
-  return elf_lookup(v, "rdmadl_load", "RDMADL_0", &fallback) != NULL;
-}
-
 static void bind_symbols(rdmadl_lib which, struct lib_info *lib, const struct elf_view *v,
                          void *handle) {
   lib->nmissing = 0;
   for (size_t i = 0; i < RDMADL_NSYMS; i++) {
-    const struct rdmadl_sym_meta *m = &rdmadl_sym_meta[i];
-    if (m->lib != which)
+    if (rdmadl_sym_meta[i].lib != which)
       continue;
     int fallback = 0;
-    void *f = elf_lookup(v, m->name, m->node, &fallback);
+    void *f = elf_lookup(v, i, &fallback);
     if (fallback)
-      f = dlvsym(handle, m->name, m->node);
+      f = dlvsym(handle, rdmadl_sym_name(i), rdmadl_sym_node(i));
     if (!f) {
       lib->nmissing++;
-      DEBUGF("%s@%s: missing", m->name, m->node);
+      DEBUGF("%s@%s: missing", rdmadl_sym_name(i), rdmadl_sym_node(i));
       continue;
     }
-    DEBUGF("%s@%s: %p", m->name, m->node, f);
+    DEBUGF("%s@%s: %p", rdmadl_sym_name(i), rdmadl_sym_node(i), f);
     __atomic_store_n(&rdmadl_fn[i], f, __ATOMIC_RELEASE);
   }
 }
@@ -595,11 +615,11 @@ static void load_one(rdmadl_lib which, int *known) {
   if (map->l_name[0] != '/')
     lib_path(lib);
   struct elf_view v;
-  elf_view_init(&v, map);
-  lib->node = elf_highest_node(&v, lib->prefix);
+  elf_view_init(&v, map, lib->prefix);
+  lib->node = v.highest;
   DEBUGF("loaded %s (soname %s, highest node %s)", map->l_name, v.soname ? v.soname : "none",
          lib->node ? lib->node : "none");
-  if (is_rdmadl(&v)) {
+  if (v.rdmadl) {
     lib->state = RDMADL_STATE_INCOMPATIBLE;
     lib->error = dup_printf("%s is rdmadl itself, not rdma-core's library", lib->requested);
     DEBUGF("%s", lib->error);
@@ -797,35 +817,34 @@ __attribute__((constructor)) static void rdmadl_constructor(void) {
 
 /* A symbol asked for by a constructor running inside the loader's own
  * dlopen: from the object being loaded, never from rdmadl. */
-static void *resolve_during_dlopen(const struct rdmadl_sym_meta *m) {
+static void *resolve_during_dlopen(size_t idx) {
   const char *name = __atomic_load_n(&loader_open_name, __ATOMIC_ACQUIRE);
   void *h = name ? dlopen(name, RTLD_LAZY | RTLD_NOLOAD) : NULL;
   struct link_map *map = NULL;
   void *f = NULL;
   if (h && dlinfo(h, RTLD_DI_LINKMAP, &map) == 0 && map) {
     struct elf_view v;
-    elf_view_init(&v, map);
+    elf_view_init(&v, map, libs[rdmadl_sym_meta[idx].lib].prefix);
     int fallback = 0;
-    if (!is_rdmadl(&v)) {
-      f = elf_lookup(&v, m->name, m->node, &fallback);
+    if (!v.rdmadl) {
+      f = elf_lookup(&v, idx, &fallback);
       if (fallback)
-        f = dlvsym(h, m->name, m->node);
+        f = dlvsym(h, rdmadl_sym_name(idx), rdmadl_sym_node(idx));
     }
   }
-  DEBUGF("%s@%s requested during dlopen: %p", m->name, m->node, f);
+  DEBUGF("%s@%s requested during dlopen: %p", rdmadl_sym_name(idx), rdmadl_sym_node(idx), f);
   return f;
 }
 
 void *rdmadl_resolve_slow(enum rdmadl_sym_index idx) {
   int saved = errno;
-  const struct rdmadl_sym_meta *m = &rdmadl_sym_meta[idx];
   void *f = NULL;
-  switch (ensure_named(m->name)) {
+  switch (ensure_named(rdmadl_sym_name(idx))) {
   case ENSURE_DONE:
     f = __atomic_load_n(&rdmadl_fn[idx], __ATOMIC_ACQUIRE);
     break;
   case ENSURE_REENTERED:
-    f = resolve_during_dlopen(m);
+    f = resolve_during_dlopen(idx);
     break;
   default:
     break;
@@ -916,7 +935,7 @@ const char *rdmadl_lib_missing_symbol(rdmadl_lib lib, size_t i) {
     if (rdmadl_sym_meta[k].lib != lib || __atomic_load_n(&rdmadl_fn[k], __ATOMIC_ACQUIRE))
       continue;
     if (i-- == 0)
-      return rdmadl_sym_meta[k].name;
+      return rdmadl_sym_name(k);
   }
   return NULL;
 }
@@ -924,10 +943,10 @@ const char *rdmadl_lib_missing_symbol(rdmadl_lib lib, size_t i) {
 int rdmadl_symbol_status(const char *name, const char **node) {
   ensure();
   for (size_t k = 0; name && k < RDMADL_NSYMS; k++) {
-    if (strcmp(rdmadl_sym_meta[k].name, name) != 0)
+    if (strcmp(rdmadl_sym_name(k), name) != 0)
       continue;
     if (node)
-      *node = rdmadl_sym_meta[k].node;
+      *node = rdmadl_sym_node(k);
     return __atomic_load_n(&rdmadl_fn[k], __ATOMIC_ACQUIRE) != NULL;
   }
   return -1;
@@ -938,7 +957,7 @@ const char *rdmadl_symbol_name(size_t i, rdmadl_lib *lib) {
     return NULL;
   if (lib)
     *lib = (rdmadl_lib)rdmadl_sym_meta[i].lib;
-  return rdmadl_sym_meta[i].name;
+  return rdmadl_sym_name(i);
 }
 
 rdmadl_stack rdmadl_stack_state(void) {
