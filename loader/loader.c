@@ -116,23 +116,32 @@ struct lib_info {
   size_t nsyms;
   rdmadl_state state;
   const char *requested;
-  char *open_name;  /* what was given to dlopen */
-  const char *node; /* highest version node, in the object's string table */
-  char *error;
-  char *path;           /* realpath of the loaded file, computed when asked */
+  char *open_name;      /* what was given to dlopen */
+  const char *node;     /* highest version node, in the object's string table */
+  const char *error;    /* a literal, or allocated; see lib_error() */
+  int stat_errno;       /* the override's stat() failed: error formatted on demand */
+  const char *path;     /* realpath of the loaded file, computed when asked */
   struct link_map *map; /* the loaded object */
   size_t nmissing;
 };
 
 static struct lib_info libs[2] = {
-    {"libibverbs.so.1", "RDMADL_IBVERBS_PATH", "IBVERBS_1.", NSYMS_IBV, RDMADL_STATE_NOT_FOUND,
-     NULL, NULL, NULL, NULL, NULL, NULL, NSYMS_IBV},
-    {"librdmacm.so.1", "RDMADL_RDMACM_PATH", "RDMACM_1.", NSYMS_CM, RDMADL_STATE_NOT_FOUND, NULL,
-     NULL, NULL, NULL, NULL, NULL, NSYMS_CM},
+    {.soname = "libibverbs.so.1",
+     .env = "RDMADL_IBVERBS_PATH",
+     .prefix = "IBVERBS_1.",
+     .nsyms = NSYMS_IBV,
+     .state = RDMADL_STATE_NOT_FOUND,
+     .nmissing = NSYMS_IBV},
+    {.soname = "librdmacm.so.1",
+     .env = "RDMADL_RDMACM_PATH",
+     .prefix = "RDMACM_1.",
+     .nsyms = NSYMS_CM,
+     .state = RDMADL_STATE_NOT_FOUND,
+     .nmissing = NSYMS_CM},
 };
 
 static int debug;
-static char *reason; /* built when first asked for */
+static const char *reason; /* built when first asked for */
 
 /* ---- diagnostics -------------------------------------------------------- */
 
@@ -164,8 +173,8 @@ static char *dup_printf(const char *fmt, ...) {
 }
 
 /* Publishes *S into *SLOT once; returns whichever string won. */
-static const char *publish(char **slot, char *s) {
-  char *expected = NULL;
+static const char *publish(const char **slot, char *s) {
+  const char *expected = NULL;
   if (!s)
     return __atomic_load_n(slot, __ATOMIC_ACQUIRE);
   if (__atomic_compare_exchange_n(slot, &expected, s, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
@@ -227,26 +236,43 @@ static void read_early_env(void) {
   early_env.state = 1;
 }
 
-/* secure_getenv(NAME), also before libc has set environ. Sets *KNOWN to 0
- * when the environment cannot be read at all. */
-static const char *env_get(const char *name, int *known) {
-  if (environ)
-    return secure_getenv(name);
+/* rdmadl's variables, as secure_getenv would return them. */
+struct rdmadl_env {
+  const char *debug, *disable, *path[2];
+};
+
+static void env_match(struct rdmadl_env *e, const char *var) {
+  static const char *const names[] = {"DEBUG=", "DISABLE=", "IBVERBS_PATH=", "RDMACM_PATH="};
+  if (strncmp(var, "RDMADL_", 7) != 0)
+    return;
+  var += 7;
+  const char **slots[] = {&e->debug, &e->disable, &e->path[0], &e->path[1]};
+  for (size_t i = 0; i < 4; i++) {
+    size_t n = strlen(names[i]);
+    if (strncmp(var, names[i], n) == 0 && !*slots[i])
+      *slots[i] = var + n;
+  }
+}
+
+/* Reads rdmadl's variables in one pass, also before libc has set environ.
+ * Returns 0 when the environment cannot be read at all. */
+static int env_read(struct rdmadl_env *e) {
+  memset(e, 0, sizeof *e);
   if (getauxval(AT_SECURE))
-    return NULL;
+    return 1;
+  if (environ) {
+    for (char **v = environ; *v; v++)
+      if ((*v)[0] == 'R')
+        env_match(e, *v);
+    return 1;
+  }
   if (early_env.state == 0)
     read_early_env();
-  if (early_env.state < 0) {
-    *known = 0;
-    return NULL;
-  }
-  size_t n = strlen(name);
-  for (size_t i = 0; i < early_env.len; i += strlen(early_env.data + i) + 1) {
-    const char *e = early_env.data + i;
-    if (strncmp(e, name, n) == 0 && e[n] == '=')
-      return e + n + 1;
-  }
-  return NULL;
+  if (early_env.state < 0)
+    return 0;
+  for (size_t i = 0; i < early_env.len; i += strlen(early_env.data + i) + 1)
+    env_match(e, early_env.data + i);
+  return 1;
 }
 
 /* 1 for 1/true/yes/on (any case, or a non-zero number), 0 for unset, empty,
@@ -480,35 +506,46 @@ static const char *file_kind(mode_t m) {
 }
 
 static const char *lib_path(struct lib_info *l);
+static const char *lib_error(struct lib_info *l);
 
 /* ---- loading ------------------------------------------------------------ */
 
 enum { LOAD_NONE, LOAD_RUNNING, LOAD_DONE };
 enum { DEADLOCK_SECONDS = 5 };
 
-static int load_state;       /* atomic; LOAD_DONE is published with release */
-static pthread_t loader;     /* the loading thread, while LOAD_RUNNING */
+/* The uncontended load takes no lock: LOAD_NONE -> LOAD_RUNNING by
+ * compare-and-swap, LOAD_DONE published with a store. Threads that must wait
+ * announce themselves in nwaiters first, then sleep on load_cv; the loader
+ * broadcasts only when nwaiters says someone may be there (both sides use
+ * sequentially consistent operations, so one of them always sees the other). */
+static int load_state;       /* atomic */
+static pthread_t loader;     /* atomic: the loading thread, while LOAD_RUNNING */
+static int nwaiters;         /* atomic */
 static int loader_in_dlopen; /* atomic: inside dlopen, running others' constructors */
 static unsigned dlopen_gen;  /* atomic: counts the loader's dlopen calls */
 static const char *loader_open_name;
 static pthread_mutex_t load_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t load_cv = PTHREAD_COND_INITIALIZER;
-static int atfork_registered;
+static int atfork_registered; /* atomic */
+
+static void wake_waiters(void) {
+  if (__atomic_load_n(&nwaiters, __ATOMIC_SEQ_CST) == 0)
+    return;
+  pthread_mutex_lock(&load_mu);
+  pthread_cond_broadcast(&load_cv);
+  pthread_mutex_unlock(&load_mu);
+}
 
 /* Runs dlopen with the bookkeeping the waiting threads rely on. */
 static void *loader_dlopen(const char *name, int flags) {
   __atomic_store_n(&loader_open_name, name, __ATOMIC_RELEASE);
-  __atomic_add_fetch(&dlopen_gen, 1, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&dlopen_gen, 1, __ATOMIC_SEQ_CST);
   /* Waiters switch to the deadlock guard's timed wait. */
-  pthread_mutex_lock(&load_mu);
-  __atomic_store_n(&loader_in_dlopen, 1, __ATOMIC_RELEASE);
-  pthread_cond_broadcast(&load_cv);
-  pthread_mutex_unlock(&load_mu);
+  __atomic_store_n(&loader_in_dlopen, 1, __ATOMIC_SEQ_CST);
+  wake_waiters();
   void *h = dlopen(name, flags);
-  __atomic_store_n(&loader_in_dlopen, 0, __ATOMIC_RELEASE);
-  pthread_mutex_lock(&load_mu);
-  pthread_cond_broadcast(&load_cv);
-  pthread_mutex_unlock(&load_mu);
+  __atomic_store_n(&loader_in_dlopen, 0, __ATOMIC_SEQ_CST);
+  wake_waiters();
   return h;
 }
 
@@ -563,9 +600,8 @@ static void classify_failure(struct lib_info *lib, const char *override, const c
   }
 }
 
-static void load_one(rdmadl_lib which, int *known) {
+static void load_one(rdmadl_lib which, const char *override) {
   struct lib_info *lib = &libs[which];
-  const char *override = env_get(lib->env, known);
   if (override && !*override)
     override = NULL;
   lib->requested = override ? override : lib->soname;
@@ -573,7 +609,7 @@ static void load_one(rdmadl_lib which, int *known) {
   if (override) {
     /* An override is always a file, relative to the current directory when
      * not absolute, never a name to search the library path for. */
-    lib->open_name = strchr(override, '/') ? strdup(override) : dup_printf("./%s", override);
+    lib->open_name = strchr(override, '/') ? (char *) override : dup_printf("./%s", override);
     if (!lib->open_name) {
       lib->state = RDMADL_STATE_LOAD_FAILED;
       return;
@@ -581,8 +617,8 @@ static void load_one(rdmadl_lib which, int *known) {
     struct stat st;
     if (stat(lib->open_name, &st) != 0) {
       lib->state = RDMADL_STATE_NOT_FOUND;
-      lib->error = dup_printf("%s=%s: %s", lib->env, override, strerror(errno));
-      DEBUGF("%s", lib->error);
+      lib->stat_errno = errno;
+      DEBUGF("%s", lib_error(lib));
       return;
     }
     /* dlopen would block on a FIFO and read whatever a device gives. */
@@ -656,7 +692,7 @@ static char *build_reason(void) {
     break;
   default:
     return dup_printf("%s %s: %s", v->requested, rdmadl_state_name(v->state),
-                      v->error ? v->error : "unknown error");
+                      lib_error(v) ? lib_error(v) : "unknown error");
   }
   const char *path = lib_path(v);
   char missing[64] = "";
@@ -668,20 +704,20 @@ static char *build_reason(void) {
                       rdmadl_state_name(c->state));
   return dup_printf("%s loaded (%s, %s%s); librdmacm %s: %s", path ? path : v->requested,
                     v->node ? v->node : "no version node", rdmadl_state_name(v->state), missing,
-                    rdmadl_state_name(c->state), c->error ? c->error : "unknown error");
+                    rdmadl_state_name(c->state), lib_error(c) ? lib_error(c) : "unknown error");
 }
 
 /* Loads both libraries from scratch (a fork child may run it again after
  * its parent's loading thread was cut off midway). Returns 0 without
  * deciding anything when the environment cannot be read. */
 static int load_all(void) {
-  int saved = errno, known = 1;
-  const char *dbg = env_get("RDMADL_DEBUG", &known);
-  const char *dis = env_get("RDMADL_DISABLE", &known);
-  if (!known) {
+  int saved = errno;
+  struct rdmadl_env env;
+  if (!env_read(&env)) {
     errno = saved;
     return 0;
   }
+  const char *dbg = env.debug, *dis = env.disable;
   debug = parse_bool(dbg) == 1;
   for (size_t k = 0; k < RDMADL_NSYMS; k++)
     __atomic_store_n(&rdmadl_fn[k], NULL, __ATOMIC_RELAXED);
@@ -692,6 +728,7 @@ static int load_all(void) {
     l->open_name = NULL;
     l->node = NULL;
     l->error = NULL;
+    l->stat_errno = 0;
     l->path = NULL;
     l->map = NULL;
     l->nmissing = l->nsyms;
@@ -705,19 +742,19 @@ static int load_all(void) {
   if (disable == 1) {
     for (int i = 0; i < 2; i++) {
       libs[i].state = RDMADL_STATE_DISABLED;
-      libs[i].error = dup_printf("disabled by RDMADL_DISABLE");
+      libs[i].error = "disabled by RDMADL_DISABLE";
     }
     DEBUGF("disabled by RDMADL_DISABLE");
   } else {
-    load_one(RDMADL_LIB_IBVERBS, &known);
+    load_one(RDMADL_LIB_IBVERBS, env.path[RDMADL_LIB_IBVERBS]);
     struct lib_info *c = &libs[RDMADL_LIB_RDMACM];
     if (usable(libs[RDMADL_LIB_IBVERBS].state)) {
-      load_one(RDMADL_LIB_RDMACM, &known);
+      load_one(RDMADL_LIB_RDMACM, env.path[RDMADL_LIB_RDMACM]);
     } else {
-      const char *override = env_get(c->env, &known);
+      const char *override = env.path[RDMADL_LIB_RDMACM];
       c->requested = (override && *override) ? override : c->soname;
       c->state = RDMADL_STATE_SKIPPED;
-      c->error = dup_printf("not loaded because libibverbs is unusable");
+      c->error = "not loaded because libibverbs is unusable";
     }
   }
   if (debug)
@@ -728,11 +765,12 @@ static int load_all(void) {
 
 static void after_fork_child(void) {
   /* Only the forking thread exists in the child: a load another thread had
-   * under way will never finish. */
+   * under way will never finish, and nobody else waits. */
   pthread_mutex_init(&load_mu, NULL);
   pthread_cond_init(&load_cv, NULL);
+  __atomic_store_n(&nwaiters, 0, __ATOMIC_RELAXED);
   if (__atomic_load_n(&load_state, __ATOMIC_RELAXED) == LOAD_RUNNING &&
-      !pthread_equal(loader, pthread_self())) {
+      !pthread_equal(__atomic_load_n(&loader, __ATOMIC_RELAXED), pthread_self())) {
     __atomic_store_n(&loader_in_dlopen, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&load_state, LOAD_NONE, __ATOMIC_RELAXED);
   }
@@ -746,58 +784,79 @@ static void report_deadlock(const char *what) {
           what, __atomic_load_n(&loader_open_name, __ATOMIC_ACQUIRE), DEADLOCK_SECONDS);
 }
 
-enum { ENSURE_DONE = 1, ENSURE_REENTERED = 0, ENSURE_FAILED = -1 };
+enum { ENSURE_DONE = 1, ENSURE_REENTERED = 0, ENSURE_FAILED = -1, ENSURE_RETRY = 2 };
 
 /* Makes sure the load has happened. ENSURE_REENTERED: called by the loading
  * thread itself (from a constructor inside its dlopen). ENSURE_FAILED: no
  * decision (environment unreadable, or the deadlock guard gave up). */
-static int ensure_slow(const char *what) {
+/* Waits for the load another thread runs. Returns its outcome, or
+ * ENSURE_FAILED from the deadlock guard, or ENSURE_RETRY when the loader
+ * gave up without deciding (then the caller may load). */
+static int wait_for_load(const char *what) {
+  __atomic_add_fetch(&nwaiters, 1, __ATOMIC_SEQ_CST);
   pthread_mutex_lock(&load_mu);
-  if (!atfork_registered) {
-    atfork_registered = 1;
-    pthread_atfork(NULL, NULL, after_fork_child);
-  }
   unsigned gen = 0;
   struct timespec deadline = {0, 0};
+  int result;
   for (;;) {
-    int s = __atomic_load_n(&load_state, __ATOMIC_RELAXED);
-    if (s == LOAD_DONE) {
-      pthread_mutex_unlock(&load_mu);
-      return ENSURE_DONE;
-    }
-    if (s == LOAD_NONE)
+    int s = __atomic_load_n(&load_state, __ATOMIC_SEQ_CST);
+    if (s != LOAD_RUNNING) {
+      result = s == LOAD_DONE ? ENSURE_DONE : ENSURE_RETRY;
       break;
-    if (pthread_equal(loader, pthread_self())) {
-      pthread_mutex_unlock(&load_mu);
-      return ENSURE_REENTERED;
     }
-    if (!__atomic_load_n(&loader_in_dlopen, __ATOMIC_ACQUIRE)) {
+    if (!__atomic_load_n(&loader_in_dlopen, __ATOMIC_SEQ_CST)) {
       pthread_cond_wait(&load_cv, &load_mu);
       continue;
     }
-    unsigned g = __atomic_load_n(&dlopen_gen, __ATOMIC_RELAXED);
+    unsigned g = __atomic_load_n(&dlopen_gen, __ATOMIC_SEQ_CST);
     if (g != gen || deadline.tv_sec == 0) {
       gen = g;
       clock_gettime(CLOCK_MONOTONIC, &deadline);
       deadline.tv_sec += DEADLOCK_SECONDS;
     }
     if (pthread_cond_clockwait(&load_cv, &load_mu, CLOCK_MONOTONIC, &deadline) == ETIMEDOUT &&
-        __atomic_load_n(&load_state, __ATOMIC_RELAXED) == LOAD_RUNNING &&
-        __atomic_load_n(&loader_in_dlopen, __ATOMIC_ACQUIRE) &&
-        __atomic_load_n(&dlopen_gen, __ATOMIC_RELAXED) == gen) {
-      pthread_mutex_unlock(&load_mu);
-      report_deadlock(what);
-      return ENSURE_FAILED;
+        __atomic_load_n(&load_state, __ATOMIC_SEQ_CST) == LOAD_RUNNING &&
+        __atomic_load_n(&loader_in_dlopen, __ATOMIC_SEQ_CST) &&
+        __atomic_load_n(&dlopen_gen, __ATOMIC_SEQ_CST) == gen) {
+      result = ENSURE_FAILED;
+      break;
     }
   }
-  __atomic_store_n(&load_state, LOAD_RUNNING, __ATOMIC_RELAXED);
-  loader = pthread_self();
   pthread_mutex_unlock(&load_mu);
+  __atomic_sub_fetch(&nwaiters, 1, __ATOMIC_SEQ_CST);
+  if (result == ENSURE_FAILED)
+    report_deadlock(what);
+  return result;
+}
+
+/* Makes sure the load has happened. ENSURE_REENTERED: called by the loading
+ * thread itself (from a constructor inside its dlopen). ENSURE_FAILED: no
+ * decision (environment unreadable, or the deadlock guard gave up). */
+static int ensure_slow(const char *what) {
+  for (;;) {
+    int s = __atomic_load_n(&load_state, __ATOMIC_ACQUIRE);
+    if (s == LOAD_DONE)
+      return ENSURE_DONE;
+    if (s == LOAD_NONE) {
+      if (__atomic_compare_exchange_n(&load_state, &s, LOAD_RUNNING, 0, __ATOMIC_SEQ_CST,
+                                      __ATOMIC_ACQUIRE))
+        break;
+      continue;
+    }
+    if (pthread_equal(__atomic_load_n(&loader, __ATOMIC_ACQUIRE), pthread_self()))
+      return ENSURE_REENTERED;
+    int r = wait_for_load(what);
+    if (r != ENSURE_RETRY)
+      return r;
+  }
+  __atomic_store_n(&loader, pthread_self(), __ATOMIC_RELEASE);
+  if (!__atomic_exchange_n(&atfork_registered, 1, __ATOMIC_RELAXED))
+    pthread_atfork(NULL, NULL, after_fork_child);
   int latched = load_all();
-  pthread_mutex_lock(&load_mu);
-  __atomic_store_n(&load_state, latched ? LOAD_DONE : LOAD_NONE, __ATOMIC_RELEASE);
-  pthread_cond_broadcast(&load_cv);
-  pthread_mutex_unlock(&load_mu);
+  if (!latched)
+    __atomic_store_n(&loader, (pthread_t)0, __ATOMIC_RELEASE);
+  __atomic_store_n(&load_state, latched ? LOAD_DONE : LOAD_NONE, __ATOMIC_SEQ_CST);
+  wake_waiters();
   return latched ? ENSURE_DONE : ENSURE_FAILED;
 }
 
@@ -908,9 +967,16 @@ const char *rdmadl_lib_path(rdmadl_lib lib) {
   return l ? lib_path(l) : NULL;
 }
 
+static const char *lib_error(struct lib_info *l) {
+  const char *e = __atomic_load_n(&l->error, __ATOMIC_ACQUIRE);
+  if (e || !l->stat_errno)
+    return e;
+  return publish(&l->error, dup_printf("%s=%s: %s", l->env, l->requested, strerror(l->stat_errno)));
+}
+
 const char *rdmadl_lib_error(rdmadl_lib lib) {
-  const struct lib_info *l = lib_at(lib);
-  return l ? l->error : NULL;
+  struct lib_info *l = lib_at(lib);
+  return l ? lib_error(l) : NULL;
 }
 
 const char *rdmadl_lib_version_node(rdmadl_lib lib) {
