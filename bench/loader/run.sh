@@ -11,7 +11,7 @@ set -euo pipefail
 build=${1:?usage: run.sh BUILD_DIR [RUNS]}
 runs=${2:-400}
 bin=$build/bench/loader
-rel=$(sed -n 's/^RDMADL_RELEASES_DIR:PATH=//p' "$build/CMakeCache.txt")
+rel=$(sed -n "s/^RDMADL_RELEASES_DIR:[A-Z]*=//p" "$build/CMakeCache.txt")
 lib=$rel/bookworm/lib
 # Every variant finds the same 44.0 libraries; rdmadl and the NCCL-style
 # loader by soname search, as in a real installation.
