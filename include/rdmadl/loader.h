@@ -18,6 +18,10 @@
  *
  * All functions are thread-safe, never fail, and load the libraries first if
  * that has not happened yet. Returned strings live as long as the process.
+ * One exception to "load first": a thread that a library constructor running
+ * inside rdmadl's own dlopen waits for (it started and joins it) cannot be
+ * served; after 5 s it gets what is known so far (rdmadl_reason() then says
+ * that nothing is loaded yet) and its verbs calls fail with EOPNOTSUPP.
  */
 #ifndef RDMADL_LOADER_H
 #define RDMADL_LOADER_H
