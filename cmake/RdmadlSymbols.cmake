@@ -7,7 +7,10 @@
 #                      loader's hidden stubs and no ibv_*/rdma_* reference remains
 #   rdmadl-verbs.map   the drop-in shared library's version script: each name
 #                      at its node, IBVERBS_1.0..N and RDMACM_1.0..N chained
+#                      (except ibv_register_driver, see loader/hand.c)
 #   rdmadl_symbols.txt "name node" per symbol, for tests and CI scripts
+#   rdmadl_hashes.h    #define RDMADL_GNU_HASH_<name> <ELF GNU hash of name>, so
+#                      the loader looks symbols up without hashing at run time
 # rdmadl_version_nodes(OUT PREFIX MAX_MINOR LOCAL_ALL OMIT PAIRS...): sets OUT
 # to version-script text for the chained nodes PREFIX0 .. PREFIX<MAX_MINOR>,
 # each listing the names of PAIRS ("name node", as in rdmadl_symbols.txt) at
@@ -40,11 +43,28 @@ function(rdmadl_version_nodes out prefix max_minor local_all omit)
   set(${out} "${text}" PARENT_SCOPE)
 endfunction()
 
+# rdmadl_gnu_hash(OUT NAME): the ELF GNU hash (h = h * 33 + c, from 5381,
+# modulo 2^32) of NAME, as 0x-prefixed hexadecimal.
+function(rdmadl_gnu_hash out name)
+  string(HEX "${name}" hex)
+  string(LENGTH "${hex}" len)
+  set(h 5381)
+  set(i 0)
+  while(i LESS len)
+    string(SUBSTRING "${hex}" ${i} 2 byte)
+    math(EXPR h "(${h} * 33 + 0x${byte}) & 0xFFFFFFFF")
+    math(EXPR i "${i} + 2")
+  endwhile()
+  math(EXPR h "${h}" OUTPUT_FORMAT HEXADECIMAL)
+  set(${out} "${h}" PARENT_SCOPE)
+endfunction()
+
 function(rdmadl_symbols_generate def outdir)
   file(STRINGS "${def}" lines REGEX "^RDMADL_SYM\\(")
   set(rename "/* Generated from loader/symbols.def by cmake/RdmadlSymbols.cmake. */\n")
   string(APPEND rename "#ifndef RDMADL_RENAME_H\n#define RDMADL_RENAME_H\n")
   set(list "")
+  set(hashes "/* Generated from loader/symbols.def by cmake/RdmadlSymbols.cmake. */\n")
   set(pairs "")
   set(max_IBV 0)
   set(max_CM 0)
@@ -62,6 +82,8 @@ function(rdmadl_symbols_generate def outdir)
       set(node "RDMACM_1.${minor}")
     endif()
     string(APPEND list "${name} ${node}\n")
+    rdmadl_gnu_hash(hash "${name}")
+    string(APPEND hashes "#define RDMADL_GNU_HASH_${name} ${hash}u\n")
     list(APPEND pairs "${name} ${node}")
     if(minor GREATER max_${lib})
       set(max_${lib} ${minor})
@@ -72,11 +94,15 @@ function(rdmadl_symbols_generate def outdir)
   # rdmadl's own diagnostics API (include/rdmadl/loader.h); everything else
   # of ours is hidden by visibility.
   string(APPEND map "RDMADL_0 {\n  global:\n    rdmadl_*;\n};\n")
-  rdmadl_version_nodes(ibv_nodes "IBVERBS_1." ${max_IBV} ON "" ${pairs})
+  # ibv_register_driver: like libibverbs, only a non-default IBVERBS_1.1
+  # entry, which loader/hand.c makes with .symver (a script can only make
+  # default versions).
+  rdmadl_version_nodes(ibv_nodes "IBVERBS_1." ${max_IBV} ON "ibv_register_driver" ${pairs})
   rdmadl_version_nodes(cm_nodes "RDMACM_1." ${max_CM} OFF "" ${pairs})
   string(APPEND map "${ibv_nodes}${cm_nodes}")
   file(MAKE_DIRECTORY "${outdir}")
-  foreach(pair "rdmadl_rename.h;rename" "rdmadl-verbs.map;map" "rdmadl_symbols.txt;list")
+  foreach(pair "rdmadl_rename.h;rename" "rdmadl-verbs.map;map" "rdmadl_symbols.txt;list"
+               "rdmadl_hashes.h;hashes")
     list(GET pair 0 file)
     list(GET pair 1 var)
     # Rewrite only on change so dependents do not rebuild needlessly.

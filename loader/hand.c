@@ -373,7 +373,12 @@ RDMADL_STUB_API int RDMADL_NAME(rfcntl)(int socket, int cmd, ...) {
   return -1;
 }
 
-/* Deprecated and bound only as the non-default IBVERBS_1.1 entry. */
+/* Deprecated and bound only as the non-default IBVERBS_1.1 entry; the shared
+ * drop-in exports it the same way, as ibv_register_driver@IBVERBS_1.1 (the
+ * version script leaves the name out, so only this versioned alias remains). */
+#ifdef RDMADL_DROPIN_SHARED
+__asm__(".symver ibv_register_driver, ibv_register_driver@IBVERBS_1.1");
+#endif
 RDMADL_STUB_API void RDMADL_NAME(ibv_register_driver)(const char *name,
                                                       rdmadl_ibv_driver_init_func init_func) {
   __typeof__(&ibv_register_driver) f = RDMADL_FN(ibv_register_driver);

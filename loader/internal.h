@@ -7,6 +7,7 @@
 #define RDMADL_LOADER_INTERNAL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define RDMADL_HIDDEN __attribute__((visibility("hidden")))
 
@@ -27,16 +28,20 @@ enum rdmadl_fail {
   RDMADL_FAIL_STR
 };
 
+/* Per symbol, without a single pointer (no relocation at start-up). */
 struct rdmadl_sym_meta {
-  const char *name;
-  const char *node;
-  unsigned char lib; /* rdmadl_lib */
-  unsigned char minor;
-  unsigned char fail; /* enum rdmadl_fail */
-  unsigned char emu;  /* impl EMU: hand.c falls back when the library lacks it */
+  uint32_t hash;       /* ELF GNU hash of the name (gen/rdmadl_hashes.h) */
+  unsigned short name; /* offset in the name table: rdmadl_sym_name() */
+  unsigned char lib;   /* rdmadl_lib */
+  unsigned char minor; /* version node IBVERBS_1.<minor> / RDMACM_1.<minor> */
+  unsigned char fail;  /* enum rdmadl_fail */
+  unsigned char emu;   /* impl EMU: hand.c falls back when the library lacks it */
 };
 
 RDMADL_HIDDEN extern const struct rdmadl_sym_meta rdmadl_sym_meta[RDMADL_NSYMS];
+/* The name and the version node of symbol IDX. */
+RDMADL_HIDDEN const char *rdmadl_sym_name(size_t idx);
+RDMADL_HIDDEN const char *rdmadl_sym_node(size_t idx);
 
 /* Resolved function per symbol, NULL until loaded or when missing. Written
  * once by the loader with release ordering. */

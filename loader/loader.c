@@ -1,20 +1,36 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The run-time loader: dlopens libibverbs.so.1 and librdmacm.so.1 once, binds
- * every symbol of symbols.def at its version node with dlvsym, and records
- * what it found for include/rdmadl/loader.h.
+ * every symbol of symbols.def at its version node, and records what it found
+ * for include/rdmadl/loader.h.
  *
- * Loading happens in a constructor and, through pthread_once, on the first
- * call of any stub, so nothing depends on constructor order. The libraries
- * are never dlclosed. A stub called back while this thread is inside dlopen
- * (a library's constructor calling an exported ibv_* name that binds to a
- * drop-in stub) resolves that one symbol from the object being loaded instead
- * of re-entering pthread_once, which would deadlock.
+ * Loading happens in a constructor and on the first call of any stub, so
+ * nothing depends on constructor order. The libraries are never dlclosed.
+ *
+ * Cost (bench/loader/): dlopen uses RTLD_LAZY, like a direct link: rdma-core's
+ * own libraries are linked -z now and are still bound completely, and a
+ * missing dependency still fails the dlopen; only the lazy PLT slots of their
+ * dependencies (libnl) bind on first use, as they do in a direct-linked
+ * program. Symbols are looked up in the loaded object's own GNU hash table
+ * and version table (what dlvsym does for a symbol the object defines), so an
+ * absent symbol costs no dlerror formatting, and a symbol an object only
+ * re-exports from a dependency (rdmadl itself, say) is never bound. Paths are
+ * canonicalised and the reason sentence is built only when asked for.
+ *
+ * One load per process, tracked by load_state. A stub called back while this
+ * thread is inside dlopen (a library's constructor calling an exported ibv_*
+ * name that binds to a drop-in stub) resolves that one symbol from the object
+ * being loaded. Another thread waits; if it has waited DEADLOCK_SECONDS while
+ * the loader is still inside dlopen (a constructor that joins a thread which
+ * calls verbs), its call fails instead of hanging. A fork() child whose
+ * loading thread is gone loads again from scratch.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <link.h>
 #include <pthread.h>
@@ -23,61 +39,118 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <infiniband/verbs.h>
 
 #include "internal.h"
 #include "rdmadl/loader.h"
+#include "rdmadl_hashes.h"
 
 #undef ibv_get_device_list
+
+/* All names in one object, each at a constant offset: no pointer, no
+ * relocation. */
+static const struct {
+#define RDMADL_SYM(lib, minor, fail, impl, ret, name, params, args) char n_##name[sizeof #name];
+#include "symbols.def"
+#undef RDMADL_SYM
+} sym_names = {
+#define RDMADL_SYM(lib, minor, fail, impl, ret, name, params, args) #name,
+#include "symbols.def"
+#undef RDMADL_SYM
+};
 
 const struct rdmadl_sym_meta rdmadl_sym_meta[RDMADL_NSYMS] = {
 #define RDMADL_LIB_IBV RDMADL_LIB_IBVERBS
 #define RDMADL_LIB_CM RDMADL_LIB_RDMACM
-#define RDMADL_NODE_IBV(minor) "IBVERBS_1." #minor
-#define RDMADL_NODE_CM(minor) "RDMACM_1." #minor
 #define RDMADL_EMU_GEN 0
 #define RDMADL_EMU_HAND 0
 #define RDMADL_EMU_EMU 1
 #define RDMADL_SYM(lib, minor, fail, impl, ret, name, params, args)                                \
-  {#name, RDMADL_NODE_##lib(minor), RDMADL_LIB_##lib, minor, RDMADL_FAIL_##fail, RDMADL_EMU_##impl},
+  {RDMADL_GNU_HASH_##name, offsetof(__typeof__(sym_names), n_##name),                              \
+   RDMADL_LIB_##lib,       minor,                                                                  \
+   RDMADL_FAIL_##fail,     RDMADL_EMU_##impl},
 #include "symbols.def"
 #undef RDMADL_SYM
+};
+
+enum { MAX_MINOR = 31 };
+#define NODES(p)                                                                                   \
+  {                                                                                                \
+    p "0", p "1", p "2", p "3", p "4", p "5", p "6", p "7", p "8", p "9", p "10", p "11", p "12",  \
+        p "13", p "14", p "15", p "16", p "17", p "18", p "19", p "20", p "21", p "22", p "23",    \
+        p "24", p "25", p "26", p "27", p "28", p "29", p "30", p "31"                             \
+  }
+static const char node_names[2][MAX_MINOR + 1][16] = {NODES("IBVERBS_1."), NODES("RDMACM_1.")};
+#define RDMADL_SYM(lib, minor, fail, impl, ret, name, params, args)                                \
+  _Static_assert((minor) <= MAX_MINOR, "node_names too short for " #name);
+#include "symbols.def"
+#undef RDMADL_SYM
+
+const char *rdmadl_sym_name(size_t idx) {
+  return (const char *)&sym_names + rdmadl_sym_meta[idx].name;
+}
+
+const char *rdmadl_sym_node(size_t idx) {
+  return node_names[rdmadl_sym_meta[idx].lib][rdmadl_sym_meta[idx].minor];
+}
+
+#define RDMADL_IS_IBV_IBV 1
+#define RDMADL_IS_IBV_CM 0
+enum {
+  NSYMS_IBV = 0
+#define RDMADL_SYM(lib, minor, fail, impl, ret, name, params, args) +RDMADL_IS_IBV_##lib
+#include "symbols.def"
+#undef RDMADL_SYM
+  ,
+  NSYMS_CM = RDMADL_NSYMS - NSYMS_IBV
 };
 
 void *rdmadl_fn[RDMADL_NSYMS];
 
 struct lib_info {
-  const char *soname;   /* what a real rdma-core library calls itself */
-  const char *env;      /* override variable */
-  const char *node_fmt; /* version node prefix */
+  const char *soname; /* what a real rdma-core library calls itself */
+  const char *env;    /* override variable */
+  const char *prefix; /* version node prefix */
+  size_t nsyms;
   rdmadl_state state;
   const char *requested;
-  char *path; /* realpath of the loaded file */
-  char *error;
-  char node[32];
-  size_t nsyms, nmissing;
-  void *handle;
+  char *open_name;      /* what was given to dlopen */
+  const char *node;     /* highest version node, in the object's string table */
+  const char *error;    /* a literal, or allocated; see lib_error() */
+  int stat_errno;       /* the override's stat() failed: error formatted on demand */
+  const char *path;     /* realpath of the loaded file, computed when asked */
+  struct link_map *map; /* the loaded object */
+  size_t nmissing;
 };
 
 static struct lib_info libs[2] = {
-    {"libibverbs.so.1", "RDMADL_IBVERBS_PATH", "IBVERBS_1.", RDMADL_STATE_NOT_FOUND, NULL, NULL,
-     NULL, "", 0, 0, NULL},
-    {"librdmacm.so.1", "RDMADL_RDMACM_PATH", "RDMACM_1.", RDMADL_STATE_NOT_FOUND, NULL, NULL, NULL,
-     "", 0, 0, NULL},
+    {.soname = "libibverbs.so.1",
+     .env = "RDMADL_IBVERBS_PATH",
+     .prefix = "IBVERBS_1.",
+     .nsyms = NSYMS_IBV,
+     .state = RDMADL_STATE_NOT_FOUND,
+     .nmissing = NSYMS_IBV},
+    {.soname = "librdmacm.so.1",
+     .env = "RDMADL_RDMACM_PATH",
+     .prefix = "RDMACM_1.",
+     .nsyms = NSYMS_CM,
+     .state = RDMADL_STATE_NOT_FOUND,
+     .nmissing = NSYMS_CM},
 };
 
-static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static int debug;
-static char reason[1024];
-/* Set while this thread runs dlopen for the loader; see the file comment. */
-static __thread const char *loading_path;
+static const char *reason; /* built when first asked for */
 
-static void logf_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* ---- diagnostics -------------------------------------------------------- */
+
+static void logf_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2), cold));
 static void logf_debug(const char *fmt, ...) {
-  if (!debug)
-    return;
   va_list ap;
   va_start(ap, fmt);
   fputs("rdmadl: ", stderr);
@@ -85,6 +158,12 @@ static void logf_debug(const char *fmt, ...) {
   fputc('\n', stderr);
   va_end(ap);
 }
+/* Arguments are not even evaluated unless RDMADL_DEBUG is on. */
+#define DEBUGF(...)                                                                                \
+  do {                                                                                             \
+    if (__builtin_expect(debug, 0))                                                                \
+      logf_debug(__VA_ARGS__);                                                                     \
+  } while (0)
 
 static char *dup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static char *dup_printf(const char *fmt, ...) {
@@ -97,200 +176,507 @@ static char *dup_printf(const char *fmt, ...) {
   return s;
 }
 
-static int env_flag(const char *name) {
-  const char *v = secure_getenv(name);
-  return v && *v && strcmp(v, "0") != 0;
+/* Publishes *S into *SLOT once; returns whichever string won. */
+static const char *publish(const char **slot, char *s) {
+  const char *expected = NULL;
+  if (!s)
+    return __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+  if (__atomic_compare_exchange_n(slot, &expected, s, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    return s;
+  free(s);
+  return expected;
 }
 
-/* The object containing rdmadl's loader: its load address, and the address
- * range its PT_LOAD segments span. Found once (dladdr costs thousands of
- * instructions; it used to run twice per bound symbol). Only used while
- * loading, i.e. under load_once or on the loading thread. */
-static struct {
-  int done;
-  const void *base;
-  uintptr_t lo, hi;
-} self;
+/* ---- environment -------------------------------------------------------- */
 
-static int find_self_range(struct dl_phdr_info *info, size_t size, void *arg) {
-  (void)size;
-  (void)arg;
-  if ((const void *)info->dlpi_addr != self.base)
-    return 0;
-  uintptr_t lo = UINTPTR_MAX, hi = 0;
-  for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++) {
-    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    if (ph->p_type != PT_LOAD)
+extern char **environ;
+
+/* The process environment as the kernel passed it, for a first use before
+ * libc has set environ (a .preinit_array function). */
+static struct {
+  int state; /* 0 unread, 1 read, -1 unavailable */
+  char *data;
+  size_t len;
+} early_env;
+
+static void read_early_env(void) {
+  early_env.state = -1;
+  int fd = open("/proc/self/environ", O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return;
+  size_t cap = 4096, len = 0;
+  char *buf = malloc(cap + 1);
+  for (;;) {
+    if (!buf)
+      break;
+    if (len == cap) {
+      char *bigger = realloc(buf, cap * 2 + 1);
+      if (!bigger) {
+        free(buf);
+        buf = NULL;
+        break;
+      }
+      buf = bigger;
+      cap *= 2;
+    }
+    ssize_t n = read(fd, buf + len, cap - len);
+    if (n < 0 && errno == EINTR)
       continue;
-    uintptr_t start = info->dlpi_addr + ph->p_vaddr;
-    if (start < lo)
-      lo = start;
-    if (start + ph->p_memsz > hi)
-      hi = start + ph->p_memsz;
+    if (n < 0) {
+      free(buf);
+      buf = NULL;
+      break;
+    }
+    if (n == 0)
+      break;
+    len += (size_t)n;
   }
-  if (lo < hi) {
-    self.lo = lo;
-    self.hi = hi;
+  close(fd);
+  if (!buf)
+    return;
+  buf[len] = '\0';
+  early_env.data = buf;
+  early_env.len = len;
+  early_env.state = 1;
+}
+
+/* rdmadl's variables, as secure_getenv would return them. */
+struct rdmadl_env {
+  const char *debug, *disable, *path[2];
+};
+
+static void env_match(struct rdmadl_env *e, const char *var) {
+  static const char *const names[] = {"DEBUG=", "DISABLE=", "IBVERBS_PATH=", "RDMACM_PATH="};
+  if (strncmp(var, "RDMADL_", 7) != 0)
+    return;
+  var += 7;
+  const char **slots[] = {&e->debug, &e->disable, &e->path[0], &e->path[1]};
+  for (size_t i = 0; i < 4; i++) {
+    size_t n = strlen(names[i]);
+    if (strncmp(var, names[i], n) == 0 && !*slots[i])
+      *slots[i] = var + n;
   }
+}
+
+/* Reads rdmadl's variables in one pass, also before libc has set environ.
+ * Returns 0 when the environment cannot be read at all. */
+static int env_read(struct rdmadl_env *e) {
+  memset(e, 0, sizeof *e);
+  if (getauxval(AT_SECURE))
+    return 1;
+  if (environ) {
+    for (char **v = environ; *v; v++)
+      if ((*v)[0] == 'R')
+        env_match(e, *v);
+    return 1;
+  }
+  if (early_env.state == 0)
+    read_early_env();
+  if (early_env.state < 0)
+    return 0;
+  for (size_t i = 0; i < early_env.len; i += strlen(early_env.data + i) + 1)
+    env_match(e, early_env.data + i);
   return 1;
 }
 
-static void find_self(void) {
-  if (__atomic_load_n(&self.done, __ATOMIC_ACQUIRE))
-    return;
-  Dl_info info;
-  if (dladdr((const void *)&find_self, &info) && info.dli_fbase) {
-    self.base = info.dli_fbase;
-    dl_iterate_phdr(find_self_range, NULL);
+/* 1 for 1/true/yes/on (any case, or a non-zero number), 0 for unset, empty,
+ * 0/false/no/off or zero, -1 for anything else. */
+static int parse_bool(const char *v) {
+  static const char *const yes[] = {"true", "yes", "on"}, *const no[] = {"false", "no", "off"};
+  if (!v || !*v)
+    return 0;
+  for (size_t i = 0; i < 3; i++) {
+    if (!strcasecmp(v, yes[i]))
+      return 1;
+    if (!strcasecmp(v, no[i]))
+      return 0;
   }
-  __atomic_store_n(&self.done, 1, __ATOMIC_RELEASE);
+  const char *p = v;
+  int nonzero = 0;
+  for (; *p >= '0' && *p <= '9'; p++)
+    nonzero |= *p != '0';
+  return *p == '\0' ? nonzero : -1;
 }
 
-/* The base address of the object containing rdmadl's loader. */
-static const void *self_base(void) {
-  find_self();
-  return self.base;
+/* ---- ELF ---------------------------------------------------------------- */
+
+/* An object's dynamic symbol table, as dlvsym would search it, and the
+ * version indices of one library's nodes. */
+struct elf_view {
+  ElfW(Addr) base;
+  const char *strtab;
+  const ElfW(Sym) * symtab;
+  const ElfW(Half) * versym;
+  const uint32_t *gnu_hash;
+  const char *soname;
+  const char *highest;                   /* highest node with the prefix */
+  int rdmadl;                            /* defines rdmadl's own RDMADL_0 */
+  ElfW(Half) vi_by_minor[MAX_MINOR + 1]; /* 0: the object lacks the node */
+};
+
+/* glibc relocates some d_ptr entries in place and not others. */
+static const void *dyn_ptr(const struct link_map *map, ElfW(Addr) p) {
+  return (const void *)(p < map->l_addr ? p + map->l_addr : p);
 }
 
-static int in_self(const void *addr) {
-  find_self();
-  return addr && (uintptr_t)addr >= self.lo && (uintptr_t)addr < self.hi;
-}
-
-/* Walks the loaded object's dynamic section for its soname and the highest
- * version node (by minor number) that it defines with NODE_FMT's prefix. */
-static void read_dynamic(struct link_map *map, const char *node_fmt, const char **soname,
-                         char *node, size_t node_size) {
-  const char *strtab = NULL;
-  ElfW(Addr) verdef = 0, soname_off = 0;
+static void elf_view_init(struct elf_view *v, const struct link_map *map, const char *prefix) {
+  memset(v, 0, sizeof *v);
+  v->base = map->l_addr;
+  const ElfW(Verdef) *verdef = NULL;
   ElfW(Word) verdefnum = 0;
+  ElfW(Addr) soname_off = 0;
   int have_soname = 0;
   for (const ElfW(Dyn) *d = map->l_ld; d->d_tag != DT_NULL; d++) {
     switch (d->d_tag) {
     case DT_STRTAB:
-      strtab = (const char *)d->d_un.d_ptr;
+      v->strtab = dyn_ptr(map, d->d_un.d_ptr);
+      break;
+    case DT_SYMTAB:
+      v->symtab = dyn_ptr(map, d->d_un.d_ptr);
+      break;
+    case DT_VERSYM:
+      v->versym = dyn_ptr(map, d->d_un.d_ptr);
+      break;
+    case DT_GNU_HASH:
+      v->gnu_hash = dyn_ptr(map, d->d_un.d_ptr);
+      break;
+    case DT_VERDEF:
+      verdef = dyn_ptr(map, d->d_un.d_ptr);
+      break;
+    case DT_VERDEFNUM:
+      verdefnum = d->d_un.d_val;
       break;
     case DT_SONAME:
       soname_off = d->d_un.d_val;
       have_soname = 1;
       break;
-    case DT_VERDEF:
-      verdef = d->d_un.d_ptr;
-      break;
-    case DT_VERDEFNUM:
-      verdefnum = d->d_un.d_val;
-      break;
     }
   }
-  /* glibc relocates some d_ptr entries in place and not others. */
-  if (strtab && (ElfW(Addr))strtab < map->l_addr)
-    strtab += map->l_addr;
-  if (verdef && verdef < map->l_addr)
-    verdef += map->l_addr;
-  *soname = (strtab && have_soname) ? strtab + soname_off : NULL;
-  node[0] = '\0';
-  if (!strtab || !verdef)
+  if (!v->strtab)
     return;
-  size_t prefix = strlen(node_fmt);
+  if (have_soname)
+    v->soname = v->strtab + soname_off;
+  size_t n = strlen(prefix);
   long best = -1;
-  const ElfW(Verdef) *vd = (const ElfW(Verdef) *)verdef;
-  for (ElfW(Word) i = 0; i < verdefnum; i++) {
-    if (!(vd->vd_flags & VER_FLG_BASE)) {
-      const ElfW(Verdaux) *aux = (const ElfW(Verdaux) *)((const char *)vd + vd->vd_aux);
-      const char *name = strtab + aux->vda_name;
-      char *end;
-      if (strncmp(name, node_fmt, prefix) == 0) {
-        long minor = strtol(name + prefix, &end, 10);
-        if (*end == '\0' && end != name + prefix && minor > best) {
+  for (ElfW(Word) i = 0; verdef && i < verdefnum; i++) {
+    const ElfW(Verdaux) *aux = (const ElfW(Verdaux) *)((const char *)verdef + verdef->vd_aux);
+    const char *name = v->strtab + aux->vda_name;
+    char *end;
+    if (verdef->vd_flags & VER_FLG_BASE) {
+      /* the file's own name, not a node */
+    } else if (strncmp(name, prefix, n) == 0) {
+      long minor = strtol(name + n, &end, 10);
+      if (*end == '\0' && end != name + n && minor >= 0) {
+        if (minor <= MAX_MINOR)
+          v->vi_by_minor[minor] = verdef->vd_ndx;
+        if (minor > best) {
           best = minor;
-          snprintf(node, node_size, "%s", name);
+          v->highest = name;
         }
       }
+    } else if (strcmp(name, "RDMADL_0") == 0) {
+      v->rdmadl = 1;
     }
-    if (!vd->vd_next)
+    if (!verdef->vd_next)
       break;
-    vd = (const ElfW(Verdef) *)((const char *)vd + vd->vd_next);
+    verdef = (const ElfW(Verdef) *)((const char *)verdef + verdef->vd_next);
   }
 }
 
-static void bind_symbols(rdmadl_lib which, struct lib_info *lib) {
-  for (size_t i = 0; i < RDMADL_NSYMS; i++) {
-    const struct rdmadl_sym_meta *m = &rdmadl_sym_meta[i];
-    if (m->lib != which)
-      continue;
-    void *f = dlvsym(lib->handle, m->name, m->node);
-    if (f && in_self(f)) {
-      logf_debug("%s@%s resolves to rdmadl itself; not bound", m->name, m->node);
-      f = NULL;
+/* Symbol IDX at its node as the object itself defines it (hidden, i.e.
+ * non-default, versions included, as dlvsym finds them), or NULL. *FALLBACK
+ * is set when the object's tables cannot answer (no GNU hash, an IFUNC) and
+ * dlvsym must. */
+static void *elf_lookup(const struct elf_view *v, size_t idx, int *fallback) {
+  const struct rdmadl_sym_meta *m = &rdmadl_sym_meta[idx];
+  const uint32_t *h = v->gnu_hash;
+  ElfW(Half) want = v->vi_by_minor[m->minor];
+  if (v->versym && !want)
+    return NULL; /* the object does not define that node */
+  if (!h || !v->symtab) {
+    *fallback = 1;
+    return NULL;
+  }
+  uint32_t nbuckets = h[0], symoffset = h[1], bloom_size = h[2], bloom_shift = h[3];
+  const ElfW(Addr) *bloom = (const ElfW(Addr) *)(h + 4);
+  const uint32_t *buckets = (const uint32_t *)(bloom + bloom_size);
+  const uint32_t *chain = buckets + nbuckets;
+  if (!nbuckets || !bloom_size)
+    return NULL;
+  const uint32_t hash = m->hash;
+  const unsigned bits = sizeof(ElfW(Addr)) * 8;
+  ElfW(Addr) word = bloom[(hash / bits) % bloom_size];
+  ElfW(Addr) mask =
+      ((ElfW(Addr))1 << (hash % bits)) | ((ElfW(Addr))1 << ((hash >> bloom_shift) % bits));
+  if ((word & mask) != mask)
+    return NULL;
+  uint32_t i = buckets[hash % nbuckets];
+  if (i < symoffset)
+    return NULL;
+  const char *name = rdmadl_sym_name(idx);
+  for (;; i++) {
+    uint32_t h2 = chain[i - symoffset];
+    const ElfW(Sym) *s = &v->symtab[i];
+    /* Unversioned objects: dlvsym accepts the plain symbol. */
+    if ((h2 | 1) == (hash | 1) && s->st_shndx != SHN_UNDEF &&
+        (!v->versym || (v->versym[i] & 0x7fff) == want) &&
+        strcmp(v->strtab + s->st_name, name) == 0) {
+      if (ELF64_ST_TYPE(s->st_info) == STT_GNU_IFUNC) {
+        *fallback = 1;
+        return NULL;
+      }
+      return (void *)(v->base + s->st_value);
     }
+    if (h2 & 1)
+      return NULL;
+  }
+}
+
+/* What the first bytes of an ELF file say it was built for, when that is not
+ * this process; NULL when it matches or is not an ELF file. */
+static const char *machine_name(unsigned m) {
+  switch (m) {
+  case EM_386:
+    return "i386";
+  case EM_X86_64:
+    return "x86-64";
+  case EM_AARCH64:
+    return "AArch64";
+  case EM_ARM:
+    return "ARM";
+  case EM_PPC:
+    return "PowerPC";
+  case EM_PPC64:
+    return "PowerPC64";
+  case EM_S390:
+    return "S/390";
+  case EM_RISCV:
+    return "RISC-V";
+  case EM_MIPS:
+    return "MIPS";
+  case 258:
+    return "LoongArch";
+  }
+  return "an unknown machine";
+}
+
+static char *elf_mismatch(const char *path) {
+  unsigned char e[20];
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0)
+    return NULL;
+  ssize_t n = read(fd, e, sizeof e);
+  close(fd);
+  if (n < (ssize_t)sizeof e || memcmp(e, ELFMAG, SELFMAG) != 0)
+    return n >= 0 && (n < SELFMAG || memcmp(e, ELFMAG, SELFMAG) != 0)
+               ? dup_printf("%s is not an ELF file", path)
+               : NULL;
+  const unsigned our_class = sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  const unsigned our_data = ELFDATA2LSB;
+  unsigned machine =
+      e[EI_DATA] == ELFDATA2LSB ? e[18] | (unsigned)e[19] << 8 : (unsigned)e[18] << 8 | e[19];
+#else
+  const unsigned our_data = ELFDATA2MSB;
+  unsigned machine =
+      e[EI_DATA] == ELFDATA2MSB ? (unsigned)e[18] << 8 | e[19] : e[18] | (unsigned)e[19] << 8;
+#endif
+  Dl_info info;
+  unsigned our_machine = 0;
+  /* Our own ELF header: the start of the object this code is in. */
+  if (dladdr((const void *)&elf_mismatch, &info) && info.dli_fbase)
+    our_machine = ((const ElfW(Ehdr) *)info.dli_fbase)->e_machine;
+  if (e[EI_CLASS] == our_class && e[EI_DATA] == our_data && machine == our_machine)
+    return NULL;
+  return dup_printf("%s is an ELF file for %s (%d-bit, %s-endian, e_machine %u); this process is "
+                    "%s (%d-bit, e_machine %u)",
+                    path, machine_name(machine), e[EI_CLASS] == ELFCLASS64 ? 64 : 32,
+                    e[EI_DATA] == ELFDATA2MSB ? "big" : "little", machine,
+                    machine_name(our_machine), our_class == ELFCLASS64 ? 64 : 32, our_machine);
+}
+
+static const char *file_kind(mode_t m) {
+  if (S_ISFIFO(m))
+    return "a FIFO";
+  if (S_ISCHR(m))
+    return "a character device";
+  if (S_ISBLK(m))
+    return "a block device";
+  if (S_ISDIR(m))
+    return "a directory";
+  if (S_ISSOCK(m))
+    return "a socket";
+  return "not a regular file";
+}
+
+static const char *lib_path(struct lib_info *l);
+static const char *lib_error(struct lib_info *l);
+
+/* ---- loading ------------------------------------------------------------ */
+
+enum { LOAD_NONE, LOAD_RUNNING, LOAD_DONE };
+enum { DEADLOCK_SECONDS = 5 };
+
+/* The uncontended load takes no lock: LOAD_NONE -> LOAD_RUNNING by
+ * compare-and-swap, LOAD_DONE published with a store. Threads that must wait
+ * announce themselves in nwaiters first, then sleep on load_cv; the loader
+ * broadcasts only when nwaiters says someone may be there (both sides use
+ * sequentially consistent operations, so one of them always sees the other). */
+static int load_state;       /* atomic */
+static pthread_t loader;     /* atomic: the loading thread, while LOAD_RUNNING */
+static int nwaiters;         /* atomic */
+static int loader_in_dlopen; /* atomic: inside dlopen, running others' constructors */
+static unsigned dlopen_gen;  /* atomic: counts the loader's dlopen calls */
+static const char *loader_open_name;
+static pthread_mutex_t load_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t load_cv = PTHREAD_COND_INITIALIZER;
+static int atfork_registered; /* atomic */
+
+static void wake_waiters(void) {
+  if (__atomic_load_n(&nwaiters, __ATOMIC_SEQ_CST) == 0)
+    return;
+  pthread_mutex_lock(&load_mu);
+  pthread_cond_broadcast(&load_cv);
+  pthread_mutex_unlock(&load_mu);
+}
+
+/* Runs dlopen with the bookkeeping the waiting threads rely on. */
+static void *loader_dlopen(const char *name, int flags) {
+  __atomic_store_n(&loader_open_name, name, __ATOMIC_RELEASE);
+  __atomic_add_fetch(&dlopen_gen, 1, __ATOMIC_SEQ_CST);
+  /* Waiters switch to the deadlock guard's timed wait. */
+  __atomic_store_n(&loader_in_dlopen, 1, __ATOMIC_SEQ_CST);
+  wake_waiters();
+  void *h = dlopen(name, flags);
+  __atomic_store_n(&loader_in_dlopen, 0, __ATOMIC_SEQ_CST);
+  wake_waiters();
+  return h;
+}
+
+static void bind_symbols(rdmadl_lib which, struct lib_info *lib, const struct elf_view *v,
+                         void *handle) {
+  lib->nmissing = 0;
+  for (size_t i = 0; i < RDMADL_NSYMS; i++) {
+    if (rdmadl_sym_meta[i].lib != which)
+      continue;
+    int fallback = 0;
+    void *f = elf_lookup(v, i, &fallback);
+    if (fallback)
+      f = dlvsym(handle, rdmadl_sym_name(i), rdmadl_sym_node(i));
     if (!f) {
       lib->nmissing++;
-      logf_debug("%s@%s: missing", m->name, m->node);
+      DEBUGF("%s@%s: missing", rdmadl_sym_name(i), rdmadl_sym_node(i));
       continue;
     }
-    logf_debug("%s@%s: %p", m->name, m->node, f);
+    DEBUGF("%s@%s: %p", rdmadl_sym_name(i), rdmadl_sym_node(i), f);
     __atomic_store_n(&rdmadl_fn[i], f, __ATOMIC_RELEASE);
   }
 }
 
-static void load_one(rdmadl_lib which) {
-  struct lib_info *lib = &libs[which];
-  const char *override = secure_getenv(lib->env);
-  lib->requested = (override && *override) ? override : lib->soname;
-
-  if (override && *override) {
-    struct stat st;
-    if (stat(override, &st) != 0) {
+/* Why dlopen failed, for the diagnostics; sets lib->state and lib->error. */
+static void classify_failure(struct lib_info *lib, const char *override, const char *err) {
+  if (!err)
+    err = "dlopen failed";
+  size_t n = strlen(lib->open_name);
+  /* glibc names the object it could not open first: ours, or a dependency. */
+  int ours = strncmp(err, lib->open_name, n) == 0 && err[n] == ':';
+  if (!override) {
+    if (ours && strstr(err, "No such file")) {
       lib->state = RDMADL_STATE_NOT_FOUND;
-      lib->error = dup_printf("%s=%s: %s", lib->env, override, strerror(errno));
-      logf_debug("%s", lib->error);
-      return;
+      lib->error = dup_printf("%s", err);
+    } else {
+      lib->state = RDMADL_STATE_LOAD_FAILED;
+      lib->error = ours ? dup_printf("%s", err)
+                        : dup_printf("%s was found but cannot be loaded: %s", lib->soname, err);
     }
-  }
-  logf_debug("dlopen(\"%s\")", lib->requested);
-  loading_path = lib->requested;
-  dlerror();
-  void *h = dlopen(lib->requested, RTLD_NOW | RTLD_LOCAL);
-  loading_path = NULL;
-  if (!h) {
-    const char *err = dlerror();
-    lib->error = dup_printf("%s", err ? err : "dlopen failed");
-    /* A search by soname that finds nothing is "not found"; everything
-     * else (a garbage file, missing dependencies) is a failed load. */
-    lib->state = (!override || !*override) && err && strstr(err, "No such file")
-                     ? RDMADL_STATE_NOT_FOUND
-                     : RDMADL_STATE_LOAD_FAILED;
-    logf_debug("dlopen failed: %s", lib->error);
     return;
   }
-  lib->handle = h;
-  struct link_map *map = NULL;
-  if (dlinfo(h, RTLD_DI_LINKMAP, &map) == 0 && map) {
-    char real[PATH_MAX];
-    lib->path = realpath(map->l_name, real) ? strdup(real) : strdup(map->l_name);
-    const char *soname = NULL;
-    read_dynamic(map, lib->node_fmt, &soname, lib->node, sizeof lib->node);
-    logf_debug("loaded %s (soname %s, highest node %s)", lib->path ? lib->path : "?",
-               soname ? soname : "none", lib->node[0] ? lib->node : "none");
-    if ((const void *)map->l_addr == self_base() && self_base()) {
-      lib->state = RDMADL_STATE_INCOMPATIBLE;
-      lib->error = dup_printf("%s is rdmadl itself, not rdma-core's library", lib->requested);
-      return;
-    }
-    if (!soname || strcmp(soname, lib->soname) != 0) {
-      lib->state = RDMADL_STATE_INCOMPATIBLE;
-      lib->error = dup_printf("%s has soname %s, expected %s", lib->path ? lib->path : "?",
-                              soname ? soname : "(none)", lib->soname);
-      logf_debug("%s", lib->error);
-      return;
-    }
+  lib->state = RDMADL_STATE_LOAD_FAILED;
+  char *what = elf_mismatch(lib->open_name);
+  if (what) {
+    lib->error = dup_printf("%s=%s: %s (%s)", lib->env, override, what, err);
+    free(what);
+  } else if (!ours) {
+    lib->error =
+        dup_printf("%s=%s: a library it needs cannot be loaded: %s", lib->env, override, err);
+  } else {
+    lib->error = dup_printf("%s", err);
   }
-  lib->nmissing = 0;
-  bind_symbols(which, lib);
+}
+
+static void load_one(rdmadl_lib which, const char *override) {
+  struct lib_info *lib = &libs[which];
+  if (override && !*override)
+    override = NULL;
+  lib->requested = override ? override : lib->soname;
+
+  if (override) {
+    /* An override is always a file, relative to the current directory when
+     * not absolute, never a name to search the library path for. */
+    lib->open_name = strchr(override, '/') ? (char *) override : dup_printf("./%s", override);
+    if (!lib->open_name) {
+      lib->state = RDMADL_STATE_LOAD_FAILED;
+      return;
+    }
+    struct stat st;
+    if (stat(lib->open_name, &st) != 0) {
+      lib->state = RDMADL_STATE_NOT_FOUND;
+      lib->stat_errno = errno;
+      DEBUGF("%s", lib_error(lib));
+      return;
+    }
+    /* dlopen would block on a FIFO and read whatever a device gives. */
+    if (!S_ISREG(st.st_mode)) {
+      lib->state = RDMADL_STATE_LOAD_FAILED;
+      lib->error = dup_printf("%s=%s: %s, not a regular file; only a regular file is loaded",
+                              lib->env, override, file_kind(st.st_mode));
+      DEBUGF("%s", lib->error);
+      return;
+    }
+  } else {
+    lib->open_name = (char *)lib->soname;
+  }
+  DEBUGF("dlopen(\"%s\")", lib->open_name);
+  dlerror();
+  void *h = loader_dlopen(lib->open_name, RTLD_LAZY | RTLD_LOCAL);
+  if (!h) {
+    classify_failure(lib, override, dlerror());
+    DEBUGF("dlopen failed: %s", lib->error);
+    return;
+  }
+  struct link_map *map = NULL;
+  if (dlinfo(h, RTLD_DI_LINKMAP, &map) != 0 || !map) {
+    lib->state = RDMADL_STATE_LOAD_FAILED;
+    lib->error = dup_printf("%s: no link map", lib->open_name);
+    return;
+  }
+  lib->map = map;
+  /* A relative name means nothing once the current directory changes. */
+  if (map->l_name[0] != '/')
+    lib_path(lib);
+  struct elf_view v;
+  elf_view_init(&v, map, lib->prefix);
+  lib->node = v.highest;
+  DEBUGF("loaded %s (soname %s, highest node %s)", map->l_name, v.soname ? v.soname : "none",
+         lib->node ? lib->node : "none");
+  if (v.rdmadl) {
+    lib->state = RDMADL_STATE_INCOMPATIBLE;
+    lib->error = dup_printf("%s is rdmadl itself, not rdma-core's library", lib->requested);
+    DEBUGF("%s", lib->error);
+    return;
+  }
+  if (!v.soname || strcmp(v.soname, lib->soname) != 0) {
+    lib->state = RDMADL_STATE_INCOMPATIBLE;
+    lib->error = dup_printf("%s has soname %s, expected %s", map->l_name,
+                            v.soname ? v.soname : "(none)", lib->soname);
+    DEBUGF("%s", lib->error);
+    return;
+  }
+  bind_symbols(which, lib, &v, h);
   if (lib->nmissing == lib->nsyms) {
     lib->state = RDMADL_STATE_INCOMPATIBLE;
     lib->error = dup_printf("%s exports none of its %zu symbols at their %s* version nodes",
-                            lib->path ? lib->path : lib->requested, lib->nsyms, lib->node_fmt);
+                            map->l_name, lib->nsyms, lib->prefix);
   } else {
     lib->state = lib->nmissing ? RDMADL_STATE_PARTIAL : RDMADL_STATE_LOADED;
   }
@@ -300,96 +686,234 @@ static int usable(rdmadl_state s) {
   return s == RDMADL_STATE_LOADED || s == RDMADL_STATE_PARTIAL;
 }
 
-static void build_reason(void) {
-  const struct lib_info *v = &libs[RDMADL_LIB_IBVERBS], *c = &libs[RDMADL_LIB_RDMACM];
+static char *build_reason(void) {
+  struct lib_info *v = &libs[RDMADL_LIB_IBVERBS], *c = &libs[RDMADL_LIB_RDMACM];
   switch (v->state) {
   case RDMADL_STATE_DISABLED:
-    snprintf(reason, sizeof reason, "RDMA disabled by RDMADL_DISABLE");
-    return;
+    return dup_printf("RDMA disabled by RDMADL_DISABLE");
   case RDMADL_STATE_LOADED:
   case RDMADL_STATE_PARTIAL:
     break;
   default:
-    snprintf(reason, sizeof reason, "%s %s: %s", v->requested, rdmadl_state_name(v->state),
-             v->error ? v->error : "unknown error");
-    return;
+    return dup_printf("%s %s: %s", v->requested, rdmadl_state_name(v->state),
+                      lib_error(v) ? lib_error(v) : "unknown error");
   }
-  int n = snprintf(reason, sizeof reason, "%s loaded (%s, %s", v->path ? v->path : v->requested,
-                   v->node[0] ? v->node : "no version node", rdmadl_state_name(v->state));
-  if (v->nmissing && n > 0 && (size_t)n < sizeof reason)
-    n += snprintf(reason + n, sizeof reason - (size_t)n, ": %zu of %zu symbols missing",
-                  v->nmissing, v->nsyms);
-  if (n > 0 && (size_t)n < sizeof reason) {
-    if (usable(c->state))
-      snprintf(reason + n, sizeof reason - (size_t)n, "); librdmacm %s",
-               rdmadl_state_name(c->state));
-    else
-      snprintf(reason + n, sizeof reason - (size_t)n, "); librdmacm %s: %s",
-               rdmadl_state_name(c->state), c->error ? c->error : "unknown error");
+  const char *path = lib_path(v);
+  char missing[64] = "";
+  if (v->nmissing)
+    snprintf(missing, sizeof missing, ": %zu of %zu symbols missing", v->nmissing, v->nsyms);
+  if (usable(c->state))
+    return dup_printf("%s loaded (%s, %s%s); librdmacm %s", path ? path : v->requested,
+                      v->node ? v->node : "no version node", rdmadl_state_name(v->state), missing,
+                      rdmadl_state_name(c->state));
+  return dup_printf("%s loaded (%s, %s%s); librdmacm %s: %s", path ? path : v->requested,
+                    v->node ? v->node : "no version node", rdmadl_state_name(v->state), missing,
+                    rdmadl_state_name(c->state), lib_error(c) ? lib_error(c) : "unknown error");
+}
+
+/* Loads both libraries from scratch (a fork child may run it again after
+ * its parent's loading thread was cut off midway). Returns 0 without
+ * deciding anything when the environment cannot be read. */
+static int load_all(void) {
+  int saved = errno;
+  struct rdmadl_env env;
+  if (!env_read(&env)) {
+    errno = saved;
+    return 0;
+  }
+  const char *dbg = env.debug, *dis = env.disable;
+  debug = parse_bool(dbg) == 1;
+  for (size_t k = 0; k < RDMADL_NSYMS; k++)
+    __atomic_store_n(&rdmadl_fn[k], NULL, __ATOMIC_RELAXED);
+  for (int i = 0; i < 2; i++) {
+    struct lib_info *l = &libs[i];
+    l->state = RDMADL_STATE_NOT_FOUND;
+    l->requested = l->soname;
+    l->open_name = NULL;
+    l->node = NULL;
+    l->error = NULL;
+    l->stat_errno = 0;
+    l->path = NULL;
+    l->map = NULL;
+    l->nmissing = l->nsyms;
+  }
+  reason = NULL;
+  int disable = parse_bool(dis);
+  if (disable < 0)
+    DEBUGF("RDMADL_DISABLE=%s is not a boolean (1/true/yes/on, 0/false/no/off); ignored", dis);
+  if (dbg && parse_bool(dbg) < 0)
+    DEBUGF("RDMADL_DEBUG=%s is not a boolean", dbg);
+  if (disable == 1) {
+    for (int i = 0; i < 2; i++) {
+      libs[i].state = RDMADL_STATE_DISABLED;
+      libs[i].error = "disabled by RDMADL_DISABLE";
+    }
+    DEBUGF("disabled by RDMADL_DISABLE");
+  } else {
+    load_one(RDMADL_LIB_IBVERBS, env.path[RDMADL_LIB_IBVERBS]);
+    struct lib_info *c = &libs[RDMADL_LIB_RDMACM];
+    if (usable(libs[RDMADL_LIB_IBVERBS].state)) {
+      load_one(RDMADL_LIB_RDMACM, env.path[RDMADL_LIB_RDMACM]);
+    } else {
+      const char *override = env.path[RDMADL_LIB_RDMACM];
+      c->requested = (override && *override) ? override : c->soname;
+      c->state = RDMADL_STATE_SKIPPED;
+      c->error = "not loaded because libibverbs is unusable";
+    }
+  }
+  if (debug)
+    logf_debug("%s", publish(&reason, build_reason()));
+  errno = saved;
+  return 1;
+}
+
+static void after_fork_child(void) {
+  /* Only the forking thread exists in the child: a load another thread had
+   * under way will never finish, and nobody else waits. */
+  pthread_mutex_init(&load_mu, NULL);
+  pthread_cond_init(&load_cv, NULL);
+  __atomic_store_n(&nwaiters, 0, __ATOMIC_RELAXED);
+  if (__atomic_load_n(&load_state, __ATOMIC_RELAXED) == LOAD_RUNNING &&
+      !pthread_equal(__atomic_load_n(&loader, __ATOMIC_RELAXED), pthread_self())) {
+    __atomic_store_n(&loader_in_dlopen, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&load_state, LOAD_NONE, __ATOMIC_RELAXED);
   }
 }
 
-static void load_all(void) {
-  int saved = errno;
-  debug = env_flag("RDMADL_DEBUG");
-  /* Until something binds, every symbol of each library is missing. */
-  for (size_t k = 0; k < RDMADL_NSYMS; k++)
-    libs[rdmadl_sym_meta[k].lib].nsyms++;
-  for (int i = 0; i < 2; i++)
-    libs[i].nmissing = libs[i].nsyms;
-  if (env_flag("RDMADL_DISABLE")) {
-    for (int i = 0; i < 2; i++) {
-      libs[i].state = RDMADL_STATE_DISABLED;
-      libs[i].requested = libs[i].soname;
-      libs[i].error = dup_printf("disabled by RDMADL_DISABLE");
+static void report_deadlock(const char *what) {
+  fprintf(stderr,
+          "rdmadl: %s: another thread has been loading %s for %d s and is still inside its "
+          "dlopen (a library constructor waiting for this thread?); this call fails with "
+          "EOPNOTSUPP instead of waiting forever\n",
+          what, __atomic_load_n(&loader_open_name, __ATOMIC_ACQUIRE), DEADLOCK_SECONDS);
+}
+
+enum { ENSURE_DONE = 1, ENSURE_REENTERED = 0, ENSURE_FAILED = -1, ENSURE_RETRY = 2 };
+
+/* Makes sure the load has happened. ENSURE_REENTERED: called by the loading
+ * thread itself (from a constructor inside its dlopen). ENSURE_FAILED: no
+ * decision (environment unreadable, or the deadlock guard gave up). */
+/* Waits for the load another thread runs. Returns its outcome, or
+ * ENSURE_FAILED from the deadlock guard, or ENSURE_RETRY when the loader
+ * gave up without deciding (then the caller may load). */
+static int wait_for_load(const char *what) {
+  __atomic_add_fetch(&nwaiters, 1, __ATOMIC_SEQ_CST);
+  pthread_mutex_lock(&load_mu);
+  unsigned gen = 0;
+  struct timespec deadline = {0, 0};
+  int result;
+  for (;;) {
+    int s = __atomic_load_n(&load_state, __ATOMIC_SEQ_CST);
+    if (s != LOAD_RUNNING) {
+      result = s == LOAD_DONE ? ENSURE_DONE : ENSURE_RETRY;
+      break;
     }
-    logf_debug("disabled by RDMADL_DISABLE");
-  } else {
-    load_one(RDMADL_LIB_IBVERBS);
-    if (usable(libs[RDMADL_LIB_IBVERBS].state)) {
-      load_one(RDMADL_LIB_RDMACM);
-    } else {
-      struct lib_info *c = &libs[RDMADL_LIB_RDMACM];
-      const char *override = secure_getenv(c->env);
-      c->requested = (override && *override) ? override : c->soname;
-      c->state = RDMADL_STATE_SKIPPED;
-      c->error = dup_printf("not loaded because libibverbs is unusable");
+    if (!__atomic_load_n(&loader_in_dlopen, __ATOMIC_SEQ_CST)) {
+      pthread_cond_wait(&load_cv, &load_mu);
+      continue;
+    }
+    unsigned g = __atomic_load_n(&dlopen_gen, __ATOMIC_SEQ_CST);
+    if (g != gen || deadline.tv_sec == 0) {
+      gen = g;
+      clock_gettime(CLOCK_MONOTONIC, &deadline);
+      deadline.tv_sec += DEADLOCK_SECONDS;
+    }
+    if (pthread_cond_clockwait(&load_cv, &load_mu, CLOCK_MONOTONIC, &deadline) == ETIMEDOUT &&
+        __atomic_load_n(&load_state, __ATOMIC_SEQ_CST) == LOAD_RUNNING &&
+        __atomic_load_n(&loader_in_dlopen, __ATOMIC_SEQ_CST) &&
+        __atomic_load_n(&dlopen_gen, __ATOMIC_SEQ_CST) == gen) {
+      result = ENSURE_FAILED;
+      break;
     }
   }
-  build_reason();
-  logf_debug("%s", reason);
-  errno = saved;
+  pthread_mutex_unlock(&load_mu);
+  __atomic_sub_fetch(&nwaiters, 1, __ATOMIC_SEQ_CST);
+  if (result == ENSURE_FAILED)
+    report_deadlock(what);
+  return result;
+}
+
+/* Makes sure the load has happened. ENSURE_REENTERED: called by the loading
+ * thread itself (from a constructor inside its dlopen). ENSURE_FAILED: no
+ * decision (environment unreadable, or the deadlock guard gave up). */
+static int ensure_slow(const char *what) {
+  for (;;) {
+    int s = __atomic_load_n(&load_state, __ATOMIC_ACQUIRE);
+    if (s == LOAD_DONE)
+      return ENSURE_DONE;
+    if (s == LOAD_NONE) {
+      if (__atomic_compare_exchange_n(&load_state, &s, LOAD_RUNNING, 0, __ATOMIC_SEQ_CST,
+                                      __ATOMIC_ACQUIRE))
+        break;
+      continue;
+    }
+    if (pthread_equal(__atomic_load_n(&loader, __ATOMIC_ACQUIRE), pthread_self()))
+      return ENSURE_REENTERED;
+    int r = wait_for_load(what);
+    if (r != ENSURE_RETRY)
+      return r;
+  }
+  __atomic_store_n(&loader, pthread_self(), __ATOMIC_RELEASE);
+  if (!__atomic_exchange_n(&atfork_registered, 1, __ATOMIC_RELAXED))
+    pthread_atfork(NULL, NULL, after_fork_child);
+  int latched = load_all();
+  if (!latched)
+    __atomic_store_n(&loader, (pthread_t)0, __ATOMIC_RELEASE);
+  __atomic_store_n(&load_state, latched ? LOAD_DONE : LOAD_NONE, __ATOMIC_SEQ_CST);
+  wake_waiters();
+  return latched ? ENSURE_DONE : ENSURE_FAILED;
+}
+
+static inline int ensure_named(const char *what) {
+  if (__builtin_expect(__atomic_load_n(&load_state, __ATOMIC_ACQUIRE) == LOAD_DONE, 1))
+    return ENSURE_DONE;
+  return ensure_slow(what);
+}
+
+static inline int ensure(void) {
+  return ensure_named("rdmadl");
 }
 
 __attribute__((constructor)) static void rdmadl_constructor(void) {
-  rdmadl_load();
+  ensure();
+}
+
+/* A symbol asked for by a constructor running inside the loader's own
+ * dlopen: from the object being loaded, never from rdmadl. */
+static void *resolve_during_dlopen(size_t idx) {
+  const char *name = __atomic_load_n(&loader_open_name, __ATOMIC_ACQUIRE);
+  void *h = name ? dlopen(name, RTLD_LAZY | RTLD_NOLOAD) : NULL;
+  struct link_map *map = NULL;
+  void *f = NULL;
+  if (h && dlinfo(h, RTLD_DI_LINKMAP, &map) == 0 && map) {
+    struct elf_view v;
+    elf_view_init(&v, map, libs[rdmadl_sym_meta[idx].lib].prefix);
+    int fallback = 0;
+    if (!v.rdmadl) {
+      f = elf_lookup(&v, idx, &fallback);
+      if (fallback)
+        f = dlvsym(h, rdmadl_sym_name(idx), rdmadl_sym_node(idx));
+    }
+  }
+  DEBUGF("%s@%s requested during dlopen: %p", rdmadl_sym_name(idx), rdmadl_sym_node(idx), f);
+  return f;
 }
 
 void *rdmadl_resolve_slow(enum rdmadl_sym_index idx) {
   int saved = errno;
-  const char *path = loading_path;
   void *f = NULL;
-  if (path) {
-    /* Re-entered from inside our own dlopen on this thread. */
-    const struct rdmadl_sym_meta *m = &rdmadl_sym_meta[idx];
-    void *h = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
-    if (h) {
-      f = dlvsym(h, m->name, m->node);
-      if (in_self(f))
-        f = NULL;
-    }
-    logf_debug("%s@%s requested during dlopen: %p", m->name, m->node, f);
-  } else {
-    pthread_once(&load_once, load_all);
+  switch (ensure_named(rdmadl_sym_name(idx))) {
+  case ENSURE_DONE:
     f = __atomic_load_n(&rdmadl_fn[idx], __ATOMIC_ACQUIRE);
+    break;
+  case ENSURE_REENTERED:
+    f = resolve_during_dlopen(idx);
+    break;
+  default:
+    break;
   }
   errno = saved;
   return f;
-}
-
-static void ensure(void) {
-  if (!loading_path)
-    pthread_once(&load_once, load_all);
 }
 
 int rdmadl_load(void) {
@@ -397,9 +921,19 @@ int rdmadl_load(void) {
   return usable(libs[RDMADL_LIB_IBVERBS].state) ? 0 : EOPNOTSUPP;
 }
 
-static const struct lib_info *lib_at(rdmadl_lib lib) {
+static struct lib_info *lib_at(rdmadl_lib lib) {
   ensure();
   return (lib == RDMADL_LIB_IBVERBS || lib == RDMADL_LIB_RDMACM) ? &libs[lib] : NULL;
+}
+
+static const char *lib_path(struct lib_info *l) {
+  if (!l->map)
+    return NULL;
+  const char *p = __atomic_load_n(&l->path, __ATOMIC_ACQUIRE);
+  if (p)
+    return p;
+  char *real = realpath(l->map->l_name, NULL);
+  return publish(&l->path, real ? real : strdup(l->map->l_name));
 }
 
 rdmadl_state rdmadl_lib_state(rdmadl_lib lib) {
@@ -433,18 +967,25 @@ const char *rdmadl_lib_requested(rdmadl_lib lib) {
 }
 
 const char *rdmadl_lib_path(rdmadl_lib lib) {
-  const struct lib_info *l = lib_at(lib);
-  return l ? l->path : NULL;
+  struct lib_info *l = lib_at(lib);
+  return l ? lib_path(l) : NULL;
+}
+
+static const char *lib_error(struct lib_info *l) {
+  const char *e = __atomic_load_n(&l->error, __ATOMIC_ACQUIRE);
+  if (e || !l->stat_errno)
+    return e;
+  return publish(&l->error, dup_printf("%s=%s: %s", l->env, l->requested, strerror(l->stat_errno)));
 }
 
 const char *rdmadl_lib_error(rdmadl_lib lib) {
-  const struct lib_info *l = lib_at(lib);
-  return l ? l->error : NULL;
+  struct lib_info *l = lib_at(lib);
+  return l ? lib_error(l) : NULL;
 }
 
 const char *rdmadl_lib_version_node(rdmadl_lib lib) {
   const struct lib_info *l = lib_at(lib);
-  return l && l->node[0] ? l->node : NULL;
+  return l ? l->node : NULL;
 }
 
 size_t rdmadl_lib_symbol_count(rdmadl_lib lib) {
@@ -464,7 +1005,7 @@ const char *rdmadl_lib_missing_symbol(rdmadl_lib lib, size_t i) {
     if (rdmadl_sym_meta[k].lib != lib || __atomic_load_n(&rdmadl_fn[k], __ATOMIC_ACQUIRE))
       continue;
     if (i-- == 0)
-      return rdmadl_sym_meta[k].name;
+      return rdmadl_sym_name(k);
   }
   return NULL;
 }
@@ -472,10 +1013,10 @@ const char *rdmadl_lib_missing_symbol(rdmadl_lib lib, size_t i) {
 int rdmadl_symbol_status(const char *name, const char **node) {
   ensure();
   for (size_t k = 0; name && k < RDMADL_NSYMS; k++) {
-    if (strcmp(rdmadl_sym_meta[k].name, name) != 0)
+    if (strcmp(rdmadl_sym_name(k), name) != 0)
       continue;
     if (node)
-      *node = rdmadl_sym_meta[k].node;
+      *node = rdmadl_sym_node(k);
     if (__atomic_load_n(&rdmadl_fn[k], __ATOMIC_ACQUIRE))
       return RDMADL_SYMBOL_RESOLVED;
     /* A fallback needs its library's older calls: none without the library. */
@@ -491,7 +1032,7 @@ const char *rdmadl_symbol_name(size_t i, rdmadl_lib *lib) {
     return NULL;
   if (lib)
     *lib = (rdmadl_lib)rdmadl_sym_meta[i].lib;
-  return rdmadl_sym_meta[i].name;
+  return rdmadl_sym_name(i);
 }
 
 rdmadl_stack rdmadl_stack_state(void) {
@@ -532,6 +1073,10 @@ const char *rdmadl_stack_name(rdmadl_stack stack) {
 }
 
 const char *rdmadl_reason(void) {
-  ensure();
-  return reason;
+  if (ensure() != ENSURE_DONE)
+    return "rdmadl has not loaded rdma-core yet";
+  const char *r = __atomic_load_n(&reason, __ATOMIC_ACQUIRE);
+  if (!r)
+    r = publish(&reason, build_reason());
+  return r ? r : "out of memory while describing rdmadl's state";
 }

@@ -23,35 +23,48 @@
 #undef ibv_reg_mr
 #undef ibv_reg_mr_iova
 
-#define RDMADL_BODY_VALUE(ret, params, args, failure)                                              \
+/*
+ * Each stub is a fast path the compiler turns into load, test, branch and an
+ * indirect tail jump (four instructions on x86-64; see bench/README.md), and
+ * a cold, out-of-line slow path with the same arguments: it loads if needed,
+ * forwards when the symbol is now bound, else fails as documented.
+ */
+#define RDMADL_FAIL_VALUE(failure) return failure;
+#define RDMADL_FAIL_NULLPTR(ret) RDMADL_FAIL_VALUE((ret)0)
+#define RDMADL_FAIL_ZERO(ret) RDMADL_FAIL_VALUE((ret)0)
+#define RDMADL_FAIL_M1(ret) RDMADL_FAIL_VALUE((ret)-1)
+#define RDMADL_FAIL_ERRNO(ret) RDMADL_FAIL_VALUE(EOPNOTSUPP)
+#define RDMADL_FAIL_NEGERRNO(ret) RDMADL_FAIL_VALUE(-EOPNOTSUPP)
+#define RDMADL_FAIL_VOID(ret) return;
+#define RDMADL_TAIL_VALUE(call) return call;
+#define RDMADL_TAIL_NULLPTR RDMADL_TAIL_VALUE
+#define RDMADL_TAIL_ZERO RDMADL_TAIL_VALUE
+#define RDMADL_TAIL_M1 RDMADL_TAIL_VALUE
+#define RDMADL_TAIL_ERRNO RDMADL_TAIL_VALUE
+#define RDMADL_TAIL_NEGERRNO RDMADL_TAIL_VALUE
+#define RDMADL_TAIL_VOID(call)                                                                     \
   {                                                                                                \
-    void *f = rdmadl_load_fn(idx);                                                                 \
-    if (__builtin_expect(f != NULL, 1))                                                            \
-      return ((ret(*) params)f)args;                                                               \
-    errno = EOPNOTSUPP;                                                                            \
-    return failure;                                                                                \
-  }
-#define RDMADL_BODY_NULLPTR(ret, params, args) RDMADL_BODY_VALUE(ret, params, args, (ret)0)
-#define RDMADL_BODY_ZERO(ret, params, args) RDMADL_BODY_VALUE(ret, params, args, (ret)0)
-#define RDMADL_BODY_M1(ret, params, args) RDMADL_BODY_VALUE(ret, params, args, (ret)-1)
-#define RDMADL_BODY_ERRNO(ret, params, args) RDMADL_BODY_VALUE(ret, params, args, EOPNOTSUPP)
-#define RDMADL_BODY_NEGERRNO(ret, params, args) RDMADL_BODY_VALUE(ret, params, args, -EOPNOTSUPP)
-#define RDMADL_BODY_VOID(ret, params, args)                                                        \
-  {                                                                                                \
-    void *f = rdmadl_load_fn(idx);                                                                 \
-    if (__builtin_expect(f != NULL, 1)) {                                                          \
-      ((ret(*) params)f) args;                                                                     \
-      return;                                                                                      \
-    }                                                                                              \
-    errno = EOPNOTSUPP;                                                                            \
+    call;                                                                                          \
+    return;                                                                                        \
   }
 
 #define RDMADL_IMPL_HAND(fail, ret, name, params, args)
 #define RDMADL_IMPL_EMU(fail, ret, name, params, args)
 #define RDMADL_IMPL_GEN(fail, ret, name, params, args)                                             \
+  __attribute__((cold, noinline)) static ret rdmadl_slow_##name params {                           \
+    void *f = rdmadl_resolve_slow(RDMADL_IDX_##name);                                              \
+    if (f) {                                                                                       \
+      RDMADL_TAIL_##fail(((ret(*) params)f)args)                                                   \
+    }                                                                                              \
+    errno = EOPNOTSUPP;                                                                            \
+    RDMADL_FAIL_##fail(ret)                                                                        \
+  }                                                                                                \
   RDMADL_STUB_API ret RDMADL_NAME(name) params {                                                   \
-    const enum rdmadl_sym_index idx = RDMADL_IDX_##name;                                           \
-    RDMADL_BODY_##fail(ret, params, args)                                                          \
+    void *f = __atomic_load_n(&rdmadl_fn[RDMADL_IDX_##name], __ATOMIC_ACQUIRE);                    \
+    if (__builtin_expect(f == NULL, 0)) {                                                          \
+      RDMADL_TAIL_##fail(rdmadl_slow_##name args)                                                  \
+    }                                                                                              \
+    RDMADL_TAIL_##fail(((ret(*) params)f)args)                                                     \
   }
 
 #define RDMADL_SYM(lib, minor, fail, impl, ret, name, params, args)                                \

@@ -2,6 +2,7 @@
 // rdmadl-info: what rdmadl found (libraries, kernel, devices) and why RDMA is
 // or is not usable here. See --help.
 #include <algorithm>
+#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -13,7 +14,8 @@
 
 namespace {
 
-constexpr int exit_usable = 0, exit_no_library = 1, exit_no_device = 2, exit_usage = 64;
+constexpr int exit_usable = 0, exit_no_library = 1, exit_no_device = 2, exit_usage = 64,
+              exit_io = 74;
 
 const char usage[] =
     "usage: rdmadl-info [--json] [--check] [--help]\n"
@@ -33,6 +35,10 @@ const char usage[] =
     "  2  libibverbs loaded but no usable device: the kernel has no RDMA support,\n"
     "     no device exists, or no port is active\n"
     " 64  bad command line\n"
+    " 74  the output could not be written (a full disk, a closed stdout)\n"
+    "\n"
+    "Text output escapes control characters in names and paths (\\n, \\t, \\xNN;\n"
+    "a backslash as \\\\) and prints - for an empty field.\n"
     "\n"
     "Environment: RDMADL_IBVERBS_PATH, RDMADL_RDMACM_PATH, RDMADL_DISABLE=1,\n"
     "RDMADL_DEBUG=1 (see rdmadl's README).\n";
@@ -68,6 +74,30 @@ std::string guid_str(std::uint64_t g) {
   std::snprintf(b, sizeof b, "%04x:%04x:%04x:%04x", unsigned(g >> 48) & 0xffff,
                 unsigned(g >> 32) & 0xffff, unsigned(g >> 16) & 0xffff, unsigned(g) & 0xffff);
   return b;
+}
+
+// One field of the text output: control characters escaped so that no path
+// can start a line of its own, "-" when empty.
+std::string text(std::string_view s) {
+  if (s.empty())
+    return "-";
+  std::string o;
+  for (unsigned char c : s) {
+    if (c == '\\') {
+      o += "\\\\";
+    } else if (c == '\n') {
+      o += "\\n";
+    } else if (c == '\t') {
+      o += "\\t";
+    } else if (c < 0x20 || c == 0x7f) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\x%02x", c);
+      o += b;
+    } else {
+      o += static_cast<char>(c);
+    }
+  }
+  return o;
 }
 
 report collect() {
@@ -154,11 +184,10 @@ void print_text(const report &r) {
   const char *names[2] = {"libibverbs", "librdmacm"};
   for (int i = 0; i < 2; i++) {
     const auto &l = r.libs[i];
-    std::printf("%s: %.*s\n", names[i], int(l.state_name.size()), l.state_name.data());
-    std::printf("  requested:    %.*s\n", int(l.requested.size()), l.requested.data());
-    std::printf("  path:         %.*s\n", int(l.path.size()), l.path.empty() ? "-" : l.path.data());
-    std::printf("  version node: %.*s\n", int(l.version_node.size()),
-                l.version_node.empty() ? "-" : l.version_node.data());
+    std::printf("%s: %s\n", names[i], text(l.state_name).c_str());
+    std::printf("  requested:    %s\n", text(l.requested).c_str());
+    std::printf("  path:         %s\n", text(l.path).c_str());
+    std::printf("  version node: %s\n", text(l.version_node).c_str());
     // Resolved, emulated (a fallback runs) and missing (EOPNOTSUPP) apart.
     std::printf("  symbols:      %zu bound, %zu emulated, %zu missing\n",
                 l.symbol_count - l.missing.size(), l.emulated.size(),
@@ -166,33 +195,31 @@ void print_text(const report &r) {
     if (!l.emulated.empty()) {
       std::printf("  emulated:    ");
       for (auto m : l.emulated)
-        std::printf(" %.*s", int(m.size()), m.data());
+        std::printf(" %s", text(m).c_str());
       std::printf("\n");
     }
     if (l.missing.size() > l.emulated.size() && l.missing.size() < l.symbol_count) {
       std::printf("  missing:     ");
       for (auto m : l.missing)
         if (std::find(l.emulated.begin(), l.emulated.end(), m) == l.emulated.end())
-          std::printf(" %.*s", int(m.size()), m.data());
+          std::printf(" %s", text(m).c_str());
       std::printf("\n");
     }
-    if (!l.error.empty())
-      std::printf("  error:        %.*s\n", int(l.error.size()), l.error.data());
+    std::printf("  error:        %s\n", text(l.error).c_str());
   }
   auto sn = rdmadl::name(r.stack);
-  std::printf("stack: %.*s\n", int(sn.size()), sn.data());
-  std::printf("usable: %s: %s\n", r.status == exit_usable ? "yes" : "no", r.why.c_str());
+  std::printf("stack: %s\n", text(sn).c_str());
+  std::printf("usable: %s: %s\n", r.status == exit_usable ? "yes" : "no", text(r.why).c_str());
   for (const auto &d : r.devices) {
     auto nn = rdmadl::name(d.node), tn = rdmadl::name(d.transport);
-    std::printf("device %s\n  guid:      %s\n  node type: %.*s\n  transport: %.*s\n",
-                d.name.c_str(), guid_str(d.guid).c_str(), int(nn.size()), nn.data(), int(tn.size()),
-                tn.data());
+    std::printf("device %s\n  guid:      %s\n  node type: %s\n  transport: %s\n",
+                text(d.name).c_str(), guid_str(d.guid).c_str(), text(nn).c_str(), text(tn).c_str());
     if (!d.error.empty())
-      std::printf("  error:     %s\n", d.error.c_str());
+      std::printf("  error:     %s\n", text(d.error).c_str());
     if (d.has_attr) {
       const auto &a = d.attr;
       auto an = rdmadl::name(a.atomic);
-      std::printf("  firmware:  %s\n  vendor:    0x%x part %u hw %u\n", a.fw_ver.c_str(),
+      std::printf("  firmware:  %s\n  vendor:    0x%x part %u hw %u\n", text(a.fw_ver).c_str(),
                   a.vendor_id, a.vendor_part_id, a.hw_ver);
       std::printf("  limits:    max_qp %d, max_qp_wr %d, max_cq %d, max_cqe %d, max_mr %d, "
                   "max_mr_size %" PRIu64 ", max_pd %d, max_sge %d, max_sge_rd %d,\n"
@@ -311,6 +338,16 @@ void print_json(const report &r) {
   std::fputs(o.c_str(), stdout);
 }
 
+// Whether everything printed reached stdout; says why not on stderr.
+bool flushed() {
+  errno = 0;
+  if (std::fflush(stdout) == 0 && !std::ferror(stdout))
+    return true;
+  std::fprintf(stderr, "rdmadl-info: cannot write the output: %s\n",
+               errno ? std::strerror(errno) : "write error");
+  return false;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -322,7 +359,7 @@ int main(int argc, char **argv) {
       check = true;
     } else if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
       std::fputs(usage, stdout);
-      return 0;
+      return flushed() ? 0 : exit_io;
     } else {
       std::fprintf(stderr, "rdmadl-info: unknown option '%s'\n%s", argv[i], usage);
       return exit_usage;
@@ -335,5 +372,5 @@ int main(int argc, char **argv) {
     print_json(r);
   else
     print_text(r);
-  return r.status;
+  return flushed() ? r.status : exit_io;
 }

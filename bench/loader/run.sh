@@ -1,30 +1,57 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# bench/loader/run.sh BUILD_DIR [RUNS]: start-up and per-call cost of rdmadl's
-# drop-in library vs the same programs linked directly with rdma-core 44.0,
-# in the same run. Prints a table with ratios (rdmadl / direct).
+# bench/loader/run.sh BUILD_DIR [RUNS]: whole-process start-up of test 1
+# (ibv_get_device_list once) and test 2 (plus rdma_create_event_channel),
+# each linked directly with rdma-core 44.0, with rdmadl's .a and .so.0, and
+# with a minimal NCCL-style loader; and the no-stack case against an empty
+# main(). Wall time: RUNS runs of each, interleaved, median (p25-p75) in us.
+# Instructions: callgrind's total for the whole process (ld.so included).
+# Ratios are against direct link (tests 1, 2) and the empty main (no stack).
 set -euo pipefail
 build=${1:?usage: run.sh BUILD_DIR [RUNS]}
-runs=${2:-300}
+runs=${2:-400}
 bin=$build/bench/loader
-rel=$(sed -n 's/^RDMADL_RELEASES_DIR:PATH=//p' "$build/CMakeCache.txt")
+rel=$(sed -n "s/^RDMADL_RELEASES_DIR:[A-Z]*=//p" "$build/CMakeCache.txt")
 lib=$rel/bookworm/lib
+# Every variant finds the same 44.0 libraries; rdmadl and the NCCL-style
+# loader by soname search, as in a real installation.
 export LD_LIBRARY_PATH=$lib
-# rdmadl finds the same release through the default soname search.
-time_runs() { # BINARY -> mean microseconds per process
-  local start end
-  start=$(date +%s%N)
-  for ((i = 0; i < runs; i++)); do "$1"; done
-  end=$(date +%s%N)
-  echo $(((end - start) / runs / 1000))
+unset RDMADL_IBVERBS_PATH RDMADL_RDMACM_PATH RDMADL_DISABLE RDMADL_DEBUG
+# No stack: this host has a system libibverbs, so the override names a file
+# that does not exist (one stat instead of a search of the library path).
+nostack=RDMADL_IBVERBS_PATH=/nonexistent/libibverbs.so.1
+specs=()
+for t in 1 2; do
+  for v in direct a so nccl; do specs+=("t$t.$v=$bin/bench_t${t}_$v"); done
+done
+specs+=("empty=$bin/bench_empty" "nostack.a=$bin/bench_t2_a,$nostack"
+        "nostack.so=$bin/bench_t2_so,$nostack")
+wall=$("$bin/bench_runner" "$runs" "${specs[@]}")
+
+instr() { # LABEL=BINARY[,VAR=VALUE...] -> callgrind's instruction total
+  local spec=${1#*=} binary env=()
+  IFS=, read -r binary rest <<<"$spec"
+  [ -n "${rest:-}" ] && env=("$rest")
+  env "${env[@]}" valgrind --tool=callgrind --callgrind-out-file=/dev/null "$binary" 2>&1 |
+    sed -n 's/.*Collected : //p'
 }
-# Warm the page cache, then alternate to share any drift.
-"$bin/bench_startup_rdmadl"; "$bin/bench_startup_direct"
-r1=$(time_runs "$bin/bench_startup_rdmadl"); d1=$(time_runs "$bin/bench_startup_direct")
-r2=$(time_runs "$bin/bench_startup_rdmadl"); d2=$(time_runs "$bin/bench_startup_direct")
-r=$(((r1 + r2) / 2)) d=$(((d1 + d2) / 2))
-pr=$("$bin/bench_percall_rdmadl") pd=$("$bin/bench_percall_direct")
-echo "rdma-core: $(cat "$rel/bookworm/version") ($lib)"
-printf '%-34s %12s %12s %8s\n' "measure" "rdmadl" "direct" "ratio"
-printf '%-34s %9d us %9d us %8.2f\n' "process start-up ($runs runs x2)" "$r" "$d" "$(echo "$r / $d" | bc -l)"
-printf '%-34s %9.2f ns %9.2f ns %8.2f\n' "ibv_wc_status_str per call" "$pr" "$pd" "$(echo "$pr / $pd" | bc -l)"
+declare -A ir
+for s in "${specs[@]}"; do ir[${s%%=*}]=$(instr "$s"); done
+
+echo "rdma-core $(cat "$rel/bookworm/version") ($lib), $runs runs each, $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
+echo "| start-up | wall median us (p25-p75) | wall ratio | instructions | instr. ratio |"
+echo "|---|---|---|---|---|"
+echo "$wall" | while read -r label med p25 p75; do
+  case $label in
+  t1.*) base=t1.direct ;;
+  t2.*) base=t2.direct ;;
+  *) base=empty ;;
+  esac
+  bmed=$(echo "$wall" | awk -v b="$base" '$1 == b {print $2}')
+  printf '| %s | %.0f (%.0f-%.0f) | %.3f | %s | %.3f |\n' "$label" "$med" "$p25" "$p75" \
+    "$(echo "$med / $bmed" | bc -l)" "${ir[$label]}" "$(echo "${ir[$label]} / ${ir[$base]}" | bc -l)"
+done
+echo
+printf '| per call, ibv_rate_to_mult | ns |\n|---|---|\n'
+for v in direct a so; do printf '| %s | %s |\n' "$v" "$("$bin/bench_percall_$v")"; done

@@ -1,13 +1,42 @@
 /* SPDX-License-Identifier: MIT */
-/* Whole-process start-up: load libibverbs and librdmacm, bind (rdmadl) or
- * relocate (direct link) everything, ask for the device list, exit. */
+/*
+ * Whole-process start-up, the program of issue 8's measurements:
+ *   BENCH_TEST=1  main() calls ibv_get_device_list once
+ *   BENCH_TEST=2  the same plus rdma_create_event_channel
+ *   BENCH_TEST=0  an empty main() (the floor)
+ * Built linked directly with rdma-core, with rdmadl's drop-in (.a, .so.0),
+ * and with BENCH_NCCL against nccl_loader.c's wrappers.
+ */
+#if BENCH_TEST > 0
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#ifdef BENCH_NCCL
+#include "nccl_loader.h"
+#define ibv_get_device_list_ bench_ibv_get_device_list
+#define ibv_free_device_list_ bench_ibv_free_device_list
+#define rdma_create_event_channel_ bench_rdma_create_event_channel
+#define rdma_destroy_event_channel_ bench_rdma_destroy_event_channel
+#else
+#undef ibv_get_device_list
+#define ibv_get_device_list_ ibv_get_device_list
+#define ibv_free_device_list_ ibv_free_device_list
+#define rdma_create_event_channel_ rdma_create_event_channel
+#define rdma_destroy_event_channel_ rdma_destroy_event_channel
+#endif
+#endif
+
 int main(void) {
+#if BENCH_TEST > 0
   int n = 0;
-  struct ibv_device **list = ibv_get_device_list(&n);
+  struct ibv_device **list = ibv_get_device_list_(&n);
   if (list)
-    ibv_free_device_list(list);
-  return rdma_event_str(RDMA_CM_EVENT_ESTABLISHED)[0] == 'R' ? 0 : 1;
+    ibv_free_device_list_(list);
+#endif
+#if BENCH_TEST > 1
+  struct rdma_event_channel *ch = rdma_create_event_channel_();
+  if (ch)
+    rdma_destroy_event_channel_(ch);
+#endif
+  return 0;
 }

@@ -6,14 +6,22 @@
  * safely, on first use) and binds every public symbol at its exact version
  * node. This C header reports the outcome. It includes no rdma-core header.
  *
- * Environment (read with secure_getenv, so set-uid programs ignore it):
- *   RDMADL_IBVERBS_PATH  file to load instead of libibverbs.so.1
- *   RDMADL_RDMACM_PATH   file to load instead of librdmacm.so.1
+ * Environment (read with secure_getenv, so set-uid programs ignore it; see
+ * README.md "Environment" for the exact rules):
+ *   RDMADL_IBVERBS_PATH  file to load instead of libibverbs.so.1 (a path;
+ *                        relative to the current directory, never searched;
+ *                        only a regular file is opened)
+ *   RDMADL_RDMACM_PATH   file to load instead of librdmacm.so.1 (same rules)
  *   RDMADL_DISABLE=1     behave exactly as if no RDMA stack were installed
+ *                        (1/true/yes/on; 0/false/no/off do not disable)
  *   RDMADL_DEBUG=1       log each resolution step to stderr
  *
  * All functions are thread-safe, never fail, and load the libraries first if
  * that has not happened yet. Returned strings live as long as the process.
+ * One exception to "load first": a thread that a library constructor running
+ * inside rdmadl's own dlopen waits for (it started and joins it) cannot be
+ * served; after 5 s it gets what is known so far (rdmadl_reason() then says
+ * that nothing is loaded yet) and its verbs calls fail with EOPNOTSUPP.
  */
 #ifndef RDMADL_LOADER_H
 #define RDMADL_LOADER_H

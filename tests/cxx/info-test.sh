@@ -31,4 +31,22 @@ if [ "$want" -ne 0 ]; then
 fi
 "$info" --help | grep -q -- '--check' || fail "--help does not document --check"
 "$info" --bogus >/dev/null 2>&1; [ $? -eq 64 ] || fail "an unknown option is not a usage error"
+# Write errors: a full device, a closed stdout.
+err=$("$info" 2>&1 >/dev/full); st=$?
+[ "$st" -eq 74 ] || fail "writing to /dev/full exited $st, expected 74"
+echo "$err" | grep -q 'cannot write the output' || fail "no message for a failed write: $err"
+"$info" --json >/dev/full 2>/dev/null; st=$?
+[ "$st" -eq 74 ] || fail "--json to /dev/full exited $st, expected 74"
+"$info" --help >/dev/full 2>/dev/null; st=$?
+[ "$st" -eq 74 ] || fail "--help to /dev/full exited $st, expected 74"
+"$info" >&- 2>/dev/null; st=$?
+[ "$st" -eq 74 ] || fail "a closed stdout exited $st, expected 74"
+# Empty fields print "-" (no library loaded in the environments this runs in).
+echo "$out" | grep -q '^  path:         -$' || fail "an empty path does not print -"
+echo "$out" | grep -q '^  version node: -$' || fail "an empty version node does not print -"
+# A path with a newline and a tab cannot start a line of its own.
+forged=$(RDMADL_DISABLE=0 RDMADL_IBVERBS_PATH="$(printf '/nonexistent/a\nusable: yes: forged\tx')" "$info")
+printf "%s\n" "$forged" | grep -q '^usable: yes' && fail "a path with a newline forged a line"
+printf "%s\n" "$forged" | grep -q 'requested:    /nonexistent/a\\nusable: yes: forged\\tx$' ||
+  fail "the newline in the path is not shown escaped"
 echo ok

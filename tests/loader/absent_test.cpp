@@ -10,6 +10,8 @@
 #include <string>
 #include <type_traits>
 
+#include <dlfcn.h>
+
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
@@ -49,6 +51,8 @@ const char *string_for_zero(const char *name) {
 }
 
 template <fail K, class F> std::string run(const char *name, F *f) {
+  if (!f)
+    return "not exported";
   using R = decltype(call_zero(f));
   errno = 0;
   if constexpr (std::is_void_v<R>) {
@@ -78,6 +82,16 @@ template <fail K, class F> std::string run(const char *name, F *f) {
   return "";
 }
 
+#ifdef RDMADL_TEST_DROPIN_SHARED
+// Like libibverbs, the shared drop-in has only a non-default
+// ibv_register_driver@IBVERBS_1.1, which no program can link by name.
+decltype(&::ibv_register_driver) register_driver_v11() {
+  return reinterpret_cast<decltype(&::ibv_register_driver)>(
+      dlvsym(RTLD_DEFAULT, "ibv_register_driver", "IBVERBS_1.1"));
+}
+#define ibv_register_driver (*register_driver_v11())
+#endif
+
 struct entry {
   const char *name;
   std::string (*check)();
@@ -89,6 +103,7 @@ const entry entries[] = {
 #include "symbols.def"
 #undef RDMADL_SYM
 };
+#undef ibv_register_driver
 
 bool disabled() {
   const char *v = std::getenv("RDMADL_DISABLE");
@@ -104,6 +119,16 @@ TEST_CASE("absent: every stub fails as its man page documents, with EOPNOTSUPP")
     CHECK(e.check() == "");
   }
 }
+
+#ifdef RDMADL_TEST_DROPIN_SHARED
+TEST_CASE("absent: ibv_register_driver is only a non-default IBVERBS_1.1 entry, as in libibverbs") {
+  CHECK(register_driver_v11() != nullptr);
+  CHECK(dlvsym(RTLD_DEFAULT, "ibv_open_device", "IBVERBS_1.1") != nullptr);
+  // Unversioned lookups find default versions only.
+  CHECK(dlsym(RTLD_DEFAULT, "ibv_open_device") != nullptr);
+  CHECK(dlsym(RTLD_DEFAULT, "ibv_register_driver") == nullptr);
+}
+#endif
 
 TEST_CASE("absent: ibv_get_device_list sets *num_devices to 0") {
   int n = 42;
