@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "rdmadl/rdmadl.hpp"
+#include "symbol_counts.h"
 
 using namespace rdmadl;
 using namespace std::chrono_literals;
@@ -26,18 +27,8 @@ template <class T> void not_supported(const result<T> &r, const char *what) {
 #define NOT_SUPPORTED(expr) not_supported((expr), #expr)
 
 // The number of symbols each library has in the one table (loader/symbols.def).
-constexpr int rdmadl_is_IBV = 1, rdmadl_is_CM = 0;
-constexpr std::size_t ibverbs_symbols = 0
-#define RDMADL_SYM(lib, minor, fail, impl, ret, name, params, args) +rdmadl_is_##lib
-#include "symbols.def"
-#undef RDMADL_SYM
-    ;
-constexpr std::size_t rdmacm_symbols = 0
-#define RDMADL_SYM(lib, minor, fail, impl, ret, name, params, args) +(1 - rdmadl_is_##lib)
-#include "symbols.def"
-#undef RDMADL_SYM
-    ;
-static_assert(ibverbs_symbols > 0 && rdmacm_symbols > 0);
+constexpr std::size_t ibverbs_symbols = RDMADL_TEST_IBV_SYMBOLS;
+constexpr std::size_t rdmacm_symbols = RDMADL_TEST_CM_SYMBOLS;
 
 // Set by the tier that runs this test against a real rdma-core release with
 // no override: the library loads, the kernel has no RDMA.

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
-// Absent stack, table-driven: every one of the 169 drop-in stubs, called with
+// Absent stack, table-driven: every one of the drop-in stubs, called with
 // zeroed arguments, fails the way its man page documents failure and sets
 // errno to EOPNOTSUPP (the string functions still return their strings).
 // ctest runs it with RDMADL_DISABLE=1 and with override paths that do not
 // exist; the diagnostics must name that reason.
+#include "symbol_counts.h"
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -113,7 +114,7 @@ bool disabled() {
 } // namespace
 
 TEST_CASE("absent: every stub fails as its man page documents, with EOPNOTSUPP") {
-  CHECK(sizeof entries / sizeof entries[0] == 169);
+  CHECK(sizeof entries / sizeof entries[0] == RDMADL_TEST_ALL_SYMBOLS);
   for (const entry &e : entries) {
     CAPTURE(e.name);
     CHECK(e.check() == "");
@@ -163,12 +164,12 @@ TEST_CASE("absent: diagnostics name the reason") {
         (disabled() ? RDMADL_STATE_DISABLED : RDMADL_STATE_SKIPPED));
   CHECK(rdmadl_lib_path(RDMADL_LIB_IBVERBS) == nullptr);
   CHECK(rdmadl_lib_version_node(RDMADL_LIB_IBVERBS) == nullptr);
-  CHECK(rdmadl_lib_symbol_count(RDMADL_LIB_IBVERBS) == 95);
-  CHECK(rdmadl_lib_symbol_count(RDMADL_LIB_RDMACM) == 74);
-  CHECK(rdmadl_lib_missing_count(RDMADL_LIB_IBVERBS) == 95);
-  CHECK(rdmadl_lib_missing_count(RDMADL_LIB_RDMACM) == 74);
+  CHECK(rdmadl_lib_symbol_count(RDMADL_LIB_IBVERBS) == RDMADL_TEST_IBV_SYMBOLS);
+  CHECK(rdmadl_lib_symbol_count(RDMADL_LIB_RDMACM) == RDMADL_TEST_CM_SYMBOLS);
+  CHECK(rdmadl_lib_missing_count(RDMADL_LIB_IBVERBS) == RDMADL_TEST_IBV_SYMBOLS);
+  CHECK(rdmadl_lib_missing_count(RDMADL_LIB_RDMACM) == RDMADL_TEST_CM_SYMBOLS);
   CHECK(std::string(rdmadl_lib_missing_symbol(RDMADL_LIB_RDMACM, 0)).rfind("r", 0) == 0);
-  CHECK(rdmadl_lib_missing_symbol(RDMADL_LIB_IBVERBS, 95) == nullptr);
+  CHECK(rdmadl_lib_missing_symbol(RDMADL_LIB_IBVERBS, RDMADL_TEST_IBV_SYMBOLS) == nullptr);
   CHECK(rdmadl_stack_state() == (disabled() ? RDMADL_STACK_DISABLED : RDMADL_STACK_NO_LIBRARY));
   std::string reason = rdmadl_reason();
   CAPTURE(reason);
@@ -196,7 +197,7 @@ TEST_CASE("absent: per-symbol queries") {
   CHECK(rdmadl_symbol_status(nullptr, nullptr) == -1);
   rdmadl_lib lib{};
   CHECK(rdmadl_symbol_name(168, &lib) != nullptr);
-  CHECK(rdmadl_symbol_name(169, &lib) == nullptr);
+  CHECK(rdmadl_symbol_name(RDMADL_TEST_ALL_SYMBOLS, &lib) == nullptr);
 }
 
 TEST_CASE("absent: no symbol is emulated without a library") {
@@ -207,7 +208,7 @@ TEST_CASE("absent: no symbol is emulated without a library") {
     CAPTURE(name);
     CHECK(rdmadl_symbol_status(name, nullptr) == RDMADL_SYMBOL_MISSING);
   }
-  CHECK(n == 169);
+  CHECK(n == RDMADL_TEST_ALL_SYMBOLS);
   ibv_buf *buf = nullptr;
   errno = 0;
   CHECK(ibv_alloc_buf(nullptr, 4096, &buf) == nullptr);

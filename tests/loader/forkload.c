@@ -3,10 +3,12 @@
  * fork() while another thread is inside the loader: thread B's first stub
  * call dlopens tests/fakes' fake_hooked, whose constructor calls
  * fake_ctor_hook() below, which holds B there while the main thread forks.
- * The child must load from scratch and count 95 symbols, not twice as many.
+ * The child must load from scratch and count the table's libibverbs symbols
+ * once, not twice as many.
  * Linked with the drop-in archive so that this runs before rdmadl's own
  * constructor. Exit 0 when parent and child agree with that.
  */
+#include "symbol_counts.h"
 #include <errno.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -49,7 +51,8 @@ static int child(void) {
   printf("child: state %s, %zu symbols, %zu missing, list %s\n", rdmadl_state_name(st), count,
          missing, list ? "yes" : "no");
   fflush(stdout);
-  return st == RDMADL_STATE_LOADED && count == 95 && missing == 0 && list ? 0 : 1;
+  return st == RDMADL_STATE_LOADED && count == RDMADL_TEST_IBV_SYMBOLS && missing == 0 && list ? 0
+                                                                                               : 1;
 }
 
 __attribute__((constructor(101))) static void race(void) {
@@ -73,7 +76,8 @@ int main(void) {
   printf("parent: state %s, %zu symbols, %zu missing\n",
          rdmadl_state_name(rdmadl_lib_state(RDMADL_LIB_IBVERBS)), count,
          rdmadl_lib_missing_count(RDMADL_LIB_IBVERBS));
-  int ok = WIFEXITED(child_status) && WEXITSTATUS(child_status) == 0 && count == 95 &&
+  int ok = WIFEXITED(child_status) && WEXITSTATUS(child_status) == 0 &&
+           count == RDMADL_TEST_IBV_SYMBOLS &&
            rdmadl_lib_state(RDMADL_LIB_IBVERBS) == RDMADL_STATE_LOADED;
   printf("forkload: %s (child status %d)\n", ok ? "consistent" : "INCONSISTENT", child_status);
   return ok ? 0 : 1;
