@@ -1369,7 +1369,8 @@ static int rq_push(struct fp_rq *rq, const struct ibv_recv_wr *wr) {
   memset(r, 0, sizeof(*r));
   r->wr_id = wr->wr_id;
   r->num_sge = wr->num_sge;
-  memcpy(r->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(struct ibv_sge));
+  if (wr->num_sge > 0)
+    memcpy(r->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(struct ibv_sge));
   rq->len++;
   return 0;
 }
@@ -1878,7 +1879,8 @@ static uint8_t *gather(const struct fakeprov_wr_record *r, uint32_t len) {
   }
   uint32_t at = 0;
   for (int i = 0; i < r->num_sge && i < FAKEPROV_MAX_RECORD_SGE; i++) {
-    memcpy(b + at, (const void *)(uintptr_t)r->sge[i].addr, r->sge[i].length);
+    if (r->sge[i].length)
+      memcpy(b + at, (const void *)(uintptr_t)r->sge[i].addr, r->sge[i].length);
     at += r->sge[i].length;
   }
   return b;
@@ -2218,8 +2220,9 @@ static int op_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_se
       if (total <= FAKEPROV_MAX_RECORD_INLINE && total <= q->cap.max_inline_data) {
         uint32_t at = 0;
         for (int s = 0; s < w->num_sge; s++) {
-          memcpy(r->inline_data + at, (const void *)(uintptr_t)w->sg_list[s].addr,
-                 w->sg_list[s].length);
+          if (w->sg_list[s].length)
+            memcpy(r->inline_data + at, (const void *)(uintptr_t)w->sg_list[s].addr,
+                   w->sg_list[s].length);
           at += w->sg_list[s].length;
         }
       }
@@ -2520,7 +2523,8 @@ static void wr_set_inline_data_list(struct ibv_qp_ex *qpx, size_t n,
     if (total <= FAKEPROV_MAX_RECORD_INLINE) {
       uint32_t at = 0;
       for (size_t i = 0; i < n; i++) {
-        memcpy(r->inline_data + at, buf[i].addr, buf[i].length);
+        if (buf[i].length)
+          memcpy(r->inline_data + at, buf[i].addr, buf[i].length);
         at += (uint32_t)buf[i].length;
       }
     }
