@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "detail.hpp"
+#include "nodes.hpp"
 #include "rdmadl/cm.hpp"
 
 namespace rdmadl {
@@ -18,27 +19,22 @@ namespace rdmadl {
 namespace detail {
 
 struct cm_state {
-  event_channel ch;
-  rdma_cm_id *id = nullptr;
+  std::shared_ptr<cm_id_node> idn = std::make_shared<cm_id_node>();
   context ctx;
   protection_domain pd;
   completion_queue cq;
   queue_pair qp;
-  bool qp_created = false;
   bool connected = false;
   bool answered = false; // connection request: accepted or rejected
   std::vector<std::byte> peer_data;
 
+  rdma_cm_id *id() const noexcept { return idn->id; }
+  rdma_event_channel *ch() const noexcept { return idn->ch.native_handle(); }
+  // The members then go in reverse order: the QP, CQ, PD and context each
+  // keep the id (and its channel) alive for as long as they live.
   ~cm_state() {
-    if (connected && id)
-      rdma_disconnect(id);
-    qp = queue_pair();
-    if (qp_created)
-      rdma_destroy_qp(id);
-    cq = completion_queue();
-    pd = protection_domain();
-    if (id)
-      rdma_destroy_id(id);
+    if (connected && idn->id)
+      rdma_disconnect(idn->id);
   }
 };
 
@@ -54,21 +50,25 @@ using ms = std::chrono::milliseconds;
 
 // Waits up to timeout for the next event on ch. The caller acks it.
 result<rdma_cm_event *> next_event(rdma_event_channel *ch, ms timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto deadline = detail::deadline(timeout);
   for (;;) {
     rdma_cm_event *ev = nullptr;
     if (rdma_get_cm_event(ch, &ev) == 0)
       return ev;
     if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
       return detail::last_error();
-    auto left = std::chrono::duration_cast<ms>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0)
+    int left = detail::poll_timeout(deadline);
+    if (left == 0)
       return errc::timed_out;
     pollfd p{ch->fd, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 1 << 30))) < 0 &&
-        errno != EINTR)
+    if (::poll(&p, 1, left) < 0 && errno != EINTR)
       return detail::last_error();
   }
+}
+
+// rdma_cm's millisecond timeouts are ints.
+int cm_timeout(ms t) noexcept {
+  return t.count() <= 0 ? 0 : t.count() > (1 << 30) ? (1 << 30) : static_cast<int>(t.count());
 }
 
 std::error_code event_error(const rdma_cm_event *ev) {
@@ -121,11 +121,18 @@ result<sockaddr_storage> resolve(std::string_view host, std::uint16_t port, bool
   return ss;
 }
 
-// PD, CQ and QP on the id's device.
+// PD, CQ and QP on the id's device, honouring opts.qp (SRQ, WR API) and
+// refusing what rdma_cm decides itself (port, GID).
 result<void> setup_qp(detail::cm_state &s, const cm_options &opts) {
   if (opts.qp.type != qp_type::rc)
     return errc::wrong_qp_type;
-  s.ctx = context::borrow(s.id->verbs);
+  const gid_selector default_sel;
+  if (opts.qp.port != 0 || opts.qp.gid_index >= 0 || opts.qp.gid.type != default_sel.type ||
+      opts.qp.gid.ipv4 != default_sel.ipv4)
+    return errc::not_honoured;
+  if (opts.qp.srq && !*opts.qp.srq)
+    return detail::empty_error();
+  s.ctx = detail::borrow_context(s.id()->verbs, s.idn);
   auto pd = protection_domain::create(s.ctx);
   if (!pd)
     return pd.error();
@@ -140,26 +147,75 @@ result<void> setup_qp(detail::cm_state &s, const cm_options &opts) {
   auto dev = s.ctx.query_device();
   if (!dev)
     return dev.error();
-  auto clamp = [](std::uint32_t v, int max) {
-    return std::clamp<std::uint32_t>(v, 1, static_cast<std::uint32_t>(std::max(1, max)));
-  };
-  ibv_qp_init_attr a{};
-  a.qp_type = IBV_QPT_RC;
-  a.send_cq = s.cq.native_handle();
-  a.recv_cq = s.cq.native_handle();
-  a.cap.max_send_wr = clamp(opts.qp.send_depth, dev->max_qp_wr);
-  a.cap.max_recv_wr = clamp(opts.qp.recv_depth, dev->max_qp_wr);
-  a.cap.max_send_sge = clamp(opts.qp.max_send_sge, dev->max_sge);
-  a.cap.max_recv_sge = clamp(opts.qp.max_recv_sge, dev->max_sge);
-  a.cap.max_inline_data = opts.qp.max_inline;
-  if (rdma_create_qp(s.id, s.pd.native_handle(), &a))
-    return detail::last_error();
-  s.qp_created = true;
-  auto qp = queue_pair::borrow(s.id->qp, qp_type::rc);
-  if (!qp)
-    return qp.error();
-  s.qp = std::move(*qp);
+  ibv_qp_cap cap{};
+  cap.max_send_wr = detail::clamp_to(opts.qp.send_depth, dev->max_qp_wr);
+  cap.max_recv_wr = opts.qp.srq ? 0 : detail::clamp_to(opts.qp.recv_depth, dev->max_qp_wr);
+  cap.max_send_sge = detail::clamp_to(opts.qp.max_send_sge, dev->max_sge);
+  cap.max_recv_sge = opts.qp.srq ? 0 : detail::clamp_to(opts.qp.max_recv_sge, dev->max_sge);
+  cap.max_inline_data = opts.qp.max_inline;
+  ibv_srq *srq = opts.qp.srq ? opts.qp.srq->native_handle() : nullptr;
+
+  auto n = std::make_shared<detail::qp_node>();
+  bool made = false;
+  if (opts.qp.wr_api && s.ctx.supports(feature::wr_api)) {
+    ibv_qp_init_attr_ex ax{};
+    ax.qp_type = IBV_QPT_RC;
+    ax.send_cq = s.cq.native_handle();
+    ax.recv_cq = s.cq.native_handle();
+    ax.srq = srq;
+    ax.cap = cap;
+    ax.pd = s.pd.native_handle();
+    ax.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+    ax.send_ops_flags = detail::qp_ex_send_ops(IBV_QPT_RC);
+    errno = 0;
+    if (rdma_create_qp_ex(s.id(), &ax) == 0) {
+      made = true;
+      n->qpx = ibv_qp_to_qp_ex(s.id()->qp);
+    } else if (!detail::not_offered(errno)) {
+      return detail::last_error();
+    }
+  }
+  if (!made) {
+    ibv_qp_init_attr a{};
+    a.qp_type = IBV_QPT_RC;
+    a.send_cq = s.cq.native_handle();
+    a.recv_cq = s.cq.native_handle();
+    a.srq = srq;
+    a.cap = cap;
+    if (rdma_create_qp(s.id(), s.pd.native_handle(), &a))
+      return detail::last_error();
+  }
+  n->qp = s.id()->qp;
+  n->kind = detail::qp_node::owner_kind::rdma_cm;
+  n->cm_id = s.id();
+  n->owner = s.idn;
+  n->type = qp_type::rc;
+  n->pd = detail::access::node(s.pd);
+  n->send_cq = n->recv_cq = detail::access::node(s.cq);
+  if (opts.qp.srq)
+    n->srq = detail::access::node(*opts.qp.srq);
+  n->port = s.id()->port_num;
+  detail::access::set(s.qp, std::move(n));
   return {};
+}
+
+// Once connected, the QP's port and source GID are the ones rdma_cm chose:
+// read them back so local_endpoint() and address handles use them.
+void learn_path(detail::cm_state &s) noexcept {
+  auto &n = detail::access::node(s.qp);
+  if (!n)
+    return;
+  std::uint8_t port = s.id()->port_num;
+  if (!detail::init_from_qp(*n, s.ctx, port, -1, {}).ok())
+    n->port = port; // keep what rdma_cm said; the GID stays unknown
+}
+
+// Any failure while RDMA cannot work here is reported as that (equal to
+// operation_not_supported), not as the errno of the step that noticed.
+template <class T> result<T> or_stack(result<T> r) {
+  if (!r && rdmadl::stack() != stack_state::ready)
+    return detail::stack_error(0);
+  return r;
 }
 
 rdma_conn_param conn_param(const detail::cm_state &s, const cm_options &opts) {
@@ -186,7 +242,7 @@ rdma_conn_param conn_param(const detail::cm_state &s, const cm_options &opts) {
 result<event_channel> event_channel::create() {
   rdma_event_channel *ch = rdma_create_event_channel();
   if (!ch)
-    return detail::last_error();
+    return detail::stack_error(errno);
   int fl = fcntl(ch->fd, F_GETFL);
   if (fl < 0 || fcntl(ch->fd, F_SETFL, fl | O_NONBLOCK) < 0) {
     auto ec = detail::last_error();
@@ -240,67 +296,68 @@ std::span<const std::byte> connection::peer_data() const noexcept {
   return s_ ? std::span<const std::byte>(s_->peer_data) : std::span<const std::byte>();
 }
 rdma_cm_id *connection::native_handle() const noexcept {
-  return s_ ? s_->id : nullptr;
+  return s_ ? s_->id() : nullptr;
 }
 
 result<void> connection::disconnect(std::chrono::milliseconds timeout) {
-  if (!s_ || !s_->id)
+  if (!s_ || !s_->id())
     return detail::empty_error();
   if (!s_->connected)
     return {};
-  if (rdma_disconnect(s_->id))
+  if (rdma_disconnect(s_->id()))
     return detail::last_error();
   s_->connected = false;
-  return expect(s_->ch.native_handle(), RDMA_CM_EVENT_DISCONNECTED, timeout);
+  return expect(s_->ch(), RDMA_CM_EVENT_DISCONNECTED, timeout);
 }
 
 result<void> connection::wait_disconnect(std::chrono::milliseconds timeout) {
-  if (!s_ || !s_->id)
+  if (!s_ || !s_->id())
     return detail::empty_error();
-  auto r = expect(s_->ch.native_handle(), RDMA_CM_EVENT_DISCONNECTED, timeout);
+  auto r = expect(s_->ch(), RDMA_CM_EVENT_DISCONNECTED, timeout);
   if (r) {
-    rdma_disconnect(s_->id);
+    rdma_disconnect(s_->id());
     s_->connected = false;
   }
   return r;
 }
 
 result<connection> connect(std::string_view host, std::uint16_t port, const cm_options &opts) {
-  auto ch = event_channel::create();
-  if (!ch)
-    return ch.error();
-  std::unique_ptr<detail::cm_state, detail::cm_state_deleter> s(new detail::cm_state);
-  s->ch = std::move(*ch);
-  s->answered = true;
-  if (rdma_create_id(s->ch.native_handle(), &s->id, nullptr, RDMA_PS_TCP)) {
-    s->id = nullptr;
-    return detail::last_error();
-  }
-  auto addr = resolve(host, port, false);
-  if (!addr)
-    return addr.error();
-  int tmo = static_cast<int>(std::min<long long>(opts.timeout.count(), 1 << 30));
-  if (rdma_resolve_addr(s->id, nullptr, reinterpret_cast<sockaddr *>(&*addr), tmo))
-    return detail::last_error();
-  if (auto r = expect(s->ch.native_handle(), RDMA_CM_EVENT_ADDR_RESOLVED, opts.timeout); !r)
-    return r.error();
-  if (rdma_resolve_route(s->id, tmo))
-    return detail::last_error();
-  if (auto r = expect(s->ch.native_handle(), RDMA_CM_EVENT_ROUTE_RESOLVED, opts.timeout); !r)
-    return r.error();
-  if (auto r = setup_qp(*s, opts); !r)
-    return r.error();
-  rdma_conn_param p = conn_param(*s, opts);
-  if (rdma_connect(s->id, &p))
-    return detail::last_error();
-  if (auto r =
-          expect(s->ch.native_handle(), RDMA_CM_EVENT_ESTABLISHED, opts.timeout, &s->peer_data);
-      !r)
-    return r.error();
-  s->connected = true;
-  connection c;
-  c.s_ = std::move(s);
-  return c;
+  return or_stack([&]() -> result<connection> {
+    auto ch = event_channel::create();
+    if (!ch)
+      return ch.error();
+    std::unique_ptr<detail::cm_state, detail::cm_state_deleter> s(new detail::cm_state);
+    s->idn->ch = std::move(*ch);
+    s->answered = true;
+    if (rdma_create_id(s->ch(), &s->idn->id, nullptr, RDMA_PS_TCP)) {
+      s->idn->id = nullptr;
+      return detail::last_error();
+    }
+    auto addr = resolve(host, port, false);
+    if (!addr)
+      return addr.error();
+    int tmo = cm_timeout(opts.timeout);
+    if (rdma_resolve_addr(s->id(), nullptr, reinterpret_cast<sockaddr *>(&*addr), tmo))
+      return detail::last_error();
+    if (auto r = expect(s->ch(), RDMA_CM_EVENT_ADDR_RESOLVED, opts.timeout); !r)
+      return r.error();
+    if (rdma_resolve_route(s->id(), tmo))
+      return detail::last_error();
+    if (auto r = expect(s->ch(), RDMA_CM_EVENT_ROUTE_RESOLVED, opts.timeout); !r)
+      return r.error();
+    if (auto r = setup_qp(*s, opts); !r)
+      return r.error();
+    rdma_conn_param p = conn_param(*s, opts);
+    if (rdma_connect(s->id(), &p))
+      return detail::last_error();
+    if (auto r = expect(s->ch(), RDMA_CM_EVENT_ESTABLISHED, opts.timeout, &s->peer_data); !r)
+      return r.error();
+    s->connected = true;
+    learn_path(*s);
+    connection c;
+    c.s_ = std::move(s);
+    return c;
+  }());
 }
 
 // ---- connection_request ----
@@ -309,8 +366,8 @@ connection_request::connection_request() noexcept = default;
 connection_request::connection_request(connection_request &&) noexcept = default;
 connection_request &connection_request::operator=(connection_request &&) noexcept = default;
 connection_request::~connection_request() {
-  if (s_ && s_->id && !s_->answered) {
-    rdma_reject(s_->id, nullptr, 0);
+  if (s_ && s_->id() && !s_->answered) {
+    rdma_reject(s_->id(), nullptr, 0);
     s_->answered = true;
   }
 }
@@ -319,27 +376,28 @@ std::span<const std::byte> connection_request::peer_data() const noexcept {
 }
 
 result<connection> connection_request::accept(const cm_options &opts) {
-  if (!s_ || !s_->id || s_->answered)
+  if (!s_ || !s_->id() || s_->answered)
     return detail::empty_error();
   s_->answered = true;
   if (auto r = setup_qp(*s_, opts); !r)
     return r.error();
   rdma_conn_param p = conn_param(*s_, opts);
-  if (rdma_accept(s_->id, &p))
+  if (rdma_accept(s_->id(), &p))
     return detail::last_error();
-  if (auto r = expect(s_->ch.native_handle(), RDMA_CM_EVENT_ESTABLISHED, opts.timeout); !r)
+  if (auto r = expect(s_->ch(), RDMA_CM_EVENT_ESTABLISHED, opts.timeout); !r)
     return r.error();
   s_->connected = true;
+  learn_path(*s_);
   connection c;
   c.s_ = std::move(s_);
   return c;
 }
 
 result<void> connection_request::reject(std::span<const std::byte> data) {
-  if (!s_ || !s_->id || s_->answered)
+  if (!s_ || !s_->id() || s_->answered)
     return detail::empty_error();
   s_->answered = true;
-  if (rdma_reject(s_->id, data.data(),
+  if (rdma_reject(s_->id(), data.data(),
                   static_cast<std::uint8_t>(std::min<std::size_t>(data.size(), 255))))
     return detail::last_error();
   s_.reset();
@@ -349,23 +407,25 @@ result<void> connection_request::reject(std::span<const std::byte> data) {
 // ---- listener ----
 
 result<listener> listener::bind(std::string_view host, std::uint16_t port, int backlog) {
-  auto ch = event_channel::create();
-  if (!ch)
-    return ch.error();
-  listener l;
-  l.ch_ = std::move(*ch);
-  if (rdma_create_id(l.ch_.native_handle(), &l.id_, nullptr, RDMA_PS_TCP)) {
-    l.id_ = nullptr;
-    return detail::last_error();
-  }
-  auto addr = resolve(host, port, true);
-  if (!addr)
-    return addr.error();
-  if (rdma_bind_addr(l.id_, reinterpret_cast<sockaddr *>(&*addr)))
-    return detail::last_error();
-  if (rdma_listen(l.id_, backlog))
-    return detail::last_error();
-  return l;
+  return or_stack([&]() -> result<listener> {
+    auto ch = event_channel::create();
+    if (!ch)
+      return ch.error();
+    listener l;
+    l.ch_ = std::move(*ch);
+    if (rdma_create_id(l.ch_.native_handle(), &l.id_, nullptr, RDMA_PS_TCP)) {
+      l.id_ = nullptr;
+      return detail::last_error();
+    }
+    auto addr = resolve(host, port, true);
+    if (!addr)
+      return addr.error();
+    if (rdma_bind_addr(l.id_, reinterpret_cast<sockaddr *>(&*addr)))
+      return detail::last_error();
+    if (rdma_listen(l.id_, backlog))
+      return detail::last_error();
+    return l;
+  }());
 }
 listener::listener(listener &&o) noexcept
     : ch_(std::move(o.ch_)), id_(std::exchange(o.id_, nullptr)) {}
@@ -394,7 +454,7 @@ result<connection_request> listener::get_request(std::chrono::milliseconds timeo
     return ec;
   }
   std::unique_ptr<detail::cm_state, detail::cm_state_deleter> s(new detail::cm_state);
-  s->id = (*ev)->id;
+  s->idn->id = (*ev)->id;
   if ((*ev)->param.conn.private_data) {
     auto p = static_cast<const std::byte *>((*ev)->param.conn.private_data);
     s->peer_data.assign(p, p + (*ev)->param.conn.private_data_len);
@@ -404,9 +464,9 @@ result<connection_request> listener::get_request(std::chrono::milliseconds timeo
   auto ch = event_channel::create();
   if (!ch)
     return ch.error();
-  if (rdma_migrate_id(s->id, ch->native_handle()))
+  if (rdma_migrate_id(s->id(), ch->native_handle()))
     return detail::last_error();
-  s->ch = std::move(*ch);
+  s->idn->ch = std::move(*ch);
   connection_request r;
   r.s_ = std::move(s);
   return r;

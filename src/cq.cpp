@@ -9,45 +9,39 @@
 #include <utility>
 
 #include "detail.hpp"
+#include "nodes.hpp"
 #include "rdmadl/channel.hpp"
 #include "rdmadl/cq.hpp"
 
 namespace rdmadl {
+
+// ---- completion_channel ----
 
 result<completion_channel> completion_channel::create(const context &ctx) {
   if (!ctx)
     return detail::empty_error();
   ibv_comp_channel *ch = ibv_create_comp_channel(ctx.native_handle());
   if (!ch)
-    return detail::last_error();
+    return detail::stack_error(errno);
+  auto n = std::make_shared<detail::channel_node>();
+  n->ch = ch;
+  n->ctx = detail::access::node(ctx);
   int fl = fcntl(ch->fd, F_GETFL);
-  if (fl < 0 || fcntl(ch->fd, F_SETFL, fl | O_NONBLOCK) < 0) {
-    auto ec = detail::last_error();
-    ibv_destroy_comp_channel(ch);
-    return ec;
-  }
+  if (fl < 0 || fcntl(ch->fd, F_SETFL, fl | O_NONBLOCK) < 0)
+    return detail::last_error(); // n destroys the channel
   completion_channel c;
-  c.ch_ = ch;
+  detail::access::set(c, std::move(n));
   return c;
 }
-completion_channel::completion_channel(completion_channel &&o) noexcept
-    : ch_(std::exchange(o.ch_, nullptr)) {}
-completion_channel &completion_channel::operator=(completion_channel &&o) noexcept {
-  std::swap(ch_, o.ch_);
-  return *this;
-}
-completion_channel::~completion_channel() {
-  if (ch_)
-    ibv_destroy_comp_channel(ch_);
-}
+
 int completion_channel::fd() const noexcept {
-  return ch_ ? ch_->fd : -1;
+  return ch_ ? ch_.get()->fd : -1;
 }
 
 result<ibv_cq *> completion_channel::wait(std::chrono::milliseconds timeout) const {
   if (!ch_)
     return detail::empty_error();
-  auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto deadline = detail::deadline(timeout);
   for (;;) {
     ibv_cq *cq = nullptr;
     void *cq_ctx = nullptr;
@@ -57,27 +51,33 @@ result<ibv_cq *> completion_channel::wait(std::chrono::milliseconds timeout) con
     }
     if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
       return detail::last_error();
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0)
+    int ms = detail::poll_timeout(deadline);
+    if (ms == 0)
       return errc::timed_out;
-    pollfd p{ch_->fd, POLLIN, 0};
-    int rc = ::poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 1 << 30)));
-    if (rc < 0 && errno != EINTR)
+    pollfd p{ch_.get()->fd, POLLIN, 0};
+    if (::poll(&p, 1, ms) < 0 && errno != EINTR)
       return detail::last_error();
   }
 }
 
+// ---- completion_queue ----
+
 result<completion_queue> completion_queue::create(const context &ctx, const cq_options &opts) {
   if (!ctx)
+    return detail::empty_error();
+  if (opts.channel && !*opts.channel)
     return detail::empty_error();
   auto dev = ctx.query_device();
   if (!dev)
     return dev.error();
-  int depth = std::clamp(opts.depth, 1, dev->max_cqe > 0 ? dev->max_cqe : opts.depth);
-  ibv_comp_channel *ch = opts.channel ? opts.channel->native_handle() : nullptr;
-  completion_queue q;
-  q.channel_ = opts.channel;
+  int depth = detail::clamp_to(opts.depth, dev->max_cqe);
+  auto n = std::make_shared<detail::cq_node>();
+  n->ctx = detail::access::node(ctx);
+  ibv_comp_channel *ch = nullptr;
+  if (opts.channel) {
+    n->ch = detail::access::node(*opts.channel);
+    ch = opts.channel->native_handle();
+  }
   if (opts.extended && ctx.supports(feature::extended_cq)) {
     ibv_cq_init_attr_ex a{};
     a.cqe = static_cast<uint32_t>(depth);
@@ -86,118 +86,86 @@ result<completion_queue> completion_queue::create(const context &ctx, const cq_o
     a.wc_flags = detail::cq_ex_wc_flags;
     errno = 0;
     if (ibv_cq_ex *ex = ibv_create_cq_ex(ctx.native_handle(), &a)) {
-      q.ex_ = ex;
-      q.cq_ = ibv_cq_ex_to_cq(ex);
-      return q;
-    }
-    if (!detail::not_offered(errno))
+      n->ex = ex;
+      n->cq = ibv_cq_ex_to_cq(ex);
+    } else if (!detail::not_offered(errno)) {
       return detail::last_error();
+    }
   }
-  ibv_cq *cq = ibv_create_cq(ctx.native_handle(), depth, nullptr, ch, opts.comp_vector);
-  if (!cq)
-    return detail::last_error();
-  q.cq_ = cq;
+  if (!n->cq) {
+    n->cq = ibv_create_cq(ctx.native_handle(), depth, nullptr, ch, opts.comp_vector);
+    if (!n->cq)
+      return detail::stack_error(errno);
+  }
+  completion_queue q;
+  detail::access::set(q, std::move(n));
   return q;
 }
-completion_queue::completion_queue(completion_queue &&o) noexcept
-    : cq_(std::exchange(o.cq_, nullptr)), ex_(std::exchange(o.ex_, nullptr)),
-      channel_(std::exchange(o.channel_, nullptr)) {}
-completion_queue &completion_queue::operator=(completion_queue &&o) noexcept {
-  std::swap(cq_, o.cq_);
-  std::swap(ex_, o.ex_);
-  std::swap(channel_, o.channel_);
-  return *this;
-}
-completion_queue::~completion_queue() {
-  if (cq_)
-    ibv_destroy_cq(cq_);
-}
+
 int completion_queue::depth() const noexcept {
-  return cq_ ? cq_->cqe : 0;
+  return cq_ ? cq_.get()->cqe : 0;
+}
+
+status_code completion_queue::empty_status() noexcept {
+  return detail::empty_error();
 }
 
 namespace {
-wc_opcode to_opcode(int op) noexcept {
-  if ((op >= IBV_WC_SEND && op <= IBV_WC_TSO) || op == IBV_WC_RECV ||
-      op == IBV_WC_RECV_RDMA_WITH_IMM)
-    return static_cast<wc_opcode>(op);
-  return wc_opcode::other;
-}
-
+// One completion of an extended queue, as ibv_poll_cq would have written it.
 void read_ex(ibv_cq_ex *ex, completion &c) noexcept {
   c.wr_id = ex->wr_id;
   c.status = ex->status;
   c.qp_num = ibv_wc_read_qp_num(ex);
+  c.vendor_err = ex->status != IBV_WC_SUCCESS ? ibv_wc_read_vendor_err(ex) : 0;
   if (ex->status != IBV_WC_SUCCESS) {
-    c.vendor_err = ibv_wc_read_vendor_err(ex);
-    c.opcode = wc_opcode::other;
+    c.opcode = wc_opcode::send;
     c.byte_len = 0;
-    c.has_imm = false;
+    c.wc_flags = 0;
+    c.imm_be = 0;
+    c.src_qp = 0;
+    c.slid = 0;
     return;
   }
-  c.vendor_err = 0;
-  c.opcode = to_opcode(ibv_wc_read_opcode(ex));
+  c.opcode = static_cast<wc_opcode>(ibv_wc_read_opcode(ex));
   c.byte_len = ibv_wc_read_byte_len(ex);
-  unsigned flags = ibv_wc_read_wc_flags(ex);
-  c.has_imm = (flags & IBV_WC_WITH_IMM) != 0;
-  c.imm_data = c.has_imm ? be32toh(ibv_wc_read_imm_data(ex)) : 0;
+  c.wc_flags = static_cast<unsigned>(ibv_wc_read_wc_flags(ex));
+  c.imm_be = (c.wc_flags & IBV_WC_WITH_IMM) ? ibv_wc_read_imm_data(ex) : 0;
   c.src_qp = ibv_wc_read_src_qp(ex);
   c.slid = static_cast<std::uint16_t>(ibv_wc_read_slid(ex));
-}
-
-void read_wc(const ibv_wc &w, completion &c) noexcept {
-  c.wr_id = w.wr_id;
-  c.status = w.status;
-  c.vendor_err = w.vendor_err;
-  c.qp_num = w.qp_num;
-  c.opcode = w.status == IBV_WC_SUCCESS ? to_opcode(w.opcode) : wc_opcode::other;
-  c.byte_len = w.byte_len;
-  c.has_imm = w.status == IBV_WC_SUCCESS && (w.wc_flags & IBV_WC_WITH_IMM);
-  c.imm_data = c.has_imm ? be32toh(w.imm_data) : 0;
-  c.src_qp = w.src_qp;
-  c.slid = w.slid;
+  c.pkey_index = 0;
+  c.sl = 0;
+  c.dlid_path_bits = 0;
 }
 } // namespace
 
-result<std::size_t> completion_queue::poll(std::span<completion> out) noexcept {
+// The cases the inline poll() leaves to the library: an empty span or queue,
+// and extended queues (ibv_start_poll .. ibv_end_poll).
+result<std::size_t> completion_queue::poll_other(std::span<completion> out) noexcept {
   if (out.empty())
     return errc::empty_span;
   if (!cq_)
     return detail::empty_error();
+  ibv_cq_ex *ex = ex_;
   std::size_t n = 0;
-  if (ex_) {
-    ibv_poll_cq_attr attr{};
-    int rc = ibv_start_poll(ex_, &attr);
-    if (rc == ENOENT)
-      return std::size_t{0};
-    if (rc)
-      return detail::rc_error(rc);
-    for (;;) {
-      read_ex(ex_, out[n++]);
-      if (n == out.size())
-        break;
-      rc = ibv_next_poll(ex_);
-      if (rc == ENOENT)
-        break;
-      if (rc) {
-        ibv_end_poll(ex_);
-        return detail::rc_error(rc);
-      }
-    }
-    ibv_end_poll(ex_);
-    return n;
-  }
-  ibv_wc wc[16];
-  while (n < out.size()) {
-    int want = static_cast<int>(std::min<std::size_t>(16, out.size() - n));
-    int got = ibv_poll_cq(cq_, want, wc);
-    if (got < 0)
-      return n ? result<std::size_t>(n) : result<std::size_t>(errno_code(EIO));
-    for (int i = 0; i < got; i++)
-      read_wc(wc[i], out[n++]);
-    if (got < want)
+  ibv_poll_cq_attr attr{};
+  int rc = ibv_start_poll(ex, &attr);
+  if (rc == ENOENT)
+    return std::size_t{0};
+  if (rc)
+    return detail::rc_error(rc);
+  for (;;) {
+    read_ex(ex, out[n++]);
+    if (n == out.size())
       break;
+    rc = ibv_next_poll(ex);
+    if (rc == ENOENT)
+      break;
+    if (rc) {
+      ibv_end_poll(ex);
+      return detail::rc_error(rc);
+    }
   }
+  ibv_end_poll(ex);
   return n;
 }
 
@@ -207,7 +175,7 @@ result<std::size_t> completion_queue::poll_wait(std::span<completion> out,
     return errc::empty_span;
   if (!cq_)
     return detail::empty_error();
-  auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto deadline = detail::deadline(timeout);
   std::size_t n = 0;
   for (;;) {
     auto r = poll(out.subspan(n));
@@ -216,17 +184,114 @@ result<std::size_t> completion_queue::poll_wait(std::span<completion> out,
     n += *r;
     if (n == out.size())
       return n;
-    if (std::chrono::steady_clock::now() >= deadline)
+    if (deadline != std::chrono::steady_clock::time_point::max() &&
+        std::chrono::steady_clock::now() >= deadline)
       return n ? result<std::size_t>(n) : result<std::size_t>(errc::timed_out);
   }
 }
 
-result<void> completion_queue::request_notify(bool solicited_only) noexcept {
+result<poll_session> completion_queue::start_poll() noexcept {
   if (!cq_)
     return detail::empty_error();
-  if (int rc = ibv_req_notify_cq(cq_, solicited_only ? 1 : 0))
+  poll_session s;
+  s.n_ = n_;
+  if (ibv_cq_ex *ex = ex_) {
+    ibv_poll_cq_attr attr{};
+    int rc = ibv_start_poll(ex, &attr);
+    if (rc == ENOENT)
+      return s;
+    if (rc)
+      return detail::rc_error(rc);
+    s.ex_ = ex;
+    s.on_ = true;
+    return s;
+  }
+  int got = ibv_poll_cq(cq_, 1, reinterpret_cast<ibv_wc *>(&s.cur_));
+  if (got < 0)
+    return errno_code(EIO);
+  s.on_ = got == 1;
+  return s;
+}
+
+// ---- poll_session ----
+
+void poll_session::end() noexcept {
+  if (ex_ && on_)
+    ibv_end_poll(ex_);
+  on_ = false;
+}
+poll_session &poll_session::operator=(poll_session &&o) noexcept {
+  if (this != &o) {
+    end();
+    ex_ = std::move(o.ex_);
+    on_ = std::move(o.on_);
+    cur_ = o.cur_;
+    n_ = std::move(o.n_);
+  }
+  return *this;
+}
+poll_session::~poll_session() {
+  end();
+}
+
+result<bool> poll_session::next() noexcept {
+  if (!on_)
+    return false;
+  if (ibv_cq_ex *ex = ex_) {
+    int rc = ibv_next_poll(ex);
+    if (rc == 0)
+      return true;
+    end();
+    if (rc == ENOENT)
+      return false;
     return detail::rc_error(rc);
-  return {};
+  }
+  int got = ibv_poll_cq(n_->cq, 1, reinterpret_cast<ibv_wc *>(&cur_));
+  on_ = got == 1;
+  if (got < 0)
+    return errno_code(EIO);
+  return got == 1;
+}
+
+std::uint64_t poll_session::wr_id() const noexcept {
+  return !on_ ? 0 : ex_ ? ex_.get()->wr_id : cur_.wr_id;
+}
+int poll_session::status() const noexcept {
+  return !on_ ? 0 : ex_ ? static_cast<int>(ex_.get()->status) : cur_.status;
+}
+std::error_code poll_session::error() const noexcept {
+  int s = status();
+  return s ? std::error_code(s, wc_category()) : std::error_code();
+}
+wc_opcode poll_session::opcode() const noexcept {
+  return !on_  ? wc_opcode::send
+         : ex_ ? static_cast<wc_opcode>(ibv_wc_read_opcode(ex_))
+               : cur_.opcode;
+}
+std::uint32_t poll_session::vendor_err() const noexcept {
+  return !on_ ? 0 : ex_ ? ibv_wc_read_vendor_err(ex_) : cur_.vendor_err;
+}
+std::uint32_t poll_session::byte_len() const noexcept {
+  return !on_ ? 0 : ex_ ? ibv_wc_read_byte_len(ex_) : cur_.byte_len;
+}
+bool poll_session::has_imm() const noexcept {
+  if (!on_ || status() != 0)
+    return false;
+  return ex_ ? (ibv_wc_read_wc_flags(ex_) & IBV_WC_WITH_IMM) != 0 : cur_.has_imm();
+}
+std::uint32_t poll_session::imm() const noexcept {
+  if (!has_imm())
+    return 0;
+  return ex_ ? be32toh(ibv_wc_read_imm_data(ex_)) : cur_.imm();
+}
+std::uint32_t poll_session::qp_num() const noexcept {
+  return !on_ ? 0 : ex_ ? ibv_wc_read_qp_num(ex_) : cur_.qp_num;
+}
+std::uint32_t poll_session::src_qp() const noexcept {
+  return !on_ ? 0 : ex_ ? ibv_wc_read_src_qp(ex_) : cur_.src_qp;
+}
+std::uint16_t poll_session::slid() const noexcept {
+  return !on_ ? 0 : ex_ ? static_cast<std::uint16_t>(ibv_wc_read_slid(ex_)) : cur_.slid;
 }
 
 } // namespace rdmadl

@@ -4,14 +4,70 @@
 #ifndef RDMADL_SRC_DETAIL_HPP
 #define RDMADL_SRC_DETAIL_HPP
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <climits>
 #include <cstdint>
+#include <memory>
+#include <string_view>
 #include <system_error>
 
 #include "rdmadl/error.hpp"
 #include "rdmadl/runtime.hpp"
 
+namespace rdmadl {
+class context;
+}
+
 namespace rdmadl::detail {
+
+// A context that does not own c; owner (if any) is kept alive with it.
+context borrow_context(ibv_context *c, std::shared_ptr<void> owner) noexcept;
+
+// names[v], or "unknown" for a value outside the table.
+template <std::size_t N, class E>
+std::string_view pick(const std::string_view (&names)[N], E v) noexcept {
+  auto i = static_cast<long long>(v);
+  return i >= 0 && i < static_cast<long long>(N) ? names[i] : std::string_view("unknown");
+}
+
+// v clamped to [1, max], where max <= 0 means "no limit reported".
+inline std::uint32_t clamp_to(std::uint32_t v, int max) noexcept {
+  std::uint32_t hi = max > 0 ? static_cast<std::uint32_t>(max) : UINT32_MAX;
+  return std::clamp<std::uint32_t>(v, 1, hi);
+}
+inline int clamp_to(int v, int max) noexcept {
+  return std::clamp(v, 1, max > 0 ? max : INT_MAX);
+}
+
+// now + timeout, saturating: milliseconds::max() (or any timeout past the
+// clock's range) never expires; a negative timeout has expired already.
+inline std::chrono::steady_clock::time_point deadline(std::chrono::milliseconds t) noexcept {
+  using clock = std::chrono::steady_clock;
+  auto now = clock::now();
+  if (t.count() <= 0)
+    return now;
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(clock::time_point::max() - now);
+  if (t >= left)
+    return clock::time_point::max();
+  return now + t;
+}
+// Milliseconds left until d, for poll(2): -1 (no limit) at time_point::max().
+inline int poll_timeout(std::chrono::steady_clock::time_point d) noexcept {
+  using clock = std::chrono::steady_clock;
+  if (d == clock::time_point::max())
+    return -1;
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(d - clock::now()).count();
+  if (left <= 0)
+    return 0;
+  return left > INT_MAX ? INT_MAX : static_cast<int>(left + 1);
+}
+
+// The error of a call that failed with errno e: when RDMA cannot work on this
+// host at all (no library, disabled, no kernel support, no device), the
+// stack's own condition, which is equal to operation_not_supported; else e.
+std::error_code stack_error(int e) noexcept;
 
 // The error for a failed call that set errno (EOPNOTSUPP when errno is 0).
 inline std::error_code last_error() noexcept {

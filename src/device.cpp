@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "detail.hpp"
+#include "nodes.hpp"
 #include "rdmadl/device.hpp"
 
 namespace rdmadl {
@@ -14,29 +15,29 @@ namespace rdmadl {
 std::string_view name(node_type v) noexcept {
   static constexpr std::string_view n[] = {"unknown", "CA",    "switch",    "router",
                                            "RNIC",    "usNIC", "usNIC UDP", "unspecified"};
-  return n[static_cast<int>(v)];
+  return detail::pick(n, v);
 }
 std::string_view name(transport v) noexcept {
   static constexpr std::string_view n[] = {"unknown", "InfiniBand", "iWARP",
                                            "usNIC",   "usNIC UDP",  "unspecified"};
-  return n[static_cast<int>(v)];
+  return detail::pick(n, v);
 }
 std::string_view name(link_layer v) noexcept {
   static constexpr std::string_view n[] = {"unspecified", "InfiniBand", "Ethernet"};
-  return n[static_cast<int>(v)];
+  return detail::pick(n, v);
 }
 std::string_view name(port_state v) noexcept {
   static constexpr std::string_view n[] = {"NOP",   "DOWN",   "INIT",
                                            "ARMED", "ACTIVE", "ACTIVE_DEFER"};
-  return n[static_cast<int>(v)];
+  return detail::pick(n, v);
 }
 std::string_view name(atomic_cap v) noexcept {
   static constexpr std::string_view n[] = {"none", "HCA", "global"};
-  return n[static_cast<int>(v)];
+  return detail::pick(n, v);
 }
 std::string_view name(gid_type v) noexcept {
   static constexpr std::string_view n[] = {"IB", "RoCE v1", "RoCE v2"};
-  return n[static_cast<int>(v)];
+  return detail::pick(n, v);
 }
 
 bool gid::is_zero() const noexcept {
@@ -66,13 +67,15 @@ std::string gid::to_string() const {
 }
 
 std::string_view device::name() const noexcept {
-  const char *n = ibv_get_device_name(dev_);
+  const char *n = dev_ ? ibv_get_device_name(dev_) : nullptr;
   return n ? n : "";
 }
 std::uint64_t device::guid() const noexcept {
-  return be64toh(ibv_get_device_guid(dev_));
+  return dev_ ? be64toh(ibv_get_device_guid(dev_)) : 0;
 }
 node_type device::node() const noexcept {
+  if (!dev_)
+    return node_type::unknown;
   switch (dev_->node_type) {
   case IBV_NODE_CA:
     return node_type::ca;
@@ -93,6 +96,8 @@ node_type device::node() const noexcept {
   }
 }
 transport device::transport_type() const noexcept {
+  if (!dev_)
+    return transport::unknown;
   switch (dev_->transport_type) {
   case IBV_TRANSPORT_IB:
     return transport::ib;
@@ -116,7 +121,7 @@ result<device_list> device_list::get() {
   if (!l) {
     if (errno == ENOSYS)
       return errc::no_kernel_support;
-    return detail::last_error();
+    return detail::stack_error(errno);
   }
   if (n <= 0) {
     ibv_free_device_list(l);
@@ -126,13 +131,6 @@ result<device_list> device_list::get() {
   d.list_ = l;
   d.n_ = static_cast<std::size_t>(n);
   return d;
-}
-device_list::device_list(device_list &&o) noexcept
-    : list_(std::exchange(o.list_, nullptr)), n_(std::exchange(o.n_, 0)) {}
-device_list &device_list::operator=(device_list &&o) noexcept {
-  std::swap(list_, o.list_);
-  std::swap(n_, o.n_);
-  return *this;
 }
 device_list::~device_list() {
   if (list_)
@@ -161,36 +159,35 @@ result<context> context::open(const device &d) {
     return detail::empty_error();
   ibv_context *c = ibv_open_device(d.native_handle());
   if (!c)
-    return detail::last_error();
+    return detail::stack_error(errno);
+  auto n = std::make_shared<detail::ctx_node>();
+  n->ctx = c;
+  n->owned = true;
   context ctx;
-  ctx.ctx_ = c;
-  ctx.owned_ = true;
+  detail::access::set(ctx, std::move(n));
   return ctx;
 }
 context context::borrow(ibv_context *c) noexcept {
+  return detail::borrow_context(c, nullptr);
+}
+
+namespace detail {
+context borrow_context(ibv_context *c, keepalive owner) noexcept {
   context ctx;
-  ctx.ctx_ = c;
+  if (!c)
+    return ctx;
+  auto n = std::make_shared<ctx_node>();
+  n->ctx = c;
+  n->owner = std::move(owner);
+  access::set(ctx, std::move(n));
   return ctx;
 }
-context::context(context &&o) noexcept
-    : ctx_(std::exchange(o.ctx_, nullptr)), owned_(std::exchange(o.owned_, false)),
-      probes_(o.probes_.exchange(0, std::memory_order_relaxed)) {}
-context &context::operator=(context &&o) noexcept {
-  std::swap(ctx_, o.ctx_);
-  std::swap(owned_, o.owned_);
-  std::uint8_t mine = probes_.load(std::memory_order_relaxed);
-  probes_.store(o.probes_.exchange(mine, std::memory_order_relaxed), std::memory_order_relaxed);
-  return *this;
-}
-context::~context() {
-  if (ctx_ && owned_)
-    ibv_close_device(ctx_);
-}
+} // namespace detail
 
 std::string_view context::device_name() const noexcept {
   if (!ctx_)
     return {};
-  const char *n = ibv_get_device_name(ctx_->device);
+  const char *n = ibv_get_device_name(ctx_.get()->device);
   return n ? n : "";
 }
 
@@ -333,7 +330,8 @@ result<gid_entry> context::select_gid(std::uint8_t port, const gid_selector &sel
 // Creates and destroys the smallest object that needs f. Any failure counts
 // as no: "not offered" (detail::not_offered), or out of resources, in which
 // case the create path would fail or fall back just the same.
-bool context::probe(feature f) const noexcept {
+namespace {
+bool probe(ibv_context *ctx_, feature f) noexcept {
   if (f == feature::extended_cq) {
     if (!verbs_get_ctx_op(ctx_, create_cq_ex))
       return false;
@@ -374,6 +372,7 @@ bool context::probe(feature f) const noexcept {
     ibv_dealloc_pd(pd);
   return yes;
 }
+} // namespace
 
 bool context::supports(feature f) const noexcept {
   if (!ctx_ || !rdmadl::supports(f))
@@ -382,14 +381,15 @@ bool context::supports(feature f) const noexcept {
   case feature::extended_cq:
   case feature::wr_api: {
     const unsigned shift = f == feature::extended_cq ? 0 : 2;
-    std::uint8_t bits = probes_.load(std::memory_order_acquire);
+    auto &probes = n_->probes;
+    std::uint8_t bits = probes.load(std::memory_order_acquire);
     if (!(bits & (1u << shift))) {
       // Two threads may both probe; they get the same answer.
       const int saved = errno;
-      bool yes = probe(f);
+      bool yes = probe(ctx_, f);
       errno = saved;
-      bits = probes_.fetch_or(static_cast<std::uint8_t>((1u << shift) | (yes << (shift + 1))),
-                              std::memory_order_acq_rel) |
+      bits = probes.fetch_or(static_cast<std::uint8_t>((1u << shift) | (yes << (shift + 1))),
+                             std::memory_order_acq_rel) |
              static_cast<std::uint8_t>((1u << shift) | (yes << (shift + 1)));
     }
     return bits & (2u << shift);

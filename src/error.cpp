@@ -5,7 +5,9 @@
 #include <cstdlib>
 #include <string>
 
+#include "detail.hpp"
 #include "rdmadl/error.hpp"
+#include "rdmadl/qp.hpp"
 
 namespace rdmadl {
 namespace {
@@ -15,74 +17,33 @@ public:
   const char *name() const noexcept override { return "rdmadl"; }
   std::string message(int v) const override {
     switch (static_cast<errc>(v)) {
-    case errc::no_devices:
-      return "no RDMA device found";
-    case errc::no_kernel_support:
-      return "libibverbs is installed but the kernel has no RDMA support";
-    case errc::empty_object:
-      return "operation on an empty (moved-from or default-constructed) object";
-    case errc::empty_span:
-      return "empty buffer: at least one element is needed";
-    case errc::out_of_range:
-      return "offset or length outside the registered region";
-    case errc::bad_size:
-      return "serialised blob has the wrong size";
-    case errc::bad_magic:
-      return "serialised blob is not of the expected kind (bad magic)";
-    case errc::newer_format:
-      return "serialised blob uses a newer format version than this build reads";
-    case errc::no_such_gid:
-      return "no GID of the wanted type or address on this port";
-    case errc::no_active_port:
-      return "the device has no active port";
-    case errc::memlock_limit:
-      return "cannot register memory: locked-memory limit reached (raise it with `ulimit -l`)";
-    case errc::memlock_denied:
-      return "cannot register memory: not permitted, check the locked-memory limit (`ulimit -l`)";
-    case errc::timed_out:
-      return "timed out";
-    case errc::batch_full:
-      return "too many work requests in one batch";
-    case errc::unexpected_event:
-      return "rdma_cm delivered an unexpected event";
-    case errc::rejected:
-      return "the peer rejected the connection";
-    case errc::wrong_qp_type:
-      return "operation not available for this queue pair type";
+#define RDMADL_ERRC_MESSAGE(name, cond, msg)                                                       \
+  case errc::name:                                                                                 \
+    return msg;
+      RDMADL_ERRC_TABLE(RDMADL_ERRC_MESSAGE)
+#undef RDMADL_ERRC_MESSAGE
+    default:
+      break;
     }
     return "unknown rdmadl error " + std::to_string(v);
   }
   std::error_condition default_error_condition(int v) const noexcept override {
     switch (static_cast<errc>(v)) {
-    case errc::no_devices:
-      return std::errc::no_such_device;
-    case errc::no_kernel_support:
-      return std::errc::operation_not_supported;
-    case errc::no_such_gid:
-      return std::errc::no_such_device_or_address;
-    case errc::no_active_port:
-      return std::errc::network_down;
-    case errc::memlock_limit:
-      return std::errc::not_enough_memory;
-    case errc::memlock_denied:
-      return std::errc::operation_not_permitted;
-    case errc::timed_out:
-      return std::errc::timed_out;
-    case errc::unexpected_event:
-      return std::errc::protocol_error;
-    case errc::rejected:
-      return std::errc::connection_refused;
-    case errc::empty_object:
-    case errc::empty_span:
-    case errc::out_of_range:
-    case errc::bad_size:
-    case errc::bad_magic:
-    case errc::newer_format:
-    case errc::batch_full:
-    case errc::wrong_qp_type:
-      return std::errc::invalid_argument;
+#define RDMADL_ERRC_CONDITION(name, cond, msg)                                                     \
+  case errc::name:                                                                                 \
+    return std::errc::cond;
+      RDMADL_ERRC_TABLE(RDMADL_ERRC_CONDITION)
+#undef RDMADL_ERRC_CONDITION
+    default:
+      break;
     }
     return {v, *this};
+  }
+  // "No device" also means "RDMA cannot work here".
+  bool equivalent(int v, const std::error_condition &cond) const noexcept override {
+    if (v == static_cast<int>(errc::no_devices) && cond == std::errc::operation_not_supported)
+      return true;
+    return default_error_condition(v) == cond;
   }
 };
 
@@ -122,10 +83,32 @@ const std::error_category &wc_category() noexcept {
 }
 
 namespace detail {
-void bad_result_access(const std::error_code &ec) noexcept {
+void bad_result_access(int value, const std::error_category *cat) noexcept {
+  std::error_code ec = cat ? std::error_code(value, *cat) : std::error_code();
   std::fprintf(stderr, "rdmadl: value() of a result holding an error: %s: %s\n",
                ec.category().name(), ec.message().c_str());
   std::abort();
+}
+const std::error_category *generic() noexcept {
+  return &std::generic_category();
+}
+const std::error_category *own() noexcept {
+  return &error_category();
+}
+status_code empty_status() noexcept {
+  return empty_error();
+}
+std::error_code stack_error(int e) noexcept {
+  switch (stack()) {
+  case stack_state::ready:
+    return errno_code(e ? e : EOPNOTSUPP);
+  case stack_state::no_devices:
+    return make_error_code(errc::no_devices);
+  case stack_state::no_kernel_support:
+    return make_error_code(errc::no_kernel_support);
+  default:
+    return std::make_error_code(std::errc::operation_not_supported);
+  }
 }
 } // namespace detail
 

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "detail.hpp"
+#include "nodes.hpp"
 #include "rdmadl/memory.hpp"
 #include "serial.hpp"
 
@@ -46,27 +47,6 @@ result<remote_region> remote_region::slice(std::uint64_t offset, std::uint64_t l
   return remote_region{addr + offset, rkey, len};
 }
 
-memory_region::memory_region(memory_region &&o) noexcept
-    : mr_(std::exchange(o.mr_, nullptr)), base_(std::exchange(o.base_, nullptr)),
-      len_(std::exchange(o.len_, 0)), access_(o.access_) {}
-memory_region &memory_region::operator=(memory_region &&o) noexcept {
-  std::swap(mr_, o.mr_);
-  std::swap(base_, o.base_);
-  std::swap(len_, o.len_);
-  std::swap(access_, o.access_);
-  return *this;
-}
-memory_region::~memory_region() {
-  if (mr_)
-    ibv_dereg_mr(mr_);
-}
-std::uint32_t memory_region::lkey() const noexcept {
-  return mr_ ? mr_->lkey : 0;
-}
-std::uint32_t memory_region::rkey() const noexcept {
-  return mr_ ? mr_->rkey : 0;
-}
-
 result<local_slice> memory_region::all() const {
   return slice(0, len_);
 }
@@ -76,8 +56,8 @@ result<local_slice> memory_region::slice(std::size_t offset, std::size_t len) co
     return detail::empty_error();
   if (len == 0 || offset > len_ || len > len_ - offset || len > UINT32_MAX)
     return errc::out_of_range;
-  return local_slice{reinterpret_cast<std::uint64_t>(base_ + offset),
-                     static_cast<std::uint32_t>(len), mr_->lkey};
+  return local_slice{reinterpret_cast<std::uint64_t>(base_.get() + offset),
+                     static_cast<std::uint32_t>(len), lkey_};
 }
 
 result<remote_region> memory_region::remote(std::size_t offset, std::size_t len) const {
@@ -87,10 +67,10 @@ result<remote_region> memory_region::remote(std::size_t offset, std::size_t len)
       !has(access_, access::remote_atomic))
     return std::errc::operation_not_permitted;
   if (len == SIZE_MAX && offset <= len_)
-    len = len_ - offset;
+    len = len_.get() - offset;
   if (len == 0 || offset > len_ || len > len_ - offset)
     return errc::out_of_range;
-  return remote_region{reinterpret_cast<std::uint64_t>(base_ + offset), mr_->rkey, len};
+  return remote_region{reinterpret_cast<std::uint64_t>(base_.get() + offset), rkey_, len};
 }
 
 result<protection_domain> protection_domain::create(const context &ctx) {
@@ -98,27 +78,23 @@ result<protection_domain> protection_domain::create(const context &ctx) {
     return detail::empty_error();
   ibv_pd *pd = ibv_alloc_pd(ctx.native_handle());
   if (!pd)
-    return detail::last_error();
+    return detail::stack_error(errno);
+  auto n = std::make_shared<detail::pd_node>();
+  n->pd = pd;
+  n->owned = true;
+  n->ctx = detail::access::node(ctx);
   protection_domain p;
-  p.pd_ = pd;
-  p.owned_ = true;
+  detail::access::set(p, std::move(n));
   return p;
 }
 protection_domain protection_domain::borrow(ibv_pd *pd) noexcept {
   protection_domain p;
-  p.pd_ = pd;
+  if (pd) {
+    auto n = std::make_shared<detail::pd_node>();
+    n->pd = pd;
+    detail::access::set(p, std::move(n));
+  }
   return p;
-}
-protection_domain::protection_domain(protection_domain &&o) noexcept
-    : pd_(std::exchange(o.pd_, nullptr)), owned_(std::exchange(o.owned_, false)) {}
-protection_domain &protection_domain::operator=(protection_domain &&o) noexcept {
-  std::swap(pd_, o.pd_);
-  std::swap(owned_, o.owned_);
-  return *this;
-}
-protection_domain::~protection_domain() {
-  if (pd_ && owned_)
-    ibv_dealloc_pd(pd_);
 }
 
 result<memory_region> protection_domain::register_memory(std::span<std::byte> buf,
@@ -143,11 +119,11 @@ result<memory_region> protection_domain::register_memory(std::span<std::byte> bu
       return errc::memlock_denied;
     return detail::last_error();
   }
+  auto n = std::make_shared<detail::mr_node>();
+  n->mr = mr;
+  n->pd = n_;
   memory_region m;
-  m.mr_ = mr;
-  m.base_ = buf.data();
-  m.len_ = buf.size();
-  m.access_ = rights;
+  detail::access::set(m, std::move(n), buf.data(), buf.size(), rights);
   return m;
 }
 

@@ -3,199 +3,19 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <endian.h>
 #include <utility>
 
 #include "detail.hpp"
+#include "nodes.hpp"
 #include "rdmadl/qp.hpp"
 #include "serial.hpp"
 
 namespace rdmadl {
 
-namespace detail {
-
-struct qp_state {
-  ibv_qp *qp = nullptr;
-  ibv_qp_ex *qpx = nullptr;
-  bool owned = false;
-  qp_type type = qp_type::rc;
-  std::uint8_t port = 1;
-  int gid_index = 0;
-  gid local_gid;
-  std::uint16_t lid = 0;
-  std::uint32_t psn = 0;
-  std::uint32_t qkey = 0;
-  std::uint32_t active_mtu = 0;
-  link_layer link = link_layer::unspecified;
-  int max_rd_atom = 1, max_init_rd_atom = 1;
-  // Storage for chained batches, so posting allocates nothing.
-  ibv_send_wr wrs[send_batch::max_size];
-  ibv_sge sges[send_batch::max_size];
-};
-
-void qp_state_deleter::operator()(qp_state *s) const noexcept {
-  if (s->qp && s->owned)
-    ibv_destroy_qp(s->qp);
-  delete s;
-}
-
-} // namespace detail
-
 namespace {
 constexpr char endpoint_magic[5] = "RDEP";
-
-enum class op_kind { send, send_imm, write, write_imm, read, fetch_add, cmp_swap };
-
-struct op {
-  op_kind kind;
-  const local_slice *buf;
-  std::uint64_t raddr = 0;
-  std::uint32_t rkey = 0;
-  std::uint32_t imm = 0;
-  std::uint64_t a = 0, b = 0;
-  ibv_ah *ah = nullptr;
-  std::uint32_t rqpn = 0, rqkey = 0;
-  std::uint64_t wr_id = 0;
-  send_flags flags = send_flags::signaled;
-};
-
-unsigned to_ibv_flags(send_flags f) noexcept {
-  unsigned v = static_cast<unsigned>(f), r = 0;
-  if (v & static_cast<unsigned>(send_flags::signaled))
-    r |= IBV_SEND_SIGNALED;
-  if (v & static_cast<unsigned>(send_flags::solicited))
-    r |= IBV_SEND_SOLICITED;
-  if (v & static_cast<unsigned>(send_flags::inline_data))
-    r |= IBV_SEND_INLINE;
-  return r;
-}
-
-// Adds o through the WR API (between ibv_wr_start and ibv_wr_complete).
-void emit_wr(ibv_qp_ex *x, const op &o) noexcept {
-  x->wr_id = o.wr_id;
-  x->wr_flags = to_ibv_flags(o.flags) & ~IBV_SEND_INLINE;
-  switch (o.kind) {
-  case op_kind::send:
-    ibv_wr_send(x);
-    break;
-  case op_kind::send_imm:
-    ibv_wr_send_imm(x, htobe32(o.imm));
-    break;
-  case op_kind::write:
-    ibv_wr_rdma_write(x, o.rkey, o.raddr);
-    break;
-  case op_kind::write_imm:
-    ibv_wr_rdma_write_imm(x, o.rkey, o.raddr, htobe32(o.imm));
-    break;
-  case op_kind::read:
-    ibv_wr_rdma_read(x, o.rkey, o.raddr);
-    break;
-  case op_kind::fetch_add:
-    ibv_wr_atomic_fetch_add(x, o.rkey, o.raddr, o.a);
-    break;
-  case op_kind::cmp_swap:
-    ibv_wr_atomic_cmp_swp(x, o.rkey, o.raddr, o.a, o.b);
-    break;
-  }
-  if (o.ah)
-    ibv_wr_set_ud_addr(x, o.ah, o.rqpn, o.rqkey);
-  if (static_cast<unsigned>(o.flags) & static_cast<unsigned>(send_flags::inline_data))
-    ibv_wr_set_inline_data(x, o.buf->data(), o.buf->length);
-  else
-    ibv_wr_set_sge(x, o.buf->lkey, o.buf->addr, o.buf->length);
-}
-
-// Fills a classic work request for o.
-void fill_wr(ibv_send_wr &w, ibv_sge &s, const op &o) noexcept {
-  w = {};
-  s.addr = o.buf->addr;
-  s.length = o.buf->length;
-  s.lkey = o.buf->lkey;
-  w.wr_id = o.wr_id;
-  w.sg_list = &s;
-  w.num_sge = 1;
-  w.send_flags = to_ibv_flags(o.flags);
-  switch (o.kind) {
-  case op_kind::send:
-    w.opcode = IBV_WR_SEND;
-    break;
-  case op_kind::send_imm:
-    w.opcode = IBV_WR_SEND_WITH_IMM;
-    w.imm_data = htobe32(o.imm);
-    break;
-  case op_kind::write:
-    w.opcode = IBV_WR_RDMA_WRITE;
-    break;
-  case op_kind::write_imm:
-    w.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-    w.imm_data = htobe32(o.imm);
-    break;
-  case op_kind::read:
-    w.opcode = IBV_WR_RDMA_READ;
-    break;
-  case op_kind::fetch_add:
-    w.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
-    w.wr.atomic.remote_addr = o.raddr;
-    w.wr.atomic.rkey = o.rkey;
-    w.wr.atomic.compare_add = o.a;
-    break;
-  case op_kind::cmp_swap:
-    w.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
-    w.wr.atomic.remote_addr = o.raddr;
-    w.wr.atomic.rkey = o.rkey;
-    w.wr.atomic.compare_add = o.a;
-    w.wr.atomic.swap = o.b;
-    break;
-  }
-  if (o.kind == op_kind::write || o.kind == op_kind::write_imm || o.kind == op_kind::read) {
-    w.wr.rdma.remote_addr = o.raddr;
-    w.wr.rdma.rkey = o.rkey;
-  }
-  if (o.ah) {
-    w.wr.ud.ah = o.ah;
-    w.wr.ud.remote_qpn = o.rqpn;
-    w.wr.ud.remote_qkey = o.rqkey;
-  }
-}
-
-std::error_code check_op(const detail::qp_state *s, const op &o) noexcept {
-  if (!s || !s->qp)
-    return detail::empty_error();
-  if (!o.buf->length && o.kind != op_kind::send && o.kind != op_kind::send_imm &&
-      o.kind != op_kind::write_imm)
-    return make_error_code(errc::empty_span);
-  bool one_sided = o.kind != op_kind::send && o.kind != op_kind::send_imm;
-  if (one_sided && s->type == qp_type::ud)
-    return make_error_code(errc::wrong_qp_type);
-  if ((o.kind == op_kind::read || o.kind == op_kind::fetch_add || o.kind == op_kind::cmp_swap) &&
-      s->type != qp_type::rc)
-    return make_error_code(errc::wrong_qp_type);
-  if ((o.kind == op_kind::fetch_add || o.kind == op_kind::cmp_swap) &&
-      (o.buf->length != 8 || (o.raddr & 7)))
-    return make_error_code(std::errc::invalid_argument);
-  if (s->type == qp_type::ud && !o.ah)
-    return make_error_code(errc::wrong_qp_type);
-  return {};
-}
-
-result<void> post_one(detail::qp_state *s, const op &o) noexcept {
-  if (auto ec = check_op(s, o))
-    return ec;
-  if (s->qpx) {
-    ibv_wr_start(s->qpx);
-    emit_wr(s->qpx, o);
-    if (int rc = ibv_wr_complete(s->qpx))
-      return detail::rc_error(rc);
-    return {};
-  }
-  ibv_send_wr w;
-  ibv_sge sge;
-  fill_wr(w, sge, o);
-  ibv_send_wr *bad = nullptr;
-  if (int rc = ibv_post_send(s->qp, &w, &bad))
-    return detail::rc_error(rc);
-  return {};
-}
 
 std::uint32_t fresh_psn(std::uint32_t qpn) noexcept {
   auto t = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
@@ -239,10 +59,77 @@ result<endpoint> endpoint::parse(std::span<const std::byte> b) {
   return e;
 }
 
+namespace detail {
+
+// Port, LID, link layer, MTU, atomics limits and GID of q, from the device:
+// port 0 means the first active port; gid_index >= 0 forces that entry,
+// else opts.gid selects one (required on RoCE).
+status_code init_path(qp_node &q, const context &ctx, std::uint8_t port, int gid_index,
+                      const gid_selector &sel) {
+  auto dev = ctx.query_device();
+  if (!dev)
+    return dev.error();
+  if (!port) {
+    auto p = ctx.first_active_port();
+    if (!p)
+      return p.error();
+    port = *p;
+  }
+  auto pa = ctx.query_port(port);
+  if (!pa)
+    return pa.error();
+  q.port = port;
+  q.lid = pa->lid;
+  q.link = pa->link;
+  q.active_mtu = pa->active_mtu;
+  q.max_rd_atom = std::max(1, dev->max_qp_rd_atom);
+  q.max_init_rd_atom = std::max(1, dev->max_qp_init_rd_atom);
+  if (gid_index >= 0) {
+    auto table = ctx.gid_table(port);
+    if (!table)
+      return table.error();
+    auto it = std::find_if(table->begin(), table->end(), [&](const gid_entry &e) {
+      return e.index == static_cast<std::uint32_t>(gid_index);
+    });
+    if (it == table->end())
+      return errc::no_such_gid;
+    q.gid_index = gid_index;
+    q.local_gid = it->value;
+    return {};
+  }
+  auto g = ctx.select_gid(port, sel);
+  if (g) {
+    q.gid_index = static_cast<int>(g->index);
+    q.local_gid = g->value;
+  } else if (pa->link != link_layer::infiniband) {
+    return g.error();
+  }
+  return {};
+}
+
+// What a QP made elsewhere tells about its path: its port once past RESET,
+// and the source GID index of its address vector once connected. The rest
+// comes from init_path.
+status_code init_from_qp(qp_node &q, const context &ctx, std::uint8_t port, int gid_index,
+                         const gid_selector &sel) {
+  ibv_qp_attr a{};
+  ibv_qp_init_attr ia{};
+  if (ibv_query_qp(q.qp, &a, IBV_QP_STATE | IBV_QP_PORT | IBV_QP_AV | IBV_QP_SQ_PSN, &ia) == 0) {
+    if (a.qp_state != IBV_QPS_RESET && a.port_num)
+      port = a.port_num;
+    q.psn = a.sq_psn & 0xffffff;
+    if (a.qp_state >= IBV_QPS_RTR && a.qp_state <= IBV_QPS_SQD && a.ah_attr.is_global)
+      gid_index = a.ah_attr.grh.sgid_index;
+  }
+  return init_path(q, ctx, port, gid_index, sel);
+}
+
+} // namespace detail
+
 // ---- address_handle, shared_receive_queue ----
 
 namespace {
-void fill_ah(ibv_ah_attr &a, const detail::qp_state &s, const endpoint &peer, std::uint8_t sl,
+void fill_ah(ibv_ah_attr &a, const detail::qp_node &s, const endpoint &peer, std::uint8_t sl,
              std::uint8_t hop_limit, std::uint8_t tclass) noexcept {
   a = {};
   a.dlid = peer.lid;
@@ -250,7 +137,7 @@ void fill_ah(ibv_ah_attr &a, const detail::qp_state &s, const endpoint &peer, st
   a.port_num = s.port;
   if (s.link != link_layer::infiniband || !peer.gid_value.is_zero()) {
     a.is_global = 1;
-    __builtin_memcpy(a.grh.dgid.raw, peer.gid_value.raw.data(), 16);
+    std::memcpy(a.grh.dgid.raw, peer.gid_value.raw.data(), 16);
     a.grh.sgid_index = static_cast<std::uint8_t>(s.gid_index);
     a.grh.hop_limit = hop_limit;
     a.grh.traffic_class = tclass;
@@ -260,25 +147,20 @@ void fill_ah(ibv_ah_attr &a, const detail::qp_state &s, const endpoint &peer, st
 
 result<address_handle> address_handle::create(const protection_domain &pd, const queue_pair &local,
                                               const endpoint &peer) {
-  if (!pd || !local.s_ || !local.s_->qp)
+  auto &q = detail::access::node(local);
+  if (!pd || !q)
     return detail::empty_error();
   ibv_ah_attr a;
-  fill_ah(a, *local.s_, peer, 0, 64, 0);
+  fill_ah(a, *q, peer, 0, 64, 0);
   ibv_ah *ah = ibv_create_ah(pd.native_handle(), &a);
   if (!ah)
-    return detail::last_error();
+    return detail::stack_error(errno);
+  auto n = std::make_shared<detail::ah_node>();
+  n->ah = ah;
+  n->pd = detail::access::node(pd);
   address_handle h;
-  h.ah_ = ah;
+  detail::access::set(h, std::move(n));
   return h;
-}
-address_handle::address_handle(address_handle &&o) noexcept : ah_(std::exchange(o.ah_, nullptr)) {}
-address_handle &address_handle::operator=(address_handle &&o) noexcept {
-  std::swap(ah_, o.ah_);
-  return *this;
-}
-address_handle::~address_handle() {
-  if (ah_)
-    ibv_destroy_ah(ah_);
 }
 
 result<shared_receive_queue> shared_receive_queue::create(const protection_domain &pd,
@@ -290,38 +172,17 @@ result<shared_receive_queue> shared_receive_queue::create(const protection_domai
   if (int rc = ibv_query_device(pd.native_handle()->context, &da))
     return detail::rc_error(rc);
   ibv_srq_init_attr a{};
-  a.attr.max_wr = std::clamp<std::uint32_t>(depth, 1, static_cast<std::uint32_t>(da.max_srq_wr));
-  a.attr.max_sge =
-      std::clamp<std::uint32_t>(max_sge, 1, static_cast<std::uint32_t>(da.max_srq_sge));
+  a.attr.max_wr = detail::clamp_to(depth, da.max_srq_wr);
+  a.attr.max_sge = detail::clamp_to(max_sge, da.max_srq_sge);
   ibv_srq *srq = ibv_create_srq(pd.native_handle(), &a);
   if (!srq)
-    return detail::last_error();
+    return detail::stack_error(errno);
+  auto n = std::make_shared<detail::srq_node>();
+  n->srq = srq;
+  n->pd = detail::access::node(pd);
   shared_receive_queue q;
-  q.srq_ = srq;
+  detail::access::set(q, std::move(n));
   return q;
-}
-shared_receive_queue::shared_receive_queue(shared_receive_queue &&o) noexcept
-    : srq_(std::exchange(o.srq_, nullptr)) {}
-shared_receive_queue &shared_receive_queue::operator=(shared_receive_queue &&o) noexcept {
-  std::swap(srq_, o.srq_);
-  return *this;
-}
-shared_receive_queue::~shared_receive_queue() {
-  if (srq_)
-    ibv_destroy_srq(srq_);
-}
-result<void> shared_receive_queue::post_recv(const local_slice &buf, std::uint64_t wr_id) noexcept {
-  if (!srq_)
-    return detail::empty_error();
-  ibv_sge s{buf.addr, buf.length, buf.lkey};
-  ibv_recv_wr w{};
-  w.wr_id = wr_id;
-  w.sg_list = &s;
-  w.num_sge = 1;
-  ibv_recv_wr *bad = nullptr;
-  if (int rc = ibv_post_srq_recv(srq_, &w, &bad))
-    return detail::rc_error(rc);
-  return {};
 }
 
 // ---- queue_pair ----
@@ -329,60 +190,22 @@ result<void> shared_receive_queue::post_recv(const local_slice &buf, std::uint64
 result<queue_pair> queue_pair::create(const context &ctx, const protection_domain &pd,
                                       const completion_queue &send_cq,
                                       const completion_queue &recv_cq, const qp_options &opts) {
-  if (!ctx || !pd || !send_cq || !recv_cq)
+  if (!ctx || !pd || !send_cq || !recv_cq || (opts.srq && !*opts.srq))
     return detail::empty_error();
+  auto n = std::make_shared<detail::qp_node>();
+  n->type = opts.type;
+  n->qkey = opts.type == qp_type::ud ? opts.qkey : 0;
+  if (auto st = detail::init_path(*n, ctx, opts.port, opts.gid_index, opts.gid); !st.ok())
+    return st;
   auto dev = ctx.query_device();
   if (!dev)
     return dev.error();
-  std::uint8_t port = opts.port;
-  if (!port) {
-    auto p = ctx.first_active_port();
-    if (!p)
-      return p.error();
-    port = *p;
-  }
-  auto pa = ctx.query_port(port);
-  if (!pa)
-    return pa.error();
 
-  std::unique_ptr<detail::qp_state, detail::qp_state_deleter> s(new detail::qp_state);
-  s->type = opts.type;
-  s->port = port;
-  s->lid = pa->lid;
-  s->link = pa->link;
-  s->active_mtu = pa->active_mtu;
-  s->qkey = opts.type == qp_type::ud ? opts.qkey : 0;
-  s->max_rd_atom = std::max(1, dev->max_qp_rd_atom);
-  s->max_init_rd_atom = std::max(1, dev->max_qp_init_rd_atom);
-  if (opts.gid_index >= 0) {
-    auto table = ctx.gid_table(port);
-    if (!table)
-      return table.error();
-    auto it = std::find_if(table->begin(), table->end(), [&](const gid_entry &e) {
-      return e.index == static_cast<std::uint32_t>(opts.gid_index);
-    });
-    if (it == table->end())
-      return errc::no_such_gid;
-    s->gid_index = opts.gid_index;
-    s->local_gid = it->value;
-  } else {
-    auto g = ctx.select_gid(port, opts.gid);
-    if (g) {
-      s->gid_index = static_cast<int>(g->index);
-      s->local_gid = g->value;
-    } else if (pa->link != link_layer::infiniband) {
-      return g.error();
-    }
-  }
-
-  auto clamp = [](std::uint32_t v, int max) {
-    return std::clamp<std::uint32_t>(v, 1, static_cast<std::uint32_t>(std::max(1, max)));
-  };
   ibv_qp_cap cap{};
-  cap.max_send_wr = clamp(opts.send_depth, dev->max_qp_wr);
-  cap.max_recv_wr = opts.srq ? 0 : clamp(opts.recv_depth, dev->max_qp_wr);
-  cap.max_send_sge = clamp(opts.max_send_sge, dev->max_sge);
-  cap.max_recv_sge = opts.srq ? 0 : clamp(opts.max_recv_sge, dev->max_sge);
+  cap.max_send_wr = detail::clamp_to(opts.send_depth, dev->max_qp_wr);
+  cap.max_recv_wr = opts.srq ? 0 : detail::clamp_to(opts.recv_depth, dev->max_qp_wr);
+  cap.max_send_sge = detail::clamp_to(opts.max_send_sge, dev->max_sge);
+  cap.max_recv_sge = opts.srq ? 0 : detail::clamp_to(opts.max_recv_sge, dev->max_sge);
   cap.max_inline_data = opts.max_inline;
   ibv_qp_type t = opts.type == qp_type::rc   ? IBV_QPT_RC
                   : opts.type == qp_type::uc ? IBV_QPT_UC
@@ -401,91 +224,80 @@ result<queue_pair> queue_pair::create(const context &ctx, const protection_domai
     ax.send_ops_flags = detail::qp_ex_send_ops(t);
     errno = 0;
     if (ibv_qp *qp = ibv_create_qp_ex(ctx.native_handle(), &ax)) {
-      s->qp = qp;
-      s->owned = true;
-      s->qpx = ibv_qp_to_qp_ex(qp);
-      if (!s->qpx) {
+      n->qpx = ibv_qp_to_qp_ex(qp);
+      if (n->qpx)
+        n->qp = qp;
+      else
         ibv_destroy_qp(qp);
-        s->qp = nullptr;
-      }
     } else if (!detail::not_offered(errno)) {
-      return detail::last_error();
+      return detail::stack_error(errno);
     }
   }
-  if (!s->qp) {
+  if (!n->qp) {
     ibv_qp_init_attr a{};
     a.qp_type = t;
     a.send_cq = send_cq.native_handle();
     a.recv_cq = recv_cq.native_handle();
     a.srq = srq;
     a.cap = cap;
-    ibv_qp *qp = ibv_create_qp(pd.native_handle(), &a);
-    if (!qp)
-      return detail::last_error();
-    s->qp = qp;
-    s->owned = true;
+    n->qp = ibv_create_qp(pd.native_handle(), &a);
+    if (!n->qp)
+      return detail::stack_error(errno);
   }
-  s->psn = fresh_psn(s->qp->qp_num);
+  n->kind = detail::qp_node::owner_kind::verbs;
+  n->pd = detail::access::node(pd);
+  n->send_cq = detail::access::node(send_cq);
+  n->recv_cq = detail::access::node(recv_cq);
+  if (opts.srq)
+    n->srq = detail::access::node(*opts.srq);
+  n->psn = fresh_psn(n->qp->qp_num);
   queue_pair q;
-  q.s_ = std::move(s);
+  detail::access::set(q, std::move(n));
   return q;
 }
 
-result<queue_pair> queue_pair::borrow(ibv_qp *qp, qp_type type) {
+result<queue_pair> queue_pair::borrow(ibv_qp *qp, qp_type type, const qp_options &opts) {
   if (!qp)
     return detail::empty_error();
-  ibv_qp_attr a{};
-  ibv_qp_init_attr ia{};
-  std::unique_ptr<detail::qp_state, detail::qp_state_deleter> s(new detail::qp_state);
-  s->qp = qp;
-  s->type = type;
-  if (ibv_query_qp(qp, &a, IBV_QP_PORT | IBV_QP_SQ_PSN, &ia) == 0) {
-    s->port = a.port_num;
-    s->psn = a.sq_psn;
-  }
+  auto n = std::make_shared<detail::qp_node>();
+  n->qp = qp;
+  n->type = type;
+  n->qkey = type == qp_type::ud ? opts.qkey : 0;
+  context ctx = detail::borrow_context(qp->context, nullptr);
+  if (auto st = detail::init_from_qp(*n, ctx, opts.port, opts.gid_index, opts.gid); !st.ok())
+    return st;
   queue_pair q;
-  q.s_ = std::move(s);
+  detail::access::set(q, std::move(n));
   return q;
 }
 
-queue_pair::queue_pair() noexcept = default;
-queue_pair::queue_pair(queue_pair &&o) noexcept = default;
-queue_pair &queue_pair::operator=(queue_pair &&o) noexcept = default;
-queue_pair::~queue_pair() = default;
-
-std::uint32_t queue_pair::qp_num() const noexcept {
-  return s_ && s_->qp ? s_->qp->qp_num : 0;
-}
 std::uint8_t queue_pair::port() const noexcept {
-  return s_ ? s_->port : 0;
+  return n_ ? n_->port : 0;
 }
 qp_type queue_pair::type() const noexcept {
-  return s_ ? s_->type : qp_type::rc;
-}
-ibv_qp *queue_pair::native_handle() const noexcept {
-  return s_ ? s_->qp : nullptr;
+  return n_ ? n_->type : qp_type::rc;
 }
 bool queue_pair::uses_wr_api() const noexcept {
-  return s_ && s_->qpx;
+  return n_ && n_->qpx;
 }
 
 result<endpoint> queue_pair::local_endpoint() const {
-  if (!s_ || !s_->qp)
+  if (!n_)
     return detail::empty_error();
   endpoint e;
-  e.qpn = s_->qp->qp_num;
-  e.psn = s_->psn;
-  e.lid = s_->lid;
-  e.gid_value = s_->local_gid;
-  e.qkey = s_->qkey;
-  e.mtu = s_->active_mtu;
+  e.qpn = n_->qp->qp_num;
+  e.psn = n_->psn;
+  e.lid = n_->lid;
+  e.gid_value = n_->local_gid;
+  e.qkey = n_->qkey;
+  e.mtu = n_->active_mtu;
   return e;
 }
 
 result<void> queue_pair::connect(const endpoint &peer, const connect_options &opts) {
-  if (!s_ || !s_->qp)
+  if (!n_)
     return detail::empty_error();
-  detail::qp_state &s = *s_;
+  detail::qp_node &s = *n_;
   ibv_qp_attr a{};
   a.qp_state = IBV_QPS_INIT;
   a.pkey_index = 0;
@@ -516,7 +328,7 @@ result<void> queue_pair::connect(const endpoint &peer, const connect_options &op
     if (opts.mtu)
       mtu = std::min(mtu, opts.mtu);
     a.path_mtu = detail::mtu_enum(mtu);
-    a.dest_qp_num = peer.qpn;
+    a.dest_qp_num = peer.qpn & 0xffffff;
     a.rq_psn = peer.psn & 0xffffff;
     fill_ah(a.ah_attr, s, peer, opts.sl, opts.hop_limit, opts.traffic_class);
     mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
@@ -550,165 +362,173 @@ result<void> queue_pair::connect(const endpoint &peer, const connect_options &op
 }
 
 result<void> queue_pair::to_error() noexcept {
-  if (!s_ || !s_->qp)
+  if (!n_)
     return detail::empty_error();
   ibv_qp_attr a{};
   a.qp_state = IBV_QPS_ERR;
-  if (int rc = ibv_modify_qp(s_->qp, &a, IBV_QP_STATE))
+  if (int rc = ibv_modify_qp(n_->qp, &a, IBV_QP_STATE))
     return detail::rc_error(rc);
   return {};
-}
-
-result<void> queue_pair::post_recv(const local_slice &buf, std::uint64_t wr_id) noexcept {
-  if (!s_ || !s_->qp)
-    return detail::empty_error();
-  ibv_sge sge{buf.addr, buf.length, buf.lkey};
-  ibv_recv_wr w{};
-  w.wr_id = wr_id;
-  w.sg_list = &sge;
-  w.num_sge = buf.length ? 1 : 0;
-  ibv_recv_wr *bad = nullptr;
-  if (int rc = ibv_post_recv(s_->qp, &w, &bad))
-    return detail::rc_error(rc);
-  return {};
-}
-
-result<void> queue_pair::post_send(const local_slice &buf, std::uint64_t wr_id,
-                                   send_flags flags) noexcept {
-  return post_one(s_.get(), {op_kind::send, &buf, 0, 0, 0, 0, 0, nullptr, 0, 0, wr_id, flags});
-}
-result<void> queue_pair::post_send_imm(const local_slice &buf, std::uint32_t imm,
-                                       std::uint64_t wr_id, send_flags flags) noexcept {
-  return post_one(s_.get(),
-                  {op_kind::send_imm, &buf, 0, 0, imm, 0, 0, nullptr, 0, 0, wr_id, flags});
-}
-result<void> queue_pair::post_send_ud(const local_slice &buf, const address_handle &ah,
-                                      const endpoint &peer, std::uint64_t wr_id,
-                                      send_flags flags) noexcept {
-  if (!ah.native_handle())
-    return detail::empty_error();
-  return post_one(s_.get(), {op_kind::send, &buf, 0, 0, 0, 0, 0, ah.native_handle(), peer.qpn,
-                             peer.qkey, wr_id, flags});
-}
-result<void> queue_pair::post_write(const local_slice &buf, const remote_region &dst,
-                                    std::uint64_t wr_id, send_flags flags) noexcept {
-  return post_one(s_.get(),
-                  {op_kind::write, &buf, dst.addr, dst.rkey, 0, 0, 0, nullptr, 0, 0, wr_id, flags});
-}
-result<void> queue_pair::post_write_imm(const local_slice &buf, const remote_region &dst,
-                                        std::uint32_t imm, std::uint64_t wr_id,
-                                        send_flags flags) noexcept {
-  return post_one(s_.get(), {op_kind::write_imm, &buf, dst.addr, dst.rkey, imm, 0, 0, nullptr, 0, 0,
-                             wr_id, flags});
-}
-result<void> queue_pair::post_read(const local_slice &buf, const remote_region &src,
-                                   std::uint64_t wr_id, send_flags flags) noexcept {
-  return post_one(s_.get(),
-                  {op_kind::read, &buf, src.addr, src.rkey, 0, 0, 0, nullptr, 0, 0, wr_id, flags});
-}
-result<void> queue_pair::post_fetch_add(const local_slice &buf, const remote_region &dst,
-                                        std::uint64_t add, std::uint64_t wr_id,
-                                        send_flags flags) noexcept {
-  return post_one(s_.get(), {op_kind::fetch_add, &buf, dst.addr, dst.rkey, 0, add, 0, nullptr, 0, 0,
-                             wr_id, flags});
-}
-result<void> queue_pair::post_compare_swap(const local_slice &buf, const remote_region &dst,
-                                           std::uint64_t compare, std::uint64_t swap,
-                                           std::uint64_t wr_id, send_flags flags) noexcept {
-  return post_one(s_.get(), {op_kind::cmp_swap, &buf, dst.addr, dst.rkey, 0, compare, swap, nullptr,
-                             0, 0, wr_id, flags});
 }
 
 // ---- send_batch ----
 
 send_batch queue_pair::batch() noexcept {
-  return send_batch(s_.get());
+  return send_batch(n_);
 }
 
-send_batch::send_batch(detail::qp_state *s) noexcept : s_(s) {
-  if (!s_ || !s_->qp)
+send_batch::send_batch(const std::shared_ptr<detail::qp_node> &q) noexcept : q_(q) {
+  if (!q_) {
     err_ = detail::empty_error();
+    return;
+  }
+  bool expected = false;
+  owner_ = q_->batch_open.compare_exchange_strong(expected, true, std::memory_order_acquire);
+  if (!owner_)
+    err_ = errc::batch_busy;
 }
 
 send_batch::~send_batch() {
-  if (started_ && s_->qpx)
-    ibv_wr_abort(s_->qpx);
+  if (started_)
+    ibv_wr_abort(q_->qpx);
+  if (owner_)
+    q_->batch_open.store(false, std::memory_order_release);
 }
 
 namespace {
-void batch_add(detail::qp_state *s, std::size_t &n, std::error_code &err, bool &started,
-               const op &o) noexcept {
-  if (err)
-    return;
-  if (auto ec = check_op(s, o)) {
-    err = ec;
-    return;
+// Whether a QP of type t can carry op (the WR API QP is created with exactly
+// these operations: detail::qp_ex_send_ops).
+bool allowed(qp_type t, wr_opcode op) noexcept {
+  switch (op) {
+  case wr_opcode::send:
+  case wr_opcode::send_imm:
+    return t != qp_type::ud; // a UD send needs an address: post_send_ud()
+  case wr_opcode::rdma_write:
+  case wr_opcode::rdma_write_imm:
+    return t != qp_type::ud;
+  default:
+    return t == qp_type::rc;
   }
-  if (n == send_batch::max_size) {
-    err = make_error_code(errc::batch_full);
-    return;
+}
+
+// Adds w through the WR API (between ibv_wr_start and ibv_wr_complete).
+void emit_wr(ibv_qp_ex *x, const send_request &w) noexcept {
+  x->wr_id = w.wr_id;
+  x->wr_flags = static_cast<unsigned>(w.flags) & ~static_cast<unsigned>(IBV_SEND_INLINE);
+  switch (w.opcode) {
+  case wr_opcode::send:
+    ibv_wr_send(x);
+    break;
+  case wr_opcode::send_imm:
+    ibv_wr_send_imm(x, w.imm_be);
+    break;
+  case wr_opcode::rdma_write:
+    ibv_wr_rdma_write(x, w.wr.rdma.rkey, w.wr.rdma.remote_addr);
+    break;
+  case wr_opcode::rdma_write_imm:
+    ibv_wr_rdma_write_imm(x, w.wr.rdma.rkey, w.wr.rdma.remote_addr, w.imm_be);
+    break;
+  case wr_opcode::rdma_read:
+    ibv_wr_rdma_read(x, w.wr.rdma.rkey, w.wr.rdma.remote_addr);
+    break;
+  case wr_opcode::comp_swap:
+    ibv_wr_atomic_cmp_swp(x, w.wr.atomic.rkey, w.wr.atomic.remote_addr, w.wr.atomic.compare_add,
+                          w.wr.atomic.swap);
+    break;
+  case wr_opcode::fetch_add:
+    ibv_wr_atomic_fetch_add(x, w.wr.atomic.rkey, w.wr.atomic.remote_addr, w.wr.atomic.compare_add);
+    break;
   }
-  if (s->qpx) {
-    if (!started) {
-      ibv_wr_start(s->qpx);
-      started = true;
-    }
-    emit_wr(s->qpx, o);
-  } else {
-    fill_wr(s->wrs[n], s->sges[n], o);
-    if (n)
-      s->wrs[n - 1].next = &s->wrs[n];
-  }
-  n++;
+  const local_slice &s = *w.sg_list;
+  if (static_cast<unsigned>(w.flags) & IBV_SEND_INLINE)
+    ibv_wr_set_inline_data(x, s.data(), s.length);
+  else
+    ibv_wr_set_sge(x, s.lkey, s.addr, s.length);
 }
 } // namespace
 
+void send_batch::add(const send_request &w) noexcept {
+  if (err_)
+    return;
+  if (!allowed(q_->type, w.opcode)) {
+    err_ = errc::wrong_qp_type;
+    return;
+  }
+  if (n_ == max_size) {
+    err_ = errc::batch_full;
+    return;
+  }
+  detail::qp_node &q = *q_;
+  if (q.qpx) {
+    if (!started_) {
+      ibv_wr_start(q.qpx);
+      started_ = true;
+    }
+    emit_wr(q.qpx, w);
+  } else {
+    // Copy the request and its scatter element: the caller's slice may be a
+    // temporary that dies before commit().
+    ibv_send_wr &d = q.wrs[n_];
+    std::memcpy(&d, &w, sizeof d);
+    q.sges[n_] = ibv_sge{w.sg_list->addr, w.sg_list->length, w.sg_list->lkey};
+    d.sg_list = &q.sges[n_];
+    d.num_sge = 1;
+    d.next = nullptr;
+    if (n_)
+      q.wrs[n_ - 1].next = &d;
+  }
+  n_++;
+}
+
 send_batch &send_batch::send(const local_slice &buf, std::uint64_t wr_id,
                              send_flags flags) noexcept {
-  batch_add(s_, n_, err_, started_,
-            {op_kind::send, &buf, 0, 0, 0, 0, 0, nullptr, 0, 0, wr_id, flags});
+  add(send_request::send(buf, wr_id, flags));
   return *this;
 }
 send_batch &send_batch::send_imm(const local_slice &buf, std::uint32_t imm, std::uint64_t wr_id,
                                  send_flags flags) noexcept {
-  batch_add(s_, n_, err_, started_,
-            {op_kind::send_imm, &buf, 0, 0, imm, 0, 0, nullptr, 0, 0, wr_id, flags});
+  add(send_request::send_imm(buf, imm, wr_id, flags));
   return *this;
 }
 send_batch &send_batch::write(const local_slice &buf, const remote_region &dst, std::uint64_t wr_id,
                               send_flags flags) noexcept {
-  batch_add(s_, n_, err_, started_,
-            {op_kind::write, &buf, dst.addr, dst.rkey, 0, 0, 0, nullptr, 0, 0, wr_id, flags});
+  add(send_request::write(buf, dst, wr_id, flags));
+  return *this;
+}
+send_batch &send_batch::write_imm(const local_slice &buf, const remote_region &dst,
+                                  std::uint32_t imm, std::uint64_t wr_id,
+                                  send_flags flags) noexcept {
+  add(send_request::write_imm(buf, dst, imm, wr_id, flags));
   return *this;
 }
 send_batch &send_batch::read(const local_slice &buf, const remote_region &src, std::uint64_t wr_id,
                              send_flags flags) noexcept {
-  batch_add(s_, n_, err_, started_,
-            {op_kind::read, &buf, src.addr, src.rkey, 0, 0, 0, nullptr, 0, 0, wr_id, flags});
+  add(send_request::read(buf, src, wr_id, flags));
   return *this;
 }
 
 result<void> send_batch::commit() noexcept {
   if (err_) {
     if (started_)
-      ibv_wr_abort(s_->qpx);
+      ibv_wr_abort(q_->qpx);
     started_ = false;
     n_ = 0;
-    return err_;
+    status_code e = err_;
+    if (owner_)
+      err_ = {}; // the batch can be filled again
+    return e;
   }
   if (!n_)
     return errc::empty_span;
-  std::size_t n = n_;
   n_ = 0;
-  if (s_->qpx) {
+  if (started_) {
     started_ = false;
-    if (int rc = ibv_wr_complete(s_->qpx))
+    if (int rc = ibv_wr_complete(q_->qpx))
       return detail::rc_error(rc);
     return {};
   }
-  s_->wrs[n - 1].next = nullptr;
   ibv_send_wr *bad = nullptr;
-  if (int rc = ibv_post_send(s_->qp, &s_->wrs[0], &bad))
+  if (int rc = ibv_post_send(q_->qp, &q_->wrs[0], &bad))
     return detail::rc_error(rc);
   return {};
 }

@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: MIT
-// rdmadl-bench-postpoll-cxx ITERS: ITERS x (signaled RDMA write of 8 bytes,
-// then poll one completion until it arrives) on a loopback RC pair, through
-// the C++ API. Run under callgrind with two ITERS values; the difference
+// rdmadl-bench-postpoll-cxx ITERS [post|prepared]: ITERS x (signaled RDMA
+// write of 8 bytes, then poll one completion until it arrives) on a loopback
+// RC pair, through the C++ API: post_write() each time ("post", the
+// default), or one send_request built before the loop and post()ed again
+// ("prepared"). Run under callgrind with two ITERS values; the difference
 // divided by the ITERS difference is the instruction count per post+poll
 // (setup cancels out). Prints "iters N polls M" (M - N polls found the queue
 // empty: busy-wait that depends on the kernel, not on the API).
 #include <cstdio>
 #include <cstdlib>
+#include <string_view>
 #include <unistd.h>
 
 #include "rdmadl/rdmadl.hpp"
@@ -16,6 +19,7 @@ using namespace rdmadl;
 int main(int argc, char **argv) {
   alarm(250); // default action: killed, the runner reports it
   long iters = argc > 1 ? std::atol(argv[1]) : 1000;
+  bool prepared = argc > 2 && std::string_view(argv[2]) == "prepared";
   const char *d = std::getenv("RDMADL_TEST_DEVICE");
   const char *g = std::getenv("RDMADL_TEST_GID_INDEX");
   auto ctx = context::open(d ? d : "").value();
@@ -35,8 +39,12 @@ int main(int argc, char **argv) {
   auto dst = mr.remote(8, 8).value();
   completion c[1];
   long polls = 0;
+  auto req = send_request::write(s, dst, 1, send_flags::signaled);
   for (long i = 0; i < iters; i++) {
-    a.post_write(s, dst, 1, send_flags::signaled).value();
+    if (prepared)
+      a.post(req).value();
+    else
+      a.post_write(s, dst, 1, send_flags::signaled).value();
     for (;;) {
       polls++;
       auto n = cq.poll(c).value();

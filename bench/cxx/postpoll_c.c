@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* rdmadl-bench-postpoll-c ITERS: the same loop as postpoll.cpp, written by
- * hand in C against verbs (the drop-in rdmadl::verbs_static). Device from
- * RDMADL_TEST_DEVICE (default: the first), GID index from
- * RDMADL_TEST_GID_INDEX (default 1). Prints "iters N polls M". */
+/* rdmadl-bench-postpoll-c ITERS [prebuilt|fair]: the same loop as
+ * postpoll.cpp, written by hand in C against verbs (the drop-in
+ * rdmadl::verbs_static). "prebuilt" (the default) posts one work request
+ * built before the loop; "fair" fills its work request on every post, as the
+ * C++ API's post_write() does. Device from RDMADL_TEST_DEVICE (default: the
+ * first), GID index from RDMADL_TEST_GID_INDEX (default 1). Prints
+ * "iters N polls M". */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,6 +65,7 @@ static int die(const char *what) {
 int main(int argc, char **argv) {
   alarm(250); /* default action: killed, the runner reports it */
   long iters = argc > 1 ? atol(argv[1]) : 1000;
+  int fair = argc > 2 && strcmp(argv[2], "fair") == 0;
   const char *dev = getenv("RDMADL_TEST_DEVICE");
   const char *gi = getenv("RDMADL_TEST_GID_INDEX");
   int gidx = gi ? atoi(gi) : 1;
@@ -97,8 +101,23 @@ int main(int argc, char **argv) {
   struct ibv_wc wc;
   long polls = 0;
   for (long i = 0; i < iters; i++) {
-    if (ibv_post_send(a, &wr, &bad))
+    if (fair) {
+      /* What a caller without a prepared request writes each time. */
+      struct ibv_sge s = {(uintptr_t)buf, 8, mr->lkey};
+      struct ibv_send_wr w;
+      w.wr_id = 1;
+      w.next = NULL;
+      w.sg_list = &s;
+      w.num_sge = 1;
+      w.opcode = IBV_WR_RDMA_WRITE;
+      w.send_flags = IBV_SEND_SIGNALED;
+      w.wr.rdma.remote_addr = (uintptr_t)buf + 8;
+      w.wr.rdma.rkey = mr->rkey;
+      if (ibv_post_send(a, &w, &bad))
+        return die("ibv_post_send");
+    } else if (ibv_post_send(a, &wr, &bad)) {
       return die("ibv_post_send");
+    }
     int got;
     do
       polls++;

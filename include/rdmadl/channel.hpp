@@ -5,6 +5,7 @@
 #define RDMADL_CHANNEL_HPP
 
 #include <chrono>
+#include <memory>
 
 #include "rdmadl/device.hpp"
 #include "rdmadl/error.hpp"
@@ -14,28 +15,34 @@ namespace rdmadl {
 
 // A completion channel (ibv_create_comp_channel). Its fd is non-blocking and
 // can go into epoll/poll. Every event taken is acknowledged at once, so
-// destroying the queues never waits for unacknowledged events. Move-only.
-class completion_channel {
+// destroying the queues never waits for unacknowledged events. Keeps its
+// context alive; destroyed when it and the queues using it are gone.
+// Move-only.
+class RDMADL_API completion_channel {
 public:
   // Errors: operation_not_supported, errc::empty_object, or the errno.
   static result<completion_channel> create(const context &ctx);
 
   completion_channel() noexcept = default;
-  completion_channel(completion_channel &&o) noexcept;
-  completion_channel &operator=(completion_channel &&o) noexcept;
-  ~completion_channel();
+  completion_channel(completion_channel &&o) noexcept = default;
+  completion_channel &operator=(completion_channel &&o) noexcept = default;
+  ~completion_channel() = default;
 
   // The file descriptor (readable when an event is pending), -1 when empty.
   int fd() const noexcept;
-  // Waits up to timeout for one event, takes and acknowledges it, and returns
-  // the queue it is for (re-arm it with request_notify() before polling it
-  // empty). Errors: errc::timed_out, errc::empty_object, or the errno.
+  // Waits up to timeout (milliseconds::max(): no limit) for one event, takes
+  // and acknowledges it, and returns the queue it is for (re-arm it with
+  // request_notify() before polling it empty). Errors: errc::timed_out,
+  // errc::empty_object, or the errno.
   result<::ibv_cq *> wait(std::chrono::milliseconds timeout) const;
 
   ::ibv_comp_channel *native_handle() const noexcept { return ch_; }
+  explicit operator bool() const noexcept { return ch_.get() != nullptr; }
 
 private:
-  ::ibv_comp_channel *ch_ = nullptr;
+  friend struct detail::access;
+  detail::take<::ibv_comp_channel *> ch_;
+  std::shared_ptr<detail::channel_node> n_;
 };
 
 } // namespace rdmadl

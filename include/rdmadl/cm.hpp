@@ -24,7 +24,7 @@ namespace rdmadl {
 
 // An rdma_cm event channel (rdma_create_event_channel); its fd is
 // non-blocking. Move-only.
-class event_channel {
+class RDMADL_API event_channel {
 public:
   // Errors: operation_not_supported (librdmacm absent), or the errno.
   static result<event_channel> create();
@@ -39,6 +39,9 @@ private:
   ::rdma_event_channel *ch_ = nullptr;
 };
 
+// rdma_cm decides the port and the GID from the route, so qp.port,
+// qp.gid and qp.gid_index must stay at their defaults (else
+// errc::not_honoured); qp.srq and qp.wr_api are honoured.
 struct cm_options {
   qp_options qp;                           // type must be rc
   int cq_depth = 256;                      // one CQ for send and receive
@@ -58,7 +61,7 @@ struct cm_state_deleter {
 // A connected RC queue pair with its own protection domain and completion
 // queue, made by connect() or listener::accept(). Move-only; disconnects and
 // frees everything on destruction.
-class connection {
+class RDMADL_API connection {
 public:
   connection() noexcept;
   connection(connection &&) noexcept;
@@ -87,7 +90,7 @@ private:
 };
 
 // An incoming connection request, from listener::get_request().
-class connection_request {
+class RDMADL_API connection_request {
 public:
   connection_request() noexcept;
   connection_request(connection_request &&) noexcept;
@@ -107,7 +110,7 @@ private:
 };
 
 // A listening rdma_cm id. Move-only.
-class listener {
+class RDMADL_API listener {
 public:
   // Binds to host:port (host empty: any address; port 0: any port) and
   // listens. Errors: operation_not_supported, or the errno
@@ -133,7 +136,8 @@ private:
 // connects with opts.private_data and waits for ESTABLISHED (opts.timeout per
 // step). Errors: operation_not_supported, errc::rejected (peer_data of the
 // reject is lost), errc::timed_out, errc::unexpected_event, or the errno.
-result<connection> connect(std::string_view host, std::uint16_t port, const cm_options &opts = {});
+RDMADL_API result<connection> connect(std::string_view host, std::uint16_t port,
+                                      const cm_options &opts = {});
 
 } // namespace rdmadl
 

@@ -1,9 +1,18 @@
 // SPDX-License-Identifier: MIT
-// rdmadl/cq.hpp - completion queues and completions.
+// rdmadl/cq.hpp - completion queues, completions and poll sessions.
+//
+// completion is the layout twin of struct ibv_wc (frozen by libibverbs.so.1;
+// every offset is checked in src/abi.cpp), so poll() hands the caller's span
+// straight to the provider's poll_cq: no copy, no conversion, no call into
+// rdmadl. Fields are rdma-core's raw values; the accessors convert.
 #ifndef RDMADL_CQ_HPP
 #define RDMADL_CQ_HPP
 
+#include <cerrno>
+#include <chrono>
+#include <climits>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <system_error>
 
@@ -15,7 +24,7 @@
 namespace rdmadl {
 
 // enum ibv_wc_opcode values.
-enum class wc_opcode : std::uint8_t {
+enum class wc_opcode : int {
   send = 0,
   rdma_write = 1,
   rdma_read = 2,
@@ -28,22 +37,38 @@ enum class wc_opcode : std::uint8_t {
   atomic_write = 9,
   recv = 128,
   recv_rdma_with_imm = 129,
-  other = 255
 };
 
-// One work completion.
+namespace detail {
+constexpr std::uint32_t be32(std::uint32_t v) noexcept {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  return __builtin_bswap32(v);
+#else
+  return v;
+#endif
+}
+} // namespace detail
+
+// One work completion: the layout twin of struct ibv_wc.
 struct completion {
   std::uint64_t wr_id = 0;
-  int status = 0;               // enum ibv_wc_status; 0 = success
+  int status = 0; // enum ibv_wc_status; 0 = success
+  // enum ibv_wc_opcode; valid only when ok() (rdma-core leaves it undefined
+  // on error).
+  wc_opcode opcode = wc_opcode::send;
   std::uint32_t vendor_err = 0; // provider's own code, kept beside status
-  wc_opcode opcode = wc_opcode::other;
   std::uint32_t byte_len = 0;
-  std::uint32_t imm_data = 0; // host byte order, valid when has_imm
-  bool has_imm = false;
+  std::uint32_t imm_be = 0; // immediate data, network byte order (see imm())
   std::uint32_t qp_num = 0, src_qp = 0;
-  std::uint16_t slid = 0;
+  unsigned wc_flags = 0; // IBV_WC_GRH = 1, IBV_WC_WITH_IMM = 2, ...
+  std::uint16_t pkey_index = 0, slid = 0;
+  std::uint8_t sl = 0, dlid_path_bits = 0;
 
   bool ok() const noexcept { return status == 0; }
+  // Whether the completion carries immediate data (success only).
+  bool has_imm() const noexcept { return status == 0 && (wc_flags & 2u); }
+  // The immediate data in host byte order (0 without).
+  std::uint32_t imm() const noexcept { return has_imm() ? detail::be32(imm_be) : 0; }
   // The status as an error_code in wc_category() (0 = success).
   std::error_code error() const noexcept {
     return status ? std::error_code(status, wc_category()) : std::error_code();
@@ -51,45 +76,119 @@ struct completion {
 };
 
 struct cq_options {
-  int depth = 256;                             // clamped to the device's max_cqe
-  const completion_channel *channel = nullptr; // for request_notify()/wait()
+  int depth = 256; // clamped to [1, the device's max_cqe]
+  // For request_notify()/wait(); the queue keeps the channel alive.
+  const completion_channel *channel = nullptr;
   int comp_vector = 0;
   bool extended = true; // use ibv_create_cq_ex when context::supports(extended_cq)
 };
 
-// A completion queue. Move-only.
-class completion_queue {
+namespace detail {
+using poll_cq_fn = int (*)(::ibv_cq *, int, ::ibv_wc *);
+using notify_cq_fn = int (*)(::ibv_cq *, int);
+} // namespace detail
+
+// A completion queue. Keeps its context (and channel) alive; destroyed when it
+// and the queue pairs using it are gone. Move-only.
+class RDMADL_API completion_queue {
 public:
   // Creates a queue on ctx. Errors: operation_not_supported,
   // errc::empty_object, or the errno.
   static result<completion_queue> create(const context &ctx, const cq_options &opts = {});
 
   completion_queue() noexcept = default;
-  completion_queue(completion_queue &&o) noexcept;
-  completion_queue &operator=(completion_queue &&o) noexcept;
-  ~completion_queue();
+  completion_queue(completion_queue &&o) noexcept = default;
+  completion_queue &operator=(completion_queue &&o) noexcept = default;
+  ~completion_queue() = default;
 
   // Takes up to out.size() completions without blocking; returns how many.
-  // Calls the provider directly (no allocation, no dispatch stub). Errors:
+  // Inline: calls the provider's poll_cq with out itself. Errors:
   // errc::empty_span, errc::empty_object, or the provider's errno.
-  result<std::size_t> poll(std::span<completion> out) noexcept;
+  result<std::size_t> poll(std::span<completion> out) noexcept {
+    if (ex_.get() || !cq_.get() || out.empty()) [[unlikely]]
+      return poll_other(out);
+    int n = poll_.get()(cq_, out.size() > INT_MAX ? INT_MAX : static_cast<int>(out.size()),
+                        reinterpret_cast<::ibv_wc *>(out.data()));
+    if (n < 0) [[unlikely]]
+      return status_code::from_errno(EIO);
+    return static_cast<std::size_t>(n);
+  }
   // Polls until out is full or timeout passed (busy-polling). Returns how
-  // many arrived (fewer than out.size() on timeout). Errors: errc::timed_out
-  // when none arrived, as poll().
+  // many arrived (fewer than out.size() on timeout). A timeout of
+  // milliseconds::max() never expires. Errors: errc::timed_out when none
+  // arrived, as poll().
   result<std::size_t> poll_wait(std::span<completion> out, std::chrono::milliseconds timeout);
+  // A poll session (see poll_session): the extended-CQ way of reading
+  // completions field by field, or one completion at a time on a plain queue.
+  result<poll_session> start_poll() noexcept;
   // Arms the queue's channel for the next completion (solicited only if asked).
-  result<void> request_notify(bool solicited_only = false) noexcept;
-  // True when created with ibv_create_cq_ex and polled with ibv_start_poll.
-  bool extended() const noexcept { return ex_ != nullptr; }
+  result<void> request_notify(bool solicited_only = false) noexcept {
+    if (!cq_.get()) [[unlikely]]
+      return empty_status();
+    if (int rc = notify_.get()(cq_, solicited_only ? 1 : 0)) [[unlikely]]
+      return status_code::from_errno(rc);
+    return {};
+  }
+  // True when created with ibv_create_cq_ex (poll() then reads it through
+  // ibv_start_poll/ibv_next_poll).
+  bool extended() const noexcept { return ex_.get() != nullptr; }
   int depth() const noexcept;
 
   ::ibv_cq *native_handle() const noexcept { return cq_; }
-  explicit operator bool() const noexcept { return cq_ != nullptr; }
+  ::ibv_cq_ex *native_ex_handle() const noexcept { return ex_; }
+  explicit operator bool() const noexcept { return cq_.get() != nullptr; }
 
 private:
-  ::ibv_cq *cq_ = nullptr;
-  ::ibv_cq_ex *ex_ = nullptr;
-  const completion_channel *channel_ = nullptr;
+  friend struct detail::access;
+  static status_code empty_status() noexcept;
+  result<std::size_t> poll_other(std::span<completion> out) noexcept;
+  detail::take<::ibv_cq *> cq_;
+  detail::take<detail::poll_cq_fn> poll_;
+  detail::take<detail::notify_cq_fn> notify_;
+  detail::take<::ibv_cq_ex *> ex_;
+  std::shared_ptr<detail::cq_node> n_;
+};
+
+// Reading completions one at a time, each field on demand
+// (ibv_start_poll/ibv_next_poll/ibv_end_poll and ibv_wc_read_* on an
+// extended queue; one ibv_poll_cq per step on a plain one). The session ends
+// (ibv_end_poll) when the object dies; keep at most one per queue, and do not
+// poll() the queue while it lives. Move-only; keeps the queue alive.
+//
+//   auto s = cq.start_poll();
+//   for (; s && *s; (void)s->next()) use(s->wr_id(), s->status());
+class RDMADL_API poll_session {
+public:
+  poll_session() noexcept = default;
+  poll_session(poll_session &&o) noexcept = default;
+  poll_session &operator=(poll_session &&o) noexcept;
+  ~poll_session();
+
+  // True while positioned on a completion.
+  explicit operator bool() const noexcept { return on_; }
+  // Moves to the next completion. Returns false when there is none (the
+  // session then stays empty). Errors: the provider's errno.
+  result<bool> next() noexcept;
+
+  std::uint64_t wr_id() const noexcept;
+  int status() const noexcept;
+  std::error_code error() const noexcept;
+  wc_opcode opcode() const noexcept; // valid when status() == 0
+  std::uint32_t vendor_err() const noexcept;
+  std::uint32_t byte_len() const noexcept;
+  bool has_imm() const noexcept;
+  std::uint32_t imm() const noexcept; // host byte order; 0 without
+  std::uint32_t qp_num() const noexcept;
+  std::uint32_t src_qp() const noexcept;
+  std::uint16_t slid() const noexcept;
+
+private:
+  friend class completion_queue;
+  void end() noexcept;
+  detail::take<::ibv_cq_ex *> ex_;
+  detail::take<bool> on_;
+  completion cur_; // plain queues
+  std::shared_ptr<detail::cq_node> n_;
 };
 
 } // namespace rdmadl

@@ -5,9 +5,9 @@
 #define RDMADL_DEVICE_HPP
 
 #include <array>
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,15 +25,16 @@ enum class port_state { nop, down, init, armed, active, active_defer };
 enum class atomic_cap { none, hca, glob };
 enum class gid_type { ib, roce_v1, roce_v2 };
 
-std::string_view name(node_type v) noexcept;
-std::string_view name(transport v) noexcept;
-std::string_view name(link_layer v) noexcept;
-std::string_view name(port_state v) noexcept;
-std::string_view name(atomic_cap v) noexcept;
-std::string_view name(gid_type v) noexcept; // "IB", "RoCE v1", "RoCE v2"
+// Display names; a value outside the enumeration gives "unknown".
+RDMADL_API std::string_view name(node_type v) noexcept;
+RDMADL_API std::string_view name(transport v) noexcept;
+RDMADL_API std::string_view name(link_layer v) noexcept;
+RDMADL_API std::string_view name(port_state v) noexcept;
+RDMADL_API std::string_view name(atomic_cap v) noexcept;
+RDMADL_API std::string_view name(gid_type v) noexcept; // "IB", "RoCE v1", "RoCE v2"
 
 // A 128-bit GID, in network byte order.
-struct gid {
+struct RDMADL_API gid {
   std::array<std::uint8_t, 16> raw{};
   bool is_zero() const noexcept;
   // True for ::ffff:a.b.c.d; then ipv4() is that address in network byte order.
@@ -81,10 +82,11 @@ struct port_attr {
   link_layer link = link_layer::unspecified;
 };
 
-// One entry of the device list. Valid while its device_list lives.
-class device {
+// One entry of the device list. Valid while its device_list lives. A null
+// device answers "" / 0 / unknown.
+class RDMADL_API device {
 public:
-  explicit device(::ibv_device *d) noexcept : dev_(d) {}
+  explicit device(::ibv_device *d = nullptr) noexcept : dev_(d) {}
   // Kernel name, e.g. "rxe0".
   std::string_view name() const noexcept;
   // Node GUID in host byte order.
@@ -98,7 +100,7 @@ private:
 };
 
 // The devices present (ibv_get_device_list). Move-only.
-class device_list {
+class RDMADL_API device_list {
 public:
   // The current list. Errors: operation_not_supported (no stack, including a
   // kernel without RDMA: errc::no_kernel_support), errc::no_devices (equal to
@@ -106,12 +108,15 @@ public:
   static result<device_list> get();
 
   device_list() noexcept = default;
-  device_list(device_list &&o) noexcept;
-  device_list &operator=(device_list &&o) noexcept;
+  device_list(device_list &&o) noexcept = default;
+  device_list &operator=(device_list &&o) noexcept = default;
   ~device_list();
 
   std::size_t size() const noexcept { return n_; }
-  device operator[](std::size_t i) const noexcept { return device(list_[i]); }
+  // The i-th device; a null device when i >= size().
+  device operator[](std::size_t i) const noexcept {
+    return device(i < n_ ? list_.get()[i] : nullptr);
+  }
   // The device named name. Errors: errc::no_devices.
   result<device> find(std::string_view name) const;
 
@@ -124,17 +129,26 @@ public:
     }
     bool operator==(const iterator &) const = default;
   };
-  iterator begin() const noexcept { return {list_}; }
-  iterator end() const noexcept { return {list_ + n_}; }
+  iterator begin() const noexcept { return {list_.get()}; }
+  iterator end() const noexcept { return {list_.get() + n_}; }
 
 private:
-  ::ibv_device **list_ = nullptr;
-  std::size_t n_ = 0;
+  detail::take<::ibv_device **> list_;
+  detail::take<std::size_t> n_;
 };
 
-// An opened device (ibv_open_device). Move-only; closes it on destruction
-// unless it only borrows the context (contexts of rdma_cm ids).
-class context {
+// An opened device (ibv_open_device). Move-only. The device is closed when
+// the context and every object made from it (PD, CQ, channel, ...) are gone,
+// in whatever order they are destroyed; a borrowed context never closes it.
+//
+// Threading (every class of rdmadl): distinct objects may be used from
+// different threads freely, even objects made from one another. One object
+// may be used from several threads at once through its const members and its
+// data-path calls (post_*, poll, request_notify), which the provider
+// serialises as rdma-core documents; moving, assigning or destroying an
+// object must not race with any other use of that same object. A send_batch
+// is exclusive: one at a time per queue pair.
+class RDMADL_API context {
 public:
   // Opens the device called name, or the first device when name is empty.
   // Errors: as device_list::get(), errc::no_devices when no such device.
@@ -145,9 +159,9 @@ public:
   static context borrow(::ibv_context *ctx) noexcept;
 
   context() noexcept = default;
-  context(context &&o) noexcept;
-  context &operator=(context &&o) noexcept;
-  ~context();
+  context(context &&o) noexcept = default;
+  context &operator=(context &&o) noexcept = default;
+  ~context() = default;
 
   std::string_view device_name() const noexcept;
   // ibv_query_device. Errors: the errno.
@@ -176,12 +190,9 @@ public:
   explicit operator bool() const noexcept { return ctx_ != nullptr; }
 
 private:
-  bool probe(feature f) const noexcept;
-
-  ::ibv_context *ctx_ = nullptr;
-  bool owned_ = false;
-  // Cached probe answers: per probed feature, bit 2k = asked, bit 2k+1 = yes.
-  mutable std::atomic<std::uint8_t> probes_{0};
+  friend struct detail::access;
+  detail::take<::ibv_context *> ctx_;
+  std::shared_ptr<detail::ctx_node> n_;
 };
 
 } // namespace rdmadl

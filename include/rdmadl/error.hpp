@@ -1,54 +1,81 @@
 // SPDX-License-Identifier: MIT
 // rdmadl/error.hpp - result<T> and rdmadl's error categories.
 //
-// Every rdmadl call that can fail returns result<T>: a T or a std::error_code,
-// never both, never an exception (the library builds with -fno-exceptions).
+// Every rdmadl call that can fail returns result<T>: a T or an error, never
+// both, never an exception (the library builds with -fno-exceptions).
 //   - errno values from rdma-core use std::generic_category(), so
 //     `r.error() == std::errc::connection_refused` works as expected;
-//   - with no RDMA stack (library absent, RDMADL_DISABLE=1, kernel without
-//     RDMA) every call fails with an error equal to
-//     std::errc::operation_not_supported;
+//   - whenever RDMA cannot work on this host (no library, RDMADL_DISABLE=1,
+//     a library but no kernel support, kernel support but no device) every
+//     call that needs it fails with an error equal to
+//     std::errc::operation_not_supported (the code itself may be more
+//     specific: errc::no_kernel_support, errc::no_devices);
 //   - rdmadl's own conditions use rdmadl::errc (error_category()), each of
 //     which also compares equal to the closest std::errc;
 //   - failed work completions use wc_category(), whose values are
 //     enum ibv_wc_status (message: ibv_wc_status_str()).
+//
+// A result stores its error as (value, category pointer): a successful
+// result is a null pointer, so creating, testing and returning one calls
+// nothing in the standard library (std::error_code's default constructor
+// calls std::system_category()). error() builds the std::error_code.
 #ifndef RDMADL_ERROR_HPP
 #define RDMADL_ERROR_HPP
 
-#include <cstdlib>
 #include <memory>
 #include <new>
 #include <system_error>
 #include <type_traits>
 #include <utility>
 
+#include "rdmadl/export.hpp"
+
+// The one table of rdmadl::errc: X(name, equivalent std::errc, message).
+// The first entry has the value 1; the rest follow in order.
+#define RDMADL_ERRC_TABLE(X)                                                                       \
+  X(no_devices, no_such_device, "no RDMA device found")                                            \
+  X(no_kernel_support, operation_not_supported,                                                    \
+    "libibverbs is installed but the kernel has no RDMA support")                                  \
+  X(empty_object, invalid_argument,                                                                \
+    "operation on an empty (moved-from or default-constructed) object")                            \
+  X(empty_span, invalid_argument, "empty buffer: at least one element is needed")                  \
+  X(out_of_range, invalid_argument, "offset or length outside the registered region")              \
+  X(bad_size, invalid_argument, "serialised blob has the wrong size")                              \
+  X(bad_magic, invalid_argument, "serialised blob is not of the expected kind (bad magic)")        \
+  X(newer_format, invalid_argument,                                                                \
+    "serialised blob uses a newer format version than this build reads")                           \
+  X(no_such_gid, no_such_device_or_address, "no GID of the wanted type or address on this port")   \
+  X(no_active_port, network_down, "the device has no active port")                                 \
+  X(memlock_limit, not_enough_memory,                                                              \
+    "cannot register memory: locked-memory limit reached (raise it with `ulimit -l`)")             \
+  X(memlock_denied, operation_not_permitted,                                                       \
+    "cannot register memory: not permitted, check the locked-memory limit (`ulimit -l`)")          \
+  X(timed_out, timed_out, "timed out")                                                             \
+  X(batch_full, invalid_argument, "too many work requests in one batch")                           \
+  X(unexpected_event, protocol_error, "rdma_cm delivered an unexpected event")                     \
+  X(rejected, connection_refused, "the peer rejected the connection")                              \
+  X(wrong_qp_type, invalid_argument, "operation not available for this queue pair type")           \
+  X(batch_busy, device_or_resource_busy, "another send batch is open on this queue pair")          \
+  X(bad_blob, invalid_argument,                                                                    \
+    "serialised blob has a field serialize() never writes (reserved bytes, range)")                \
+  X(not_honoured, invalid_argument, "an option that this kind of object cannot honour was set")
+
 namespace rdmadl {
 
-// rdmadl's own error values. Each one is equivalent to the std::errc noted.
+// rdmadl's own error values. Each one is equivalent to the std::errc of its
+// table entry; no_devices is also equal to operation_not_supported (RDMA
+// cannot work here).
 enum class errc : int {
-  no_devices = 1,    // no RDMA device present (std::errc::no_such_device)
-  no_kernel_support, // libibverbs loaded, kernel has no RDMA (operation_not_supported)
-  empty_object,      // the object was moved from or default-constructed (invalid_argument)
-  empty_span,        // an empty span was passed where data is needed (invalid_argument)
-  out_of_range,      // offset/length outside the region (invalid_argument)
-  bad_size,          // serialised blob has the wrong size (invalid_argument)
-  bad_magic,         // serialised blob is not of the expected kind (invalid_argument)
-  newer_format,      // serialised blob from a newer format version (invalid_argument)
-  no_such_gid,       // no GID of the wanted type/address on the port (no_such_device_or_address)
-  no_active_port,    // the device has no active port (network_down)
-  memlock_limit,     // ibv_reg_mr: ENOMEM, usually RLIMIT_MEMLOCK (not_enough_memory)
-  memlock_denied,    // ibv_reg_mr: EPERM, usually RLIMIT_MEMLOCK (operation_not_permitted)
-  timed_out,         // a wait ran out of time (std::errc::timed_out)
-  batch_full,        // too many work requests in one batch (invalid_argument)
-  unexpected_event,  // rdma_cm delivered another event than the one awaited (protocol_error)
-  rejected,          // the peer rejected the connection (connection_refused)
-  wrong_qp_type,     // the operation does not exist for this QP type (invalid_argument)
+  rdmadl_errc_first_ = 0,
+#define RDMADL_ERRC_ENUM(name, cond, msg) name,
+  RDMADL_ERRC_TABLE(RDMADL_ERRC_ENUM)
+#undef RDMADL_ERRC_ENUM
 };
 
 // The category of rdmadl::errc values; name() is "rdmadl".
-const std::error_category &error_category() noexcept;
+RDMADL_API const std::error_category &error_category() noexcept;
 // The category of work-completion statuses (enum ibv_wc_status); name() is "rdmadl.wc".
-const std::error_category &wc_category() noexcept;
+RDMADL_API const std::error_category &wc_category() noexcept;
 
 // An error_code for an rdmadl::errc value.
 inline std::error_code make_error_code(errc e) noexcept {
@@ -67,8 +94,41 @@ template <> struct std::is_error_code_enum<rdmadl::errc> : std::true_type {};
 namespace rdmadl {
 
 namespace detail {
-[[noreturn]] void bad_result_access(const std::error_code &ec) noexcept;
-}
+[[noreturn]] RDMADL_API void bad_result_access(int value, const std::error_category *cat) noexcept;
+// The generic category, taken once per call site only on error paths.
+RDMADL_API const std::error_category *generic() noexcept;
+RDMADL_API const std::error_category *own() noexcept;
+} // namespace detail
+
+// An error kept as (value, category); the category is null for success.
+// Converts to std::error_code on demand. Trivially copyable.
+class status_code {
+public:
+  constexpr status_code() noexcept = default;
+  status_code(std::error_code ec) noexcept : v_(ec.value()), cat_(ec ? &ec.category() : nullptr) {}
+  status_code(errc e) noexcept : v_(static_cast<int>(e)), cat_(detail::own()) {}
+  status_code(std::errc e) noexcept : v_(static_cast<int>(e)), cat_(detail::generic()) {}
+  // An errno value (generic category); 0 is success.
+  static status_code from_errno(int e) noexcept {
+    status_code s;
+    if (e) {
+      s.v_ = e;
+      s.cat_ = detail::generic();
+    }
+    return s;
+  }
+  constexpr bool ok() const noexcept { return cat_ == nullptr; }
+  constexpr explicit operator bool() const noexcept { return cat_ != nullptr; } // true: error
+  std::error_code code() const noexcept {
+    return cat_ ? std::error_code(v_, *cat_) : std::error_code();
+  }
+  int value() const noexcept { return v_; }
+  const std::error_category *category() const noexcept { return cat_; }
+
+private:
+  int v_ = 0;
+  const std::error_category *cat_ = nullptr;
+};
 
 // A value of type T or an error. Accessing the value of an error result
 // aborts the process (there are no exceptions) after printing the error.
@@ -79,39 +139,38 @@ public:
   using value_type = T;
 
   // A result holding a value.
-  result(const T &v) requires std::is_copy_constructible_v<T> : has_(true) {
+  result(const T &v) requires std::is_copy_constructible_v<T> {
     ::new (std::addressof(value_)) T(v);
   }
-  result(T &&v) : has_(true) { ::new (std::addressof(value_)) T(std::move(v)); }
-  // A result holding an error. ec must not be 0.
-  result(std::error_code ec) noexcept : error_(ec), has_(false) {}
-  result(errc e) noexcept : error_(make_error_code(e)), has_(false) {}
-  result(std::errc e) noexcept : error_(std::make_error_code(e)), has_(false) {}
+  result(T &&v) noexcept(std::is_nothrow_move_constructible_v<T>) {
+    ::new (std::addressof(value_)) T(std::move(v));
+  }
+  // A result holding an error. The error must not be 0 (success); a 0 code
+  // is stored as errc::empty_object so that the result is never both.
+  result(status_code s) noexcept : err_(s.ok() ? status_code(errc::empty_object) : s) {}
+  result(std::error_code ec) noexcept : result(status_code(ec)) {}
+  result(errc e) noexcept : err_(e) {}
+  result(std::errc e) noexcept : err_(e) {}
 
-  result(const result &o) requires std::is_copy_constructible_v<T> : error_(o.error_),
-                                                                     has_(o.has_) {
-    if (has_)
+  result(const result &o) requires std::is_copy_constructible_v<T> : err_(o.err_) {
+    if (o.has_value())
       ::new (std::addressof(value_)) T(o.value_);
   }
-  result(result &&o) noexcept(std::is_nothrow_move_constructible_v<T>)
-      : error_(o.error_), has_(o.has_) {
-    if (has_)
+  result(result &&o) noexcept(std::is_nothrow_move_constructible_v<T>) : err_(o.err_) {
+    if (o.has_value())
       ::new (std::addressof(value_)) T(std::move(o.value_));
   }
   result &operator=(result o) noexcept(std::is_nothrow_move_constructible_v<T>) {
-    if (this != &o) {
-      reset();
-      error_ = o.error_;
-      if (o.has_)
-        ::new (std::addressof(value_)) T(std::move(o.value_));
-      has_ = o.has_;
-    }
+    destroy();
+    err_ = o.err_;
+    if (o.has_value())
+      ::new (std::addressof(value_)) T(std::move(o.value_));
     return *this;
   }
-  ~result() { reset(); }
+  ~result() { destroy(); }
 
-  bool has_value() const noexcept { return has_; }
-  explicit operator bool() const noexcept { return has_; }
+  bool has_value() const noexcept { return err_.ok(); }
+  explicit operator bool() const noexcept { return err_.ok(); }
 
   // The value; aborts if this holds an error.
   T &value() & {
@@ -134,30 +193,28 @@ public:
 
   // The value, or fallback when this holds an error.
   template <class U> T value_or(U &&fallback) const & {
-    return has_ ? value_ : static_cast<T>(std::forward<U>(fallback));
+    return has_value() ? value_ : static_cast<T>(std::forward<U>(fallback));
   }
   template <class U> T value_or(U &&fallback) && {
-    return has_ ? std::move(value_) : static_cast<T>(std::forward<U>(fallback));
+    return has_value() ? std::move(value_) : static_cast<T>(std::forward<U>(fallback));
   }
 
   // The error; a default (0, "success") error_code when this holds a value.
-  std::error_code error() const noexcept { return has_ ? std::error_code() : error_; }
+  std::error_code error() const noexcept { return err_.code(); }
 
 private:
   void check() const {
-    if (!has_)
-      detail::bad_result_access(error_);
+    if (!err_.ok()) [[unlikely]]
+      detail::bad_result_access(err_.value(), err_.category());
   }
-  void reset() noexcept {
-    if (has_)
+  void destroy() noexcept {
+    if (has_value())
       value_.~T();
-    has_ = false;
   }
   union {
     T value_;
   };
-  std::error_code error_;
-  bool has_;
+  status_code err_;
 };
 
 // Success or an error.
@@ -165,23 +222,24 @@ template <> class [[nodiscard]] result<void> {
 public:
   using value_type = void;
   // Success.
-  result() noexcept = default;
-  // An error. ec must not be 0.
-  result(std::error_code ec) noexcept : error_(ec) {}
-  result(errc e) noexcept : error_(make_error_code(e)) {}
-  result(std::errc e) noexcept : error_(std::make_error_code(e)) {}
+  constexpr result() noexcept = default;
+  // An error; a 0 code is success.
+  result(status_code s) noexcept : err_(s) {}
+  result(std::error_code ec) noexcept : err_(ec) {}
+  result(errc e) noexcept : err_(e) {}
+  result(std::errc e) noexcept : err_(e) {}
 
-  bool has_value() const noexcept { return !error_; }
-  explicit operator bool() const noexcept { return !error_; }
+  bool has_value() const noexcept { return err_.ok(); }
+  explicit operator bool() const noexcept { return err_.ok(); }
   // Aborts if this holds an error.
   void value() const {
-    if (error_)
-      detail::bad_result_access(error_);
+    if (!err_.ok()) [[unlikely]]
+      detail::bad_result_access(err_.value(), err_.category());
   }
-  std::error_code error() const noexcept { return error_; }
+  std::error_code error() const noexcept { return err_.code(); }
 
 private:
-  std::error_code error_;
+  status_code err_;
 };
 
 } // namespace rdmadl

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 
 #include "rdmadl/device.hpp"
@@ -30,7 +31,9 @@ constexpr bool has(access set, access bit) noexcept {
   return (static_cast<unsigned>(set) & static_cast<unsigned>(bit)) != 0;
 }
 
-// A local scatter/gather element: part of a registered region.
+// A local scatter/gather element: part of a registered region. The layout
+// twin of struct ibv_sge (checked in src/abi.cpp), so a work request points
+// straight at it.
 struct local_slice {
   std::uint64_t addr = 0;
   std::uint32_t length = 0;
@@ -41,7 +44,7 @@ struct local_slice {
 // What a peer needs to read, write or atomically update a region: its
 // address, rkey and length. Serialises to a fixed 28-byte blob with a magic
 // and a format version.
-struct remote_region {
+struct RDMADL_API remote_region {
   std::uint64_t addr = 0;
   std::uint32_t rkey = 0;
   std::uint64_t length = 0;
@@ -49,9 +52,10 @@ struct remote_region {
   static constexpr std::uint8_t format_version = 1;
   static constexpr std::size_t serialized_size = 28;
   std::array<std::byte, serialized_size> serialize() const noexcept;
-  // Parses a blob made by serialize(). Errors (all equal to
-  // std::errc::invalid_argument): errc::bad_size, errc::bad_magic,
-  // errc::newer_format.
+  // Parses a blob made by serialize(); accepts exactly what serialize() can
+  // produce. Errors (all equal to std::errc::invalid_argument):
+  // errc::bad_size, errc::bad_magic, errc::newer_format, errc::bad_blob
+  // (non-zero reserved bytes, addr + length wrapping).
   static result<remote_region> parse(std::span<const std::byte> blob);
   // [offset, offset + len) of this region. Errors: errc::out_of_range.
   result<remote_region> slice(std::uint64_t offset, std::uint64_t len) const;
@@ -59,17 +63,18 @@ struct remote_region {
 };
 
 // A registered memory region (ibv_reg_mr). Never owns the buffer: the
-// caller keeps it alive and in place while the region lives. Move-only.
-class memory_region {
+// caller keeps it alive and in place while the region lives. Keeps its
+// protection domain (and so the device) alive. Move-only.
+class RDMADL_API memory_region {
 public:
   memory_region() noexcept = default;
-  memory_region(memory_region &&o) noexcept;
-  memory_region &operator=(memory_region &&o) noexcept;
-  ~memory_region();
+  memory_region(memory_region &&o) noexcept = default;
+  memory_region &operator=(memory_region &&o) noexcept = default;
+  ~memory_region() = default;
 
-  std::span<std::byte> data() const noexcept { return {base_, len_}; }
-  std::uint32_t lkey() const noexcept;
-  std::uint32_t rkey() const noexcept;
+  std::span<std::byte> data() const noexcept { return {base_.get(), len_.get()}; }
+  std::uint32_t lkey() const noexcept { return lkey_; }
+  std::uint32_t rkey() const noexcept { return rkey_; }
   access rights() const noexcept { return access_; }
   // The whole region as a scatter/gather element. Errors: errc::out_of_range
   // when it is longer than 4 GiB - 1 (use slice()).
@@ -86,15 +91,19 @@ public:
   explicit operator bool() const noexcept { return mr_ != nullptr; }
 
 private:
-  friend class protection_domain;
-  ::ibv_mr *mr_ = nullptr;
-  std::byte *base_ = nullptr;
-  std::size_t len_ = 0;
+  friend struct detail::access;
+  detail::take<::ibv_mr *> mr_;
+  detail::take<std::byte *> base_;
+  detail::take<std::size_t> len_;
+  detail::take<std::uint32_t> lkey_, rkey_;
   access access_ = access::local;
+  std::shared_ptr<detail::mr_node> n_;
 };
 
-// A protection domain (ibv_alloc_pd). Move-only.
-class protection_domain {
+// A protection domain (ibv_alloc_pd). Keeps its context's device open; is
+// deallocated when it and every region, queue pair, SRQ and address handle
+// made on it are gone. Move-only.
+class RDMADL_API protection_domain {
 public:
   // Allocates a protection domain on ctx. Errors: operation_not_supported,
   // errc::empty_object, or the errno.
@@ -103,9 +112,9 @@ public:
   static protection_domain borrow(::ibv_pd *pd) noexcept;
 
   protection_domain() noexcept = default;
-  protection_domain(protection_domain &&o) noexcept;
-  protection_domain &operator=(protection_domain &&o) noexcept;
-  ~protection_domain();
+  protection_domain(protection_domain &&o) noexcept = default;
+  protection_domain &operator=(protection_domain &&o) noexcept = default;
+  ~protection_domain() = default;
 
   // Registers buf (local write always; remote rights only as asked). Errors:
   // errc::empty_span, errc::memlock_limit / errc::memlock_denied (the
@@ -117,8 +126,9 @@ public:
   explicit operator bool() const noexcept { return pd_ != nullptr; }
 
 private:
-  ::ibv_pd *pd_ = nullptr;
-  bool owned_ = false;
+  friend struct detail::access;
+  detail::take<::ibv_pd *> pd_;
+  std::shared_ptr<detail::pd_node> n_;
 };
 
 } // namespace rdmadl

@@ -1,6 +1,15 @@
 // SPDX-License-Identifier: MIT
 // rdmadl/qp.hpp - queue pairs (RC, UC, UD), their endpoints, work requests,
 // send batches, shared receive queues and address handles.
+//
+// The data path is inline: post_*() fill a send_request (the layout twin of
+// struct ibv_send_wr, checked in src/abi.cpp) on the stack, pointing at the
+// caller's local_slice (the twin of struct ibv_sge), and call the provider's
+// post_send taken once from the ABI-frozen ibv_context_ops when the queue
+// pair was made: no call into rdmadl, no allocation, no dispatch stub. The
+// provider validates the request (an operation the QP type lacks, a bad
+// length) and answers EINVAL, as ibv_post_send does. For the lowest cost,
+// build a send_request once and post() it again after patching fields.
 #ifndef RDMADL_QP_HPP
 #define RDMADL_QP_HPP
 
@@ -23,9 +32,9 @@ enum class qp_type { rc, uc, ud };
 // What a peer needs to reach a queue pair: QPN, PSN, LID (InfiniBand) and
 // GID (RoCE), plus the UD Q_Key. Serialises to a fixed 44-byte blob with a
 // magic and a format version.
-struct endpoint {
-  std::uint32_t qpn = 0;
-  std::uint32_t psn = 0;
+struct RDMADL_API endpoint {
+  std::uint32_t qpn = 0; // 24 bits
+  std::uint32_t psn = 0; // 24 bits
   std::uint16_t lid = 0;
   gid gid_value;
   std::uint32_t qkey = 0;
@@ -34,14 +43,13 @@ struct endpoint {
   static constexpr std::uint8_t format_version = 1;
   static constexpr std::size_t serialized_size = 44;
   std::array<std::byte, serialized_size> serialize() const noexcept;
-  // Parses a blob made by serialize(). Errors (all equal to
-  // std::errc::invalid_argument): errc::bad_size, errc::bad_magic,
-  // errc::newer_format.
+  // Parses a blob made by serialize(); accepts exactly what serialize() can
+  // produce. Errors (all equal to std::errc::invalid_argument):
+  // errc::bad_size, errc::bad_magic, errc::newer_format, errc::bad_blob
+  // (non-zero reserved bytes, QPN or PSN above 24 bits).
   static result<endpoint> parse(std::span<const std::byte> blob);
   friend bool operator==(const endpoint &, const endpoint &) = default;
 };
-
-class shared_receive_queue;
 
 // Creation options. Depths and sizes are clamped to the device's limits.
 struct qp_options {
@@ -55,7 +63,7 @@ struct qp_options {
   gid_selector gid;                          // which local GID to use (RoCE)
   int gid_index = -1;                        // >= 0 forces a GID index
   std::uint32_t qkey = 0x11111111;           // UD only
-  const shared_receive_queue *srq = nullptr; // receive from an SRQ
+  const shared_receive_queue *srq = nullptr; // receive from an SRQ (kept alive)
   bool wr_api = true; // use ibv_wr_* for batches when context::supports(wr_api)
 };
 
@@ -74,58 +82,210 @@ struct connect_options {
   access remote = access::remote_write | access::remote_read | access::remote_atomic;
 };
 
-// Send flags.
-enum class send_flags : unsigned { none = 0, signaled = 1, solicited = 2, inline_data = 4 };
+// Send flags: enum ibv_send_flags values.
+enum class send_flags : unsigned {
+  none = 0,
+  fence = 1,
+  signaled = 2,
+  solicited = 4,
+  inline_data = 8
+};
 constexpr send_flags operator|(send_flags a, send_flags b) noexcept {
   return static_cast<send_flags>(static_cast<unsigned>(a) | static_cast<unsigned>(b));
 }
 
-// An address handle for UD sends (ibv_create_ah). Move-only.
-class address_handle {
+// Send operations: enum ibv_wr_opcode values.
+enum class wr_opcode : int {
+  rdma_write = 0,
+  rdma_write_imm = 1,
+  send = 2,
+  send_imm = 3,
+  rdma_read = 4,
+  comp_swap = 5,
+  fetch_add = 6,
+};
+
+// A send work request: the layout twin of struct ibv_send_wr. The factory
+// functions fill what each operation needs; a prepared request can be posted
+// again and again with queue_pair::post() after changing wr_id or a slice.
+// sg_list must stay valid until post() returns (not until completion).
+struct send_request {
+  std::uint64_t wr_id;
+  send_request *next;
+  const local_slice *sg_list;
+  int num_sge;
+  wr_opcode opcode;
+  send_flags flags;
+  std::uint32_t imm_be; // network byte order
+  union {
+    struct {
+      std::uint64_t remote_addr;
+      std::uint32_t rkey;
+    } rdma;
+    struct {
+      std::uint64_t remote_addr, compare_add, swap;
+      std::uint32_t rkey;
+    } atomic;
+    struct {
+      ::ibv_ah *ah;
+      std::uint32_t remote_qpn, remote_qkey;
+    } ud;
+  } wr;
+  std::uint32_t xrc_remote_srqn;
+  std::uint64_t reserved_[6]; // bind_mw / tso: never used by rdmadl
+
+  static send_request send(const local_slice &buf, std::uint64_t wr_id,
+                           send_flags f = send_flags::signaled) noexcept {
+    send_request w;
+    w.base(buf, wr_id, wr_opcode::send, f);
+    return w;
+  }
+  static send_request send_imm(const local_slice &buf, std::uint32_t imm, std::uint64_t wr_id,
+                               send_flags f = send_flags::signaled) noexcept {
+    send_request w;
+    w.base(buf, wr_id, wr_opcode::send_imm, f);
+    w.imm_be = detail::be32(imm);
+    return w;
+  }
+  static send_request write(const local_slice &buf, const remote_region &dst, std::uint64_t wr_id,
+                            send_flags f = send_flags::signaled) noexcept {
+    send_request w;
+    w.base(buf, wr_id, wr_opcode::rdma_write, f);
+    w.wr.rdma.remote_addr = dst.addr;
+    w.wr.rdma.rkey = dst.rkey;
+    return w;
+  }
+  static send_request write_imm(const local_slice &buf, const remote_region &dst, std::uint32_t imm,
+                                std::uint64_t wr_id, send_flags f = send_flags::signaled) noexcept {
+    send_request w = write(buf, dst, wr_id, f);
+    w.opcode = wr_opcode::rdma_write_imm;
+    w.imm_be = detail::be32(imm);
+    return w;
+  }
+  static send_request read(const local_slice &buf, const remote_region &src, std::uint64_t wr_id,
+                           send_flags f = send_flags::signaled) noexcept {
+    send_request w = write(buf, src, wr_id, f);
+    w.opcode = wr_opcode::rdma_read;
+    return w;
+  }
+  // 64-bit atomics on dst (8 bytes, 8-byte aligned); the old value lands in buf.
+  static send_request fetch_add(const local_slice &buf, const remote_region &dst, std::uint64_t add,
+                                std::uint64_t wr_id, send_flags f = send_flags::signaled) noexcept {
+    send_request w;
+    w.base(buf, wr_id, wr_opcode::fetch_add, f);
+    w.wr.atomic.remote_addr = dst.addr;
+    w.wr.atomic.rkey = dst.rkey;
+    w.wr.atomic.compare_add = add;
+    w.wr.atomic.swap = 0;
+    return w;
+  }
+  static send_request compare_swap(const local_slice &buf, const remote_region &dst,
+                                   std::uint64_t compare, std::uint64_t swap, std::uint64_t wr_id,
+                                   send_flags f = send_flags::signaled) noexcept {
+    send_request w = fetch_add(buf, dst, compare, wr_id, f);
+    w.opcode = wr_opcode::comp_swap;
+    w.wr.atomic.swap = swap;
+    return w;
+  }
+  // A UD send to peer's QPN and Q_Key through ah.
+  static send_request send_ud(const local_slice &buf, const address_handle &ah,
+                              const endpoint &peer, std::uint64_t wr_id,
+                              send_flags f = send_flags::signaled) noexcept;
+
+private:
+  void base(const local_slice &buf, std::uint64_t id, wr_opcode op, send_flags f) noexcept {
+    wr_id = id;
+    next = nullptr;
+    sg_list = &buf;
+    num_sge = 1;
+    opcode = op;
+    flags = f;
+    imm_be = 0;
+  }
+};
+
+// A receive work request: the layout twin of struct ibv_recv_wr.
+struct recv_request {
+  std::uint64_t wr_id;
+  recv_request *next;
+  const local_slice *sg_list;
+  int num_sge;
+};
+
+namespace detail {
+using post_send_fn = int (*)(::ibv_qp *, ::ibv_send_wr *, ::ibv_send_wr **);
+using post_recv_fn = int (*)(::ibv_qp *, ::ibv_recv_wr *, ::ibv_recv_wr **);
+using post_srq_recv_fn = int (*)(::ibv_srq *, ::ibv_recv_wr *, ::ibv_recv_wr **);
+// The error of a call on an empty object (out of line, error path only).
+RDMADL_API status_code empty_status() noexcept;
+} // namespace detail
+
+// An address handle for UD sends (ibv_create_ah). Keeps its PD alive.
+// Move-only.
+class RDMADL_API address_handle {
 public:
-  // The path to peer through ctx's port (RoCE: GRH with the selected GID).
+  // The path to peer through local's port and GID (RoCE: GRH with it).
   // Errors: operation_not_supported, errc::empty_object, or the errno.
   static result<address_handle> create(const protection_domain &pd, const queue_pair &local,
                                        const endpoint &peer);
   address_handle() noexcept = default;
-  address_handle(address_handle &&o) noexcept;
-  address_handle &operator=(address_handle &&o) noexcept;
-  ~address_handle();
+  address_handle(address_handle &&o) noexcept = default;
+  address_handle &operator=(address_handle &&o) noexcept = default;
+  ~address_handle() = default;
   ::ibv_ah *native_handle() const noexcept { return ah_; }
+  explicit operator bool() const noexcept { return ah_.get() != nullptr; }
 
 private:
-  ::ibv_ah *ah_ = nullptr;
+  friend struct detail::access;
+  detail::take<::ibv_ah *> ah_;
+  std::shared_ptr<detail::ah_node> n_;
 };
 
-// A shared receive queue. Move-only.
-class shared_receive_queue {
+inline send_request send_request::send_ud(const local_slice &buf, const address_handle &ah,
+                                          const endpoint &peer, std::uint64_t wr_id,
+                                          send_flags f) noexcept {
+  send_request w;
+  w.base(buf, wr_id, wr_opcode::send, f);
+  w.wr.ud.ah = ah.native_handle();
+  w.wr.ud.remote_qpn = peer.qpn;
+  w.wr.ud.remote_qkey = peer.qkey;
+  return w;
+}
+
+// A shared receive queue. Keeps its PD alive. Move-only.
+class RDMADL_API shared_receive_queue {
 public:
   // depth and max_sge are clamped to max_srq_wr / max_srq_sge. Errors:
   // operation_not_supported, errc::empty_object, or the errno.
   static result<shared_receive_queue> create(const protection_domain &pd, std::uint32_t depth = 128,
                                              std::uint32_t max_sge = 1);
   shared_receive_queue() noexcept = default;
-  shared_receive_queue(shared_receive_queue &&o) noexcept;
-  shared_receive_queue &operator=(shared_receive_queue &&o) noexcept;
-  ~shared_receive_queue();
-  // Posts one receive buffer. Errors: errc::empty_object, or the errno.
-  result<void> post_recv(const local_slice &buf, std::uint64_t wr_id) noexcept;
+  shared_receive_queue(shared_receive_queue &&o) noexcept = default;
+  shared_receive_queue &operator=(shared_receive_queue &&o) noexcept = default;
+  ~shared_receive_queue() = default;
+  // Posts one receive buffer (inline, straight to the provider). Errors:
+  // errc::empty_object, or the errno.
+  result<void> post_recv(const local_slice &buf, std::uint64_t wr_id) noexcept {
+    recv_request w{wr_id, nullptr, &buf, buf.length != 0};
+    ::ibv_recv_wr *bad;
+    if (!srq_.get()) [[unlikely]]
+      return detail::empty_status();
+    if (int rc = post_.get()(srq_, reinterpret_cast<::ibv_recv_wr *>(&w), &bad)) [[unlikely]]
+      return status_code::from_errno(rc);
+    return {};
+  }
   ::ibv_srq *native_handle() const noexcept { return srq_; }
+  explicit operator bool() const noexcept { return srq_.get() != nullptr; }
 
 private:
-  ::ibv_srq *srq_ = nullptr;
+  friend struct detail::access;
+  detail::take<::ibv_srq *> srq_;
+  detail::take<detail::post_srq_recv_fn> post_;
+  std::shared_ptr<detail::srq_node> n_;
 };
 
-namespace detail {
-struct qp_state;
-struct qp_state_deleter {
-  void operator()(qp_state *s) const noexcept;
-};
-} // namespace detail
-
-// A queue pair. Move-only. All post_* calls go straight to the provider
-// (ibv_post_send/ibv_post_recv/ibv_wr_*: no dispatch stub, no allocation).
-class queue_pair {
+// A queue pair. Keeps its PD, CQs and SRQ alive. Move-only.
+class RDMADL_API queue_pair {
 public:
   // Creates a QP on pd using send_cq/recv_cq. Selects the port and GID now
   // (see qp_options). Errors: operation_not_supported, errc::empty_object,
@@ -133,13 +293,18 @@ public:
   static result<queue_pair> create(const context &ctx, const protection_domain &pd,
                                    const completion_queue &send_cq, const completion_queue &recv_cq,
                                    const qp_options &opts = {});
-  // Wraps a QP made elsewhere (rdma_cm) without owning it.
-  static result<queue_pair> borrow(::ibv_qp *qp, qp_type type);
+  // Wraps a QP made elsewhere without owning it (the caller keeps it alive).
+  // Port, LID, link layer and GID come from the QP when it is past RESET
+  // (its port, and the source GID index of its address vector when
+  // connected); otherwise from opts.port (0: first active port) and
+  // opts.gid / opts.gid_index, as create() selects them. Errors:
+  // errc::empty_object, errc::no_active_port, errc::no_such_gid, the errno.
+  static result<queue_pair> borrow(::ibv_qp *qp, qp_type type, const qp_options &opts = {});
 
-  queue_pair() noexcept;
-  queue_pair(queue_pair &&o) noexcept;
-  queue_pair &operator=(queue_pair &&o) noexcept;
-  ~queue_pair();
+  queue_pair() noexcept = default;
+  queue_pair(queue_pair &&o) noexcept = default;
+  queue_pair &operator=(queue_pair &&o) noexcept = default;
+  ~queue_pair() = default;
 
   // This QP's endpoint, to send to the peer. Errors: errc::empty_object.
   result<endpoint> local_endpoint() const;
@@ -150,49 +315,105 @@ public:
   // Moves the QP to the error state (flushes outstanding work requests).
   result<void> to_error() noexcept;
 
-  result<void> post_recv(const local_slice &buf, std::uint64_t wr_id) noexcept;
+  // Posts wr (a chain through next) as ibv_post_send does. Errors:
+  // errc::empty_object, or the provider's errno.
+  result<void> post(send_request &wr) noexcept {
+    ::ibv_send_wr *bad;
+    if (!qp_.get()) [[unlikely]]
+      return detail::empty_status();
+    if (int rc = send_.get()(qp_, reinterpret_cast<::ibv_send_wr *>(&wr), &bad)) [[unlikely]]
+      return status_code::from_errno(rc);
+    return {};
+  }
+  // Posts wr (a chain through next) to the receive queue.
+  result<void> post(recv_request &wr) noexcept {
+    ::ibv_recv_wr *bad;
+    if (!qp_.get()) [[unlikely]]
+      return detail::empty_status();
+    if (int rc = recv_.get()(qp_, reinterpret_cast<::ibv_recv_wr *>(&wr), &bad)) [[unlikely]]
+      return status_code::from_errno(rc);
+    return {};
+  }
+  // One receive buffer (a zero-length slice posts no scatter element).
+  result<void> post_recv(const local_slice &buf, std::uint64_t wr_id) noexcept {
+    recv_request w{wr_id, nullptr, &buf, buf.length != 0};
+    return post(w);
+  }
   result<void> post_send(const local_slice &buf, std::uint64_t wr_id,
-                         send_flags flags = send_flags::signaled) noexcept;
+                         send_flags flags = send_flags::signaled) noexcept {
+    send_request w = send_request::send(buf, wr_id, flags);
+    return post(w);
+  }
   result<void> post_send_imm(const local_slice &buf, std::uint32_t imm, std::uint64_t wr_id,
-                             send_flags flags = send_flags::signaled) noexcept;
+                             send_flags flags = send_flags::signaled) noexcept {
+    send_request w = send_request::send_imm(buf, imm, wr_id, flags);
+    return post(w);
+  }
   // UD send to peer through ah.
   result<void> post_send_ud(const local_slice &buf, const address_handle &ah, const endpoint &peer,
-                            std::uint64_t wr_id, send_flags flags = send_flags::signaled) noexcept;
+                            std::uint64_t wr_id, send_flags flags = send_flags::signaled) noexcept {
+    send_request w = send_request::send_ud(buf, ah, peer, wr_id, flags);
+    return post(w);
+  }
   result<void> post_write(const local_slice &buf, const remote_region &dst, std::uint64_t wr_id,
-                          send_flags flags = send_flags::signaled) noexcept;
+                          send_flags flags = send_flags::signaled) noexcept {
+    send_request w = send_request::write(buf, dst, wr_id, flags);
+    return post(w);
+  }
   result<void> post_write_imm(const local_slice &buf, const remote_region &dst, std::uint32_t imm,
                               std::uint64_t wr_id,
-                              send_flags flags = send_flags::signaled) noexcept;
+                              send_flags flags = send_flags::signaled) noexcept {
+    send_request w = send_request::write_imm(buf, dst, imm, wr_id, flags);
+    return post(w);
+  }
   result<void> post_read(const local_slice &buf, const remote_region &src, std::uint64_t wr_id,
-                         send_flags flags = send_flags::signaled) noexcept;
+                         send_flags flags = send_flags::signaled) noexcept {
+    send_request w = send_request::read(buf, src, wr_id, flags);
+    return post(w);
+  }
   // 64-bit atomics on dst (8 bytes, 8-byte aligned); the old value lands in buf.
   result<void> post_fetch_add(const local_slice &buf, const remote_region &dst, std::uint64_t add,
                               std::uint64_t wr_id,
-                              send_flags flags = send_flags::signaled) noexcept;
+                              send_flags flags = send_flags::signaled) noexcept {
+    send_request w = send_request::fetch_add(buf, dst, add, wr_id, flags);
+    return post(w);
+  }
   result<void> post_compare_swap(const local_slice &buf, const remote_region &dst,
                                  std::uint64_t compare, std::uint64_t swap, std::uint64_t wr_id,
-                                 send_flags flags = send_flags::signaled) noexcept;
+                                 send_flags flags = send_flags::signaled) noexcept {
+    send_request w = send_request::compare_swap(buf, dst, compare, swap, wr_id, flags);
+    return post(w);
+  }
 
   // A batch of send-queue work requests posted together: ibv_wr_start ..
   // ibv_wr_complete when uses_wr_api(), else one chained ibv_send_wr list.
+  // At most one batch per QP is open at a time; a second one fails every add
+  // and its commit() with errc::batch_busy. The batch keeps the QP alive.
   send_batch batch() noexcept;
   // Whether batches use the new WR API (ibv_qp_ex) on this QP.
   bool uses_wr_api() const noexcept;
 
-  std::uint32_t qp_num() const noexcept;
+  std::uint32_t qp_num() const noexcept { return qpn_; }
   std::uint8_t port() const noexcept;
   qp_type type() const noexcept;
-  ::ibv_qp *native_handle() const noexcept;
+  ::ibv_qp *native_handle() const noexcept { return qp_; }
+  explicit operator bool() const noexcept { return qp_.get() != nullptr; }
 
 private:
+  friend struct detail::access;
   friend class send_batch;
-  friend class address_handle;
-  std::unique_ptr<detail::qp_state, detail::qp_state_deleter> s_;
+  detail::take<::ibv_qp *> qp_;
+  detail::take<detail::post_send_fn> send_;
+  detail::take<detail::post_recv_fn> recv_;
+  detail::take<std::uint32_t> qpn_;
+  std::shared_ptr<detail::qp_node> n_;
 };
 
-// Work requests collected for one post. Obtained from queue_pair::batch();
-// at most max_size requests. The first error is kept and returned by commit().
-class send_batch {
+// Work requests collected for one post: an exclusive guard over its queue
+// pair's batch storage, obtained from queue_pair::batch(); neither copied nor
+// moved, so it lives in the scope that opened it. At most max_size requests.
+// The first error is kept and returned by commit().
+class RDMADL_API send_batch {
 public:
   static constexpr std::size_t max_size = 64;
   send_batch &send(const local_slice &buf, std::uint64_t wr_id,
@@ -201,24 +422,29 @@ public:
                        send_flags flags = send_flags::signaled) noexcept;
   send_batch &write(const local_slice &buf, const remote_region &dst, std::uint64_t wr_id,
                     send_flags flags = send_flags::signaled) noexcept;
+  send_batch &write_imm(const local_slice &buf, const remote_region &dst, std::uint32_t imm,
+                        std::uint64_t wr_id, send_flags flags = send_flags::signaled) noexcept;
   send_batch &read(const local_slice &buf, const remote_region &src, std::uint64_t wr_id,
                    send_flags flags = send_flags::signaled) noexcept;
   std::size_t size() const noexcept { return n_; }
   // Posts everything added. Errors: the first error of an add
-  // (errc::batch_full, ...), or the provider's errno.
+  // (errc::batch_full, errc::batch_busy, errc::empty_object), or the
+  // provider's errno. The batch can be filled again afterwards.
   result<void> commit() noexcept;
-  // Drops what was added without posting (also done by the destructor).
+  // Drops what was added without posting, and releases the queue pair.
   ~send_batch();
   send_batch(const send_batch &) = delete;
   send_batch &operator=(const send_batch &) = delete;
 
 private:
   friend class queue_pair;
-  explicit send_batch(detail::qp_state *s) noexcept;
-  detail::qp_state *s_;
+  explicit send_batch(const std::shared_ptr<detail::qp_node> &q) noexcept;
+  void add(const send_request &w) noexcept;
+  std::shared_ptr<detail::qp_node> q_;
   std::size_t n_ = 0;
-  std::error_code err_;
+  status_code err_;
   bool started_ = false;
+  bool owner_ = false;
 };
 
 } // namespace rdmadl

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# bench/cxx/run-host.sh BUILD_DIR: instructions per post+poll (a signaled
+# 8-byte RDMA write and the poll that takes its completion) on this host, no
+# RDMA needed: the programs load bench/cxx/fake_nic.c as libibverbs.so.1
+# through RDMADL_IBVERBS_PATH, whose provider does almost nothing, so the
+# counts are the caller's side. Each variant runs under callgrind with 1000
+# and 11000 iterations; (difference) / 10000 cancels start-up and set-up.
+#   cxx           queue_pair::post_write() + completion_queue::poll()
+#   cxx_prepared  one send_request built before the loop, queue_pair::post()
+#   c_fair        hand-written C filling its ibv_send_wr on every post
+#   c_prebuilt    hand-written C posting one ibv_send_wr built before the loop
+# The last line is "postpoll-host: cxx=N cxx_prepared=N c_fair=N c_prebuilt=N".
+set -euo pipefail
+build=${1:?usage: run-host.sh BUILD_DIR}
+bin=$build/bench/cxx
+nic=$bin/fake_nic/libibverbs.so.1
+command -v valgrind >/dev/null || { echo "run-host: valgrind is not installed" >&2; exit 1; }
+for f in "$nic" "$bin/rdmadl-bench-postpoll-cxx" "$bin/rdmadl-bench-postpoll-c"; do
+  [ -e "$f" ] || { echo "run-host: $f missing (build the bench targets)" >&2; exit 1; }
+done
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# instructions PROGRAM ITERS MODE: total instructions of one run.
+instructions() {
+  RDMADL_IBVERBS_PATH=$nic RDMADL_RDMACM_PATH=$tmp/none/librdmacm.so.1 \
+    valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" "$1" "$2" "$3" \
+    >"$tmp/out" 2>"$tmp/err" || { cat "$tmp/err" >&2; exit 1; }
+  grep -q "^iters $2 polls $2\$" "$tmp/out" || { cat "$tmp/out" "$tmp/err" >&2; exit 1; }
+  sed -n 's/^summary: //p' "$tmp/cg.out"
+}
+per_iter() { # PROGRAM MODE
+  local lo hi
+  lo=$(instructions "$1" 1000 "$2")
+  hi=$(instructions "$1" 11000 "$2")
+  echo $(((hi - lo + 5000) / 10000))
+}
+cxx=$(per_iter "$bin/rdmadl-bench-postpoll-cxx" post)
+prep=$(per_iter "$bin/rdmadl-bench-postpoll-cxx" prepared)
+fair=$(per_iter "$bin/rdmadl-bench-postpoll-c" fair)
+pre=$(per_iter "$bin/rdmadl-bench-postpoll-c" prebuilt)
+echo "postpoll-host: cxx=$cxx cxx_prepared=$prep c_fair=$fair c_prebuilt=$pre"

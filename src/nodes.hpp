@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: MIT
+// The reference-counted state behind each C++ object. Every node destroys its
+// own rdma-core object in its destructor and then drops its references to
+// its parents, so rdma-core always sees children destroyed before parents,
+// whatever order the user's handles die in. Include after "rdmadl_verbs.h".
+#ifndef RDMADL_SRC_NODES_HPP
+#define RDMADL_SRC_NODES_HPP
+
+#include <atomic>
+#include <memory>
+
+#include "rdmadl/rdmadl.hpp"
+
+namespace rdmadl::detail {
+
+// Something a node must keep alive without knowing its type (an rdma_cm id
+// that owns the context or the QP).
+using keepalive = std::shared_ptr<void>;
+
+struct ctx_node {
+  ibv_context *ctx = nullptr;
+  bool owned = false;
+  keepalive owner;
+  // Cached probe answers: per probed feature, bit 2k = asked, bit 2k+1 = yes.
+  std::atomic<std::uint8_t> probes{0};
+  ~ctx_node() {
+    if (owned && ctx)
+      ibv_close_device(ctx);
+  }
+};
+
+struct pd_node {
+  ibv_pd *pd = nullptr;
+  bool owned = false;
+  std::shared_ptr<ctx_node> ctx;
+  ~pd_node() {
+    if (owned && pd)
+      ibv_dealloc_pd(pd);
+  }
+};
+
+struct mr_node {
+  ibv_mr *mr = nullptr;
+  std::shared_ptr<pd_node> pd;
+  ~mr_node() {
+    if (mr)
+      ibv_dereg_mr(mr);
+  }
+};
+
+struct channel_node {
+  ibv_comp_channel *ch = nullptr;
+  std::shared_ptr<ctx_node> ctx;
+  ~channel_node() {
+    if (ch)
+      ibv_destroy_comp_channel(ch);
+  }
+};
+
+struct cq_node {
+  ibv_cq *cq = nullptr;
+  ibv_cq_ex *ex = nullptr;
+  std::shared_ptr<ctx_node> ctx;
+  std::shared_ptr<channel_node> ch;
+  ~cq_node() {
+    if (cq)
+      ibv_destroy_cq(cq);
+  }
+};
+
+struct srq_node {
+  ibv_srq *srq = nullptr;
+  std::shared_ptr<pd_node> pd;
+  ~srq_node() {
+    if (srq)
+      ibv_destroy_srq(srq);
+  }
+};
+
+struct ah_node {
+  ibv_ah *ah = nullptr;
+  std::shared_ptr<pd_node> pd;
+  ~ah_node() {
+    if (ah)
+      ibv_destroy_ah(ah);
+  }
+};
+
+struct qp_node {
+  enum class owner_kind { borrowed, verbs, rdma_cm };
+  ibv_qp *qp = nullptr;
+  ibv_qp_ex *qpx = nullptr;
+  owner_kind kind = owner_kind::borrowed;
+  rdma_cm_id *cm_id = nullptr; // rdma_cm: destroyed with rdma_destroy_qp
+  std::shared_ptr<pd_node> pd;
+  std::shared_ptr<cq_node> send_cq, recv_cq;
+  std::shared_ptr<srq_node> srq;
+  keepalive owner;
+  qp_type type = qp_type::rc;
+  std::uint8_t port = 1;
+  int gid_index = 0;
+  gid local_gid;
+  std::uint16_t lid = 0;
+  std::uint32_t psn = 0;
+  std::uint32_t qkey = 0;
+  std::uint32_t active_mtu = 0;
+  link_layer link = link_layer::unspecified;
+  int max_rd_atom = 1, max_init_rd_atom = 1;
+  // One send_batch at a time owns the storage below.
+  std::atomic<bool> batch_open{false};
+  ibv_send_wr wrs[send_batch::max_size];
+  ibv_sge sges[send_batch::max_size];
+  ~qp_node() {
+    if (kind == owner_kind::verbs && qp)
+      ibv_destroy_qp(qp);
+    else if (kind == owner_kind::rdma_cm && qp)
+      rdma_destroy_qp(cm_id);
+  }
+};
+
+// Port, LID, link, MTU, atomics limits and GID of q (src/qp.cpp).
+status_code init_path(qp_node &q, const context &ctx, std::uint8_t port, int gid_index,
+                      const gid_selector &sel);
+status_code init_from_qp(qp_node &q, const context &ctx, std::uint8_t port, int gid_index,
+                         const gid_selector &sel);
+
+// An rdma_cm id with the event channel it reports on (src/cm.cpp): the id is
+// destroyed first, then the channel.
+struct cm_id_node {
+  rdma_cm_id *id = nullptr;
+  event_channel ch;
+  ~cm_id_node() {
+    if (id)
+      rdma_destroy_id(id);
+  }
+};
+
+// Reaches the private members of every public class.
+struct access {
+  template <class T> static auto &node(T &h) noexcept { return h.n_; }
+  template <class T> static const auto &node(const T &h) noexcept { return h.n_; }
+
+  static void set(context &c, std::shared_ptr<ctx_node> n) noexcept {
+    c.ctx_ = n->ctx;
+    c.n_ = std::move(n);
+  }
+  static void set(protection_domain &p, std::shared_ptr<pd_node> n) noexcept {
+    p.pd_ = n->pd;
+    p.n_ = std::move(n);
+  }
+  static void set(memory_region &m, std::shared_ptr<mr_node> n, std::byte *base, std::size_t len,
+                  rdmadl::access rights) noexcept {
+    m.mr_ = n->mr;
+    m.lkey_ = n->mr->lkey;
+    m.rkey_ = n->mr->rkey;
+    m.base_ = base;
+    m.len_ = len;
+    m.access_ = rights;
+    m.n_ = std::move(n);
+  }
+  static void set(completion_channel &c, std::shared_ptr<channel_node> n) noexcept {
+    c.ch_ = n->ch;
+    c.n_ = std::move(n);
+  }
+  static void set(completion_queue &q, std::shared_ptr<cq_node> n) noexcept {
+    q.cq_ = n->cq;
+    q.ex_ = n->ex;
+    q.poll_ = n->cq->context->ops.poll_cq;
+    q.notify_ = n->cq->context->ops.req_notify_cq;
+    q.n_ = std::move(n);
+  }
+  static void set(shared_receive_queue &q, std::shared_ptr<srq_node> n) noexcept {
+    q.srq_ = n->srq;
+    q.post_ = n->srq->context->ops.post_srq_recv;
+    q.n_ = std::move(n);
+  }
+  static void set(address_handle &a, std::shared_ptr<ah_node> n) noexcept {
+    a.ah_ = n->ah;
+    a.n_ = std::move(n);
+  }
+  static void set(queue_pair &q, std::shared_ptr<qp_node> n) noexcept {
+    q.qp_ = n->qp;
+    q.qpn_ = n->qp->qp_num;
+    q.send_ = n->qp->context->ops.post_send;
+    q.recv_ = n->qp->context->ops.post_recv;
+    q.n_ = std::move(n);
+  }
+};
+
+} // namespace rdmadl::detail
+
+#endif // RDMADL_SRC_NODES_HPP
