@@ -28,7 +28,7 @@ std::array<std::byte, remote_region::serialized_size> remote_region::serialize()
 }
 
 // Accepts exactly what serialize() writes: the header, and a region whose
-// addr + length does not wrap (otherwise errc::out_of_range).
+// addr + length does not wrap (otherwise errc::bad_blob).
 result<remote_region> remote_region::parse(std::span<const std::byte> b) {
   if (auto ec = detail::check_header(b, region_magic, format_version, serialized_size))
     return ec;
@@ -37,7 +37,7 @@ result<remote_region> remote_region::parse(std::span<const std::byte> b) {
   r.rkey = detail::get_le<std::uint32_t>(b.data() + 16);
   r.length = detail::get_le<std::uint64_t>(b.data() + 20);
   if (r.length > UINT64_MAX - r.addr)
-    return errc::out_of_range;
+    return errc::bad_blob;
   return r;
 }
 

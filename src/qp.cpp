@@ -42,7 +42,7 @@ std::array<std::byte, endpoint::serialized_size> endpoint::serialize() const noe
 }
 
 // Accepts exactly what serialize() writes: the header, QPN and PSN below
-// 2^24, the reserved bytes zero (otherwise std::errc::invalid_argument).
+// 2^24, the reserved bytes zero (otherwise errc::bad_blob).
 result<endpoint> endpoint::parse(std::span<const std::byte> b) {
   if (auto ec = detail::check_header(b, endpoint_magic, format_version, serialized_size))
     return ec;
@@ -50,7 +50,7 @@ result<endpoint> endpoint::parse(std::span<const std::byte> b) {
   e.qpn = detail::get_le<std::uint32_t>(b.data() + 8);
   e.psn = detail::get_le<std::uint32_t>(b.data() + 12);
   if (e.qpn > detail::max_24bit || e.psn > detail::max_24bit || !detail::zero_bytes(b, 18, 2))
-    return std::make_error_code(std::errc::invalid_argument);
+    return errc::bad_blob;
   e.lid = detail::get_le<std::uint16_t>(b.data() + 16);
   for (int i = 0; i < 16; i++)
     e.gid_value.raw[i] = static_cast<std::uint8_t>(b[20 + i]);

@@ -33,9 +33,9 @@ inline bool zero_bytes(std::span<const std::byte> b, std::size_t off, std::size_
 // Checks a blob's header: 4-byte magic, 1-byte format version, 3 reserved
 // zero bytes. Accepts only what put_header() writes for this build's version
 // (a parser of version N reads only version-N blobs). Order: too short for a
-// header, wrong magic or version 0, newer version, older version or non-zero
-// reserved bytes (errc::bad_magic: not a blob this build writes), then the
-// exact size.
+// header, wrong magic or version 0 (errc::bad_magic), newer version
+// (errc::newer_format), an older version (errc::bad_magic), non-zero reserved
+// bytes (errc::bad_blob), then the exact size (errc::bad_size).
 inline std::error_code check_header(std::span<const std::byte> b, const char (&magic)[5],
                                     std::uint8_t version, std::size_t size) noexcept {
   if (b.size() < 8)
@@ -48,8 +48,10 @@ inline std::error_code check_header(std::span<const std::byte> b, const char (&m
     return make_error_code(errc::bad_magic);
   if (v > version)
     return make_error_code(errc::newer_format);
-  if (v != version || !zero_bytes(b, 5, 3))
+  if (v != version)
     return make_error_code(errc::bad_magic);
+  if (!zero_bytes(b, 5, 3))
+    return make_error_code(errc::bad_blob);
   if (b.size() != size)
     return make_error_code(errc::bad_size);
   return {};

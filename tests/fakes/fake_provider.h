@@ -86,7 +86,7 @@ enum fakeprov_ex_mode {
 enum fakeprov_knob {
   FAKEPROV_MAX_QP_WR,           /* 64 */
   FAKEPROV_MAX_SGE,             /* 4 (max_sge and max_sge_rd) */
-  FAKEPROV_MAX_CQE,             /* 256; <= 0 is reported as is */
+  FAKEPROV_MAX_CQE,             /* 256; <= 0 is reported as is, and no limit applies */
   FAKEPROV_MAX_QP_RD_ATOM,      /* 4 */
   FAKEPROV_MAX_QP_INIT_RD_ATOM, /* 4 */
   FAKEPROV_MAX_SRQ,             /* 8; 0 means "no SRQ" (ibv_create_srq fails EOPNOTSUPP) */

@@ -70,7 +70,7 @@ struct pair {
   ibv_pd *pd = nullptr;
   ibv_cq *cq[2] = {};
   ibv_qp *qp[2] = {};
-  std::array<std::array<unsigned char, 256>, 2> buf{};
+  alignas(64) std::array<std::array<unsigned char, 256>, 2> buf{}; // atomics: 8-byte aligned
   ibv_mr *mr[2] = {};
   ibv_qp_type type;
 
@@ -272,13 +272,17 @@ TEST_CASE("fakeprov: one device fake0 whose context is a verbs_context with the 
   CHECK(ibv_query_gid_table(ctx, t.data(), t.size(), 0) == 1);
   CHECK(t[0].gid_type == IBV_GID_TYPE_IB);
 
-  // max_cqe <= 0 reported as is; CQ creation then fails.
+  // The CQ size limit; max_cqe <= 0 is reported as is and limits nothing.
+  errno = 0;
+  CHECK(ibv_create_cq(ctx, 257, nullptr, nullptr, 0) == nullptr);
+  CHECK(errno == EINVAL);
+  CHECK(ibv_create_cq(ctx, 0, nullptr, nullptr, 0) == nullptr);
   fp().fakeprov_set(FAKEPROV_MAX_CQE, 0);
   REQUIRE(ibv_query_device(ctx, &d) == 0);
   CHECK(d.max_cqe == 0);
-  errno = 0;
-  CHECK(ibv_create_cq(ctx, 1, nullptr, nullptr, 0) == nullptr);
-  CHECK(errno == EINVAL);
+  ibv_cq *big = ibv_create_cq(ctx, 100000, nullptr, nullptr, 0);
+  REQUIRE(big);
+  CHECK(ibv_destroy_cq(big) == 0);
   CHECK(ibv_close_device(ctx) == 0);
   finish();
 }
