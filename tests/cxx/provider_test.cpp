@@ -11,12 +11,14 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <functional>
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "rdmadl/native.hpp" // IBV_* values and native fields only; no ibv_* call
@@ -867,6 +869,106 @@ TEST_CASE("provider: injected errors surface as the right std::error_code") {
     REQUIRE(fp().fakeprov_complete_recv(qp2.qp_num(), 8, 0, 0, 1) == 0);
     // A saturating wait: returns when the span is full.
     CHECK(ok(cq.poll_wait(std::span(c), std::chrono::milliseconds::max())) == 2);
+  }
+  finish();
+}
+
+TEST_CASE("provider: threads use distinct objects freely; one batch per queue pair at a time") {
+  start();
+  {
+    auto ctx = ok(context::open());
+    auto pd = ok(protection_domain::create(ctx));
+    constexpr int threads = 4, rounds = 200;
+    std::atomic<int> failures{0};
+    std::vector<std::thread> ts;
+    for (int t = 0; t < threads; t++)
+      ts.emplace_back([&, t] {
+        // Each thread: its own CQ, QP (connected to itself) and buffer.
+        std::array<std::byte, 64> mem{};
+        cq_options co;
+        co.extended = t % 2 == 0;
+        auto cq = completion_queue::create(ctx, co);
+        auto mr = pd.register_memory(mem);
+        if (!cq || !mr) {
+          failures++;
+          return;
+        }
+        qp_options qo;
+        qo.wr_api = t % 2 == 1;
+        auto qp = queue_pair::create(ctx, pd, *cq, *cq, qo);
+        if (!qp || !qp->connect(*qp->local_endpoint())) {
+          failures++;
+          return;
+        }
+        local_slice rx = *mr->slice(0, 32), tx = *mr->slice(32, 8);
+        std::array<completion, 4> c;
+        for (int i = 0; i < rounds; i++) {
+          std::size_t got = 0;
+          if (!qp->post_recv(rx, 2 * static_cast<std::uint64_t>(i)) ||
+              !qp->post_send(tx, 2 * static_cast<std::uint64_t>(i) + 1))
+            failures++;
+          while (got < 2) {
+            auto n = cq->poll(std::span(c).first(2 - got));
+            if (!n) {
+              failures++;
+              break;
+            }
+            for (std::size_t k = 0; k < *n; k++)
+              if (!c[k].ok() || c[k].qp_num != qp->qp_num())
+                failures++;
+            got += *n;
+          }
+        }
+      });
+    for (auto &t : ts)
+      t.join();
+    CHECK(failures == 0);
+
+    // Threads racing for batches on one queue pair (WR API and chained): the
+    // winner's requests are posted as one chain, the others see batch_busy.
+    for (bool wr_api : {false, true}) {
+      CAPTURE(wr_api);
+      cq_options co;
+      co.depth = 256;
+      auto cq = ok(completion_queue::create(ctx, co));
+      std::array<std::byte, 64> mem{};
+      auto mr = ok(pd.register_memory(mem, access::remote_write));
+      qp_options qo;
+      qo.wr_api = wr_api;
+      qo.send_depth = 64;
+      auto qp = ok(queue_pair::create(ctx, pd, cq, cq, qo));
+      ok(qp.connect(ok(qp.local_endpoint())));
+      const local_slice src = ok(mr.slice(0, 8));
+      const remote_region dst = ok(mr.remote(32, 8));
+      std::atomic<int> posted{0}, busy{0}, other{0};
+      std::vector<std::thread> racers;
+      for (int t = 0; t < threads; t++)
+        racers.emplace_back([&] {
+          for (int i = 0; i < 50; i++) {
+            auto b = qp.batch();
+            b.write(src, dst, 1, send_flags::none).write(src, dst, 2, send_flags::none);
+            auto r = b.commit();
+            if (r)
+              posted++;
+            else if (r.error() == errc::batch_busy)
+              busy++;
+            else
+              other++;
+          }
+        });
+      for (auto &t : racers)
+        t.join();
+      CHECK(other == 0);
+      CHECK(posted + busy == threads * 50);
+      CHECK(posted > 0);
+      auto log = wr_log(qp.qp_num());
+      CHECK(log.size() == static_cast<std::size_t>(2 * posted));
+      for (std::size_t i = 0; i < log.size(); i++) {
+        CHECK(log[i].chain_length == 2);
+        CHECK(log[i].chain_index == static_cast<int>(i % 2));
+        CHECK(log[i].via_wr_api == (wr_api ? 1 : 0));
+      }
+    }
   }
   finish();
 }
