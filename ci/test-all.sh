@@ -6,6 +6,7 @@
 #   gcc       g++ -Werror build + all host tests (absent, fakes, tier-2 real
 #             releases without devices, drop-in, coexistence, threads, C++ API)
 #   headers   the build read only the bundled rdma-core headers
+#   shared    the same with BUILD_SHARED_LIBS=ON (librdmadl.so: exports, install)
 #   clang     clang++ -Werror build + host tests
 #   asan      ASan+UBSan build + host tests
 #   tsan      TSan build + host tests (16 threads racing into initialisation)
@@ -60,15 +61,17 @@ tier() {
   fi
 }
 
-build_and_test() { # NAME CC CXX FLAGS [ENV...]
+build_and_test() { # NAME CC CXX FLAGS [ENV...] [-- CMAKE_ARGS...]
   local name=$1 cc=$2 cxx=$3 flags=$4; shift 4
-  local dir=$root/build/$name
+  local dir=$root/build/$name env=() extra=()
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do env+=("$1"); shift; done
+  [ $# -gt 0 ] && shift && extra=("$@")
   CC=$cc CXX=$cxx cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DRDMADL_WERROR=ON -DRDMADL_RELEASES_DIR="$releases" \
+    -DRDMADL_WERROR=ON -DRDMADL_RELEASES_DIR="$releases" "${extra[@]}" \
     -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" \
     -DCMAKE_EXE_LINKER_FLAGS="$flags" -DCMAKE_SHARED_LINKER_FLAGS="$flags" >/dev/null &&
     cmake --build "$dir" -j "$jobs" &&
-    env "$@" ctest --test-dir "$dir" -j "$jobs" --output-on-failure --timeout 300
+    env "${env[@]}" ctest --test-dir "$dir" -j "$jobs" --output-on-failure --timeout 300
 }
 
 prepare() {
@@ -79,6 +82,7 @@ tier prepare prepare
 tier symbols ci/check-symbols.sh "$releases"
 tier gcc build_and_test gcc gcc g++ ""
 tier headers ci/check-headers.sh build/gcc
+tier shared build_and_test shared gcc g++ "" -- -DBUILD_SHARED_LIBS=ON
 tier clang build_and_test clang clang clang++ ""
 supp=$root/tests/lsan.supp
 tier asan build_and_test asan gcc g++ "-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \

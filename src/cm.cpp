@@ -147,26 +147,11 @@ result<void> setup_qp(detail::cm_state &s, const cm_options &opts) {
   auto dev = s.ctx.query_device();
   if (!dev)
     return dev.error();
-  ibv_qp_cap cap{};
-  cap.max_send_wr = detail::clamp_to(opts.qp.send_depth, dev->max_qp_wr);
-  cap.max_recv_wr = opts.qp.srq ? 0 : detail::clamp_to(opts.qp.recv_depth, dev->max_qp_wr);
-  cap.max_send_sge = detail::clamp_to(opts.qp.max_send_sge, dev->max_sge);
-  cap.max_recv_sge = opts.qp.srq ? 0 : detail::clamp_to(opts.qp.max_recv_sge, dev->max_sge);
-  cap.max_inline_data = opts.qp.max_inline;
-  ibv_srq *srq = opts.qp.srq ? opts.qp.srq->native_handle() : nullptr;
-
+  ibv_qp_init_attr_ex ax = detail::qp_init_attr(*dev, opts.qp, s.pd.native_handle(),
+                                                s.cq.native_handle(), s.cq.native_handle());
   auto n = std::make_shared<detail::qp_node>();
   bool made = false;
   if (opts.qp.wr_api && s.ctx.supports(feature::wr_api)) {
-    ibv_qp_init_attr_ex ax{};
-    ax.qp_type = IBV_QPT_RC;
-    ax.send_cq = s.cq.native_handle();
-    ax.recv_cq = s.cq.native_handle();
-    ax.srq = srq;
-    ax.cap = cap;
-    ax.pd = s.pd.native_handle();
-    ax.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-    ax.send_ops_flags = detail::qp_ex_send_ops(IBV_QPT_RC);
     errno = 0;
     if (rdma_create_qp_ex(s.id(), &ax) == 0) {
       made = true;
@@ -176,12 +161,7 @@ result<void> setup_qp(detail::cm_state &s, const cm_options &opts) {
     }
   }
   if (!made) {
-    ibv_qp_init_attr a{};
-    a.qp_type = IBV_QPT_RC;
-    a.send_cq = s.cq.native_handle();
-    a.recv_cq = s.cq.native_handle();
-    a.srq = srq;
-    a.cap = cap;
+    ibv_qp_init_attr a = detail::plain(ax);
     if (rdma_create_qp(s.id(), s.pd.native_handle(), &a))
       return detail::last_error();
   }

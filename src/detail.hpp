@@ -77,11 +77,15 @@ inline std::error_code last_error() noexcept {
 inline std::error_code rc_error(int rc) noexcept {
   return errno_code(rc > 0 ? rc : (rc < 0 ? -rc : EIO));
 }
-// The error of an operation on an empty object: there is no stack at all, or
-// the object was moved from.
+// The error of an operation on an empty object: where RDMA cannot work at
+// all, the stack's condition (equal to operation_not_supported: no object
+// could have been made); else errc::empty_object (moved from, or default).
 inline std::error_code empty_error() noexcept {
-  return available() ? make_error_code(errc::empty_object)
-                     : std::make_error_code(std::errc::operation_not_supported);
+  if (!available())
+    return std::make_error_code(std::errc::operation_not_supported);
+  if (stack() != stack_state::ready)
+    return stack_error(0);
+  return make_error_code(errc::empty_object);
 }
 // IBV_MTU_* <-> bytes.
 inline std::uint32_t mtu_bytes(int mtu_enum) noexcept {

@@ -124,6 +124,21 @@ status_code init_path(qp_node &q, const context &ctx, std::uint8_t port, int gid
 status_code init_from_qp(qp_node &q, const context &ctx, std::uint8_t port, int gid_index,
                          const gid_selector &sel);
 
+// The creation attributes of a QP made with opts on a device with dev's
+// limits (depths and SGEs clamped), for ibv_create_qp_ex / rdma_create_qp_ex
+// with the WR API's send operations; plain() gives the classic subset.
+ibv_qp_init_attr_ex qp_init_attr(const device_attr &dev, const qp_options &opts, ibv_pd *pd,
+                                 ibv_cq *send_cq, ibv_cq *recv_cq) noexcept;
+inline ibv_qp_init_attr plain(const ibv_qp_init_attr_ex &ax) noexcept {
+  ibv_qp_init_attr a{};
+  a.send_cq = ax.send_cq;
+  a.recv_cq = ax.recv_cq;
+  a.srq = ax.srq;
+  a.cap = ax.cap;
+  a.qp_type = ax.qp_type;
+  return a;
+}
+
 // An rdma_cm id with the event channel it reports on (src/cm.cpp): the id is
 // destroyed first, then the channel.
 struct cm_id_node {
@@ -181,6 +196,10 @@ struct access {
   static void set(queue_pair &q, std::shared_ptr<qp_node> n) noexcept {
     q.qp_ = n->qp;
     q.qpn_ = n->qp->qp_num;
+    q.ops_ = n->type == qp_type::rc
+                 ? queue_pair::op_send | queue_pair::op_write | queue_pair::op_read
+             : n->type == qp_type::uc ? queue_pair::op_send | queue_pair::op_write
+                                      : queue_pair::op_send_ud;
     q.send_ = n->qp->context->ops.post_send;
     q.recv_ = n->qp->context->ops.post_recv;
     q.n_ = std::move(n);

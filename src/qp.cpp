@@ -187,6 +187,26 @@ result<shared_receive_queue> shared_receive_queue::create(const protection_domai
 
 // ---- queue_pair ----
 
+ibv_qp_init_attr_ex detail::qp_init_attr(const device_attr &dev, const qp_options &opts, ibv_pd *pd,
+                                         ibv_cq *send_cq, ibv_cq *recv_cq) noexcept {
+  ibv_qp_init_attr_ex ax{};
+  ax.qp_type = opts.type == qp_type::rc   ? IBV_QPT_RC
+               : opts.type == qp_type::uc ? IBV_QPT_UC
+                                          : IBV_QPT_UD;
+  ax.send_cq = send_cq;
+  ax.recv_cq = recv_cq;
+  ax.srq = opts.srq ? opts.srq->native_handle() : nullptr;
+  ax.cap.max_send_wr = clamp_to(opts.send_depth, dev.max_qp_wr);
+  ax.cap.max_recv_wr = opts.srq ? 0 : clamp_to(opts.recv_depth, dev.max_qp_wr);
+  ax.cap.max_send_sge = clamp_to(opts.max_send_sge, dev.max_sge);
+  ax.cap.max_recv_sge = opts.srq ? 0 : clamp_to(opts.max_recv_sge, dev.max_sge);
+  ax.cap.max_inline_data = opts.max_inline;
+  ax.pd = pd;
+  ax.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+  ax.send_ops_flags = qp_ex_send_ops(ax.qp_type);
+  return ax;
+}
+
 result<queue_pair> queue_pair::create(const context &ctx, const protection_domain &pd,
                                       const completion_queue &send_cq,
                                       const completion_queue &recv_cq, const qp_options &opts) {
@@ -201,27 +221,9 @@ result<queue_pair> queue_pair::create(const context &ctx, const protection_domai
   if (!dev)
     return dev.error();
 
-  ibv_qp_cap cap{};
-  cap.max_send_wr = detail::clamp_to(opts.send_depth, dev->max_qp_wr);
-  cap.max_recv_wr = opts.srq ? 0 : detail::clamp_to(opts.recv_depth, dev->max_qp_wr);
-  cap.max_send_sge = detail::clamp_to(opts.max_send_sge, dev->max_sge);
-  cap.max_recv_sge = opts.srq ? 0 : detail::clamp_to(opts.max_recv_sge, dev->max_sge);
-  cap.max_inline_data = opts.max_inline;
-  ibv_qp_type t = opts.type == qp_type::rc   ? IBV_QPT_RC
-                  : opts.type == qp_type::uc ? IBV_QPT_UC
-                                             : IBV_QPT_UD;
-  ibv_srq *srq = opts.srq ? opts.srq->native_handle() : nullptr;
-
+  ibv_qp_init_attr_ex ax = detail::qp_init_attr(*dev, opts, pd.native_handle(),
+                                                send_cq.native_handle(), recv_cq.native_handle());
   if (opts.wr_api && ctx.supports(feature::wr_api)) {
-    ibv_qp_init_attr_ex ax{};
-    ax.qp_type = t;
-    ax.send_cq = send_cq.native_handle();
-    ax.recv_cq = recv_cq.native_handle();
-    ax.srq = srq;
-    ax.cap = cap;
-    ax.pd = pd.native_handle();
-    ax.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-    ax.send_ops_flags = detail::qp_ex_send_ops(t);
     errno = 0;
     if (ibv_qp *qp = ibv_create_qp_ex(ctx.native_handle(), &ax)) {
       n->qpx = ibv_qp_to_qp_ex(qp);
@@ -234,12 +236,7 @@ result<queue_pair> queue_pair::create(const context &ctx, const protection_domai
     }
   }
   if (!n->qp) {
-    ibv_qp_init_attr a{};
-    a.qp_type = t;
-    a.send_cq = send_cq.native_handle();
-    a.recv_cq = recv_cq.native_handle();
-    a.srq = srq;
-    a.cap = cap;
+    ibv_qp_init_attr a = detail::plain(ax);
     n->qp = ibv_create_qp(pd.native_handle(), &a);
     if (!n->qp)
       return detail::stack_error(errno);
@@ -269,6 +266,12 @@ result<queue_pair> queue_pair::borrow(ibv_qp *qp, qp_type type, const qp_options
   queue_pair q;
   detail::access::set(q, std::move(n));
   return q;
+}
+
+status_code queue_pair::refused() const noexcept {
+  if (!qp_)
+    return detail::empty_status();
+  return errc::wrong_qp_type;
 }
 
 std::uint8_t queue_pair::port() const noexcept {

@@ -18,7 +18,7 @@ namespace rdmadl {
 // destroying the queues never waits for unacknowledged events. Keeps its
 // context alive; destroyed when it and the queues using it are gone.
 // Move-only.
-class RDMADL_API completion_channel {
+class RDMADL_CXX_API completion_channel {
 public:
   // Errors: operation_not_supported, errc::empty_object, or the errno.
   static result<completion_channel> create(const context &ctx);

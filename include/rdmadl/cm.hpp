@@ -24,7 +24,7 @@ namespace rdmadl {
 
 // An rdma_cm event channel (rdma_create_event_channel); its fd is
 // non-blocking. Move-only.
-class RDMADL_API event_channel {
+class RDMADL_CXX_API event_channel {
 public:
   // Errors: operation_not_supported (librdmacm absent), or the errno.
   static result<event_channel> create();
@@ -61,7 +61,7 @@ struct cm_state_deleter {
 // A connected RC queue pair with its own protection domain and completion
 // queue, made by connect() or listener::accept(). Move-only; disconnects and
 // frees everything on destruction.
-class RDMADL_API connection {
+class RDMADL_CXX_API connection {
 public:
   connection() noexcept;
   connection(connection &&) noexcept;
@@ -90,7 +90,7 @@ private:
 };
 
 // An incoming connection request, from listener::get_request().
-class RDMADL_API connection_request {
+class RDMADL_CXX_API connection_request {
 public:
   connection_request() noexcept;
   connection_request(connection_request &&) noexcept;
@@ -110,7 +110,7 @@ private:
 };
 
 // A listening rdma_cm id. Move-only.
-class RDMADL_API listener {
+class RDMADL_CXX_API listener {
 public:
   // Binds to host:port (host empty: any address; port 0: any port) and
   // listens. Errors: operation_not_supported, or the errno
@@ -136,8 +136,8 @@ private:
 // connects with opts.private_data and waits for ESTABLISHED (opts.timeout per
 // step). Errors: operation_not_supported, errc::rejected (peer_data of the
 // reject is lost), errc::timed_out, errc::unexpected_event, or the errno.
-RDMADL_API result<connection> connect(std::string_view host, std::uint16_t port,
-                                      const cm_options &opts = {});
+RDMADL_CXX_API result<connection> connect(std::string_view host, std::uint16_t port,
+                                          const cm_options &opts = {});
 
 } // namespace rdmadl
 

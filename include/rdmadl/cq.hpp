@@ -80,7 +80,10 @@ struct cq_options {
   // For request_notify()/wait(); the queue keeps the channel alive.
   const completion_channel *channel = nullptr;
   int comp_vector = 0;
-  bool extended = true; // use ibv_create_cq_ex when context::supports(extended_cq)
+  // Create it with ibv_create_cq_ex when context::supports(extended_cq).
+  // poll() then reads it through ibv_start_poll (out of line); the default,
+  // a plain queue, is the one poll() hands straight to the provider.
+  bool extended = false;
 };
 
 namespace detail {
@@ -90,7 +93,7 @@ using notify_cq_fn = int (*)(::ibv_cq *, int);
 
 // A completion queue. Keeps its context (and channel) alive; destroyed when it
 // and the queue pairs using it are gone. Move-only.
-class RDMADL_API completion_queue {
+class RDMADL_CXX_API completion_queue {
 public:
   // Creates a queue on ctx. Errors: operation_not_supported,
   // errc::empty_object, or the errno.
@@ -126,7 +129,7 @@ public:
     if (!cq_.get()) [[unlikely]]
       return empty_status();
     if (int rc = notify_.get()(cq_, solicited_only ? 1 : 0)) [[unlikely]]
-      return status_code::from_errno(rc);
+      return status_code::from_rc(rc);
     return {};
   }
   // True when created with ibv_create_cq_ex (poll() then reads it through
@@ -157,7 +160,7 @@ private:
 //
 //   auto s = cq.start_poll();
 //   for (; s && *s; (void)s->next()) use(s->wr_id(), s->status());
-class RDMADL_API poll_session {
+class RDMADL_CXX_API poll_session {
 public:
   poll_session() noexcept = default;
   poll_session(poll_session &&o) noexcept = default;

@@ -26,15 +26,15 @@ enum class atomic_cap { none, hca, glob };
 enum class gid_type { ib, roce_v1, roce_v2 };
 
 // Display names; a value outside the enumeration gives "unknown".
-RDMADL_API std::string_view name(node_type v) noexcept;
-RDMADL_API std::string_view name(transport v) noexcept;
-RDMADL_API std::string_view name(link_layer v) noexcept;
-RDMADL_API std::string_view name(port_state v) noexcept;
-RDMADL_API std::string_view name(atomic_cap v) noexcept;
-RDMADL_API std::string_view name(gid_type v) noexcept; // "IB", "RoCE v1", "RoCE v2"
+RDMADL_CXX_API std::string_view name(node_type v) noexcept;
+RDMADL_CXX_API std::string_view name(transport v) noexcept;
+RDMADL_CXX_API std::string_view name(link_layer v) noexcept;
+RDMADL_CXX_API std::string_view name(port_state v) noexcept;
+RDMADL_CXX_API std::string_view name(atomic_cap v) noexcept;
+RDMADL_CXX_API std::string_view name(gid_type v) noexcept; // "IB", "RoCE v1", "RoCE v2"
 
 // A 128-bit GID, in network byte order.
-struct RDMADL_API gid {
+struct RDMADL_CXX_API gid {
   std::array<std::uint8_t, 16> raw{};
   bool is_zero() const noexcept;
   // True for ::ffff:a.b.c.d; then ipv4() is that address in network byte order.
@@ -84,7 +84,7 @@ struct port_attr {
 
 // One entry of the device list. Valid while its device_list lives. A null
 // device answers "" / 0 / unknown.
-class RDMADL_API device {
+class RDMADL_CXX_API device {
 public:
   explicit device(::ibv_device *d = nullptr) noexcept : dev_(d) {}
   // Kernel name, e.g. "rxe0".
@@ -100,7 +100,7 @@ private:
 };
 
 // The devices present (ibv_get_device_list). Move-only.
-class RDMADL_API device_list {
+class RDMADL_CXX_API device_list {
 public:
   // The current list. Errors: operation_not_supported (no stack, including a
   // kernel without RDMA: errc::no_kernel_support), errc::no_devices (equal to
@@ -148,7 +148,7 @@ private:
 // serialises as rdma-core documents; moving, assigning or destroying an
 // object must not race with any other use of that same object. A send_batch
 // is exclusive: one at a time per queue pair.
-class RDMADL_API context {
+class RDMADL_CXX_API context {
 public:
   // Opens the device called name, or the first device when name is empty.
   // Errors: as device_list::get(), errc::no_devices when no such device.

@@ -73,9 +73,9 @@ enum class errc : int {
 };
 
 // The category of rdmadl::errc values; name() is "rdmadl".
-RDMADL_API const std::error_category &error_category() noexcept;
+RDMADL_CXX_API const std::error_category &error_category() noexcept;
 // The category of work-completion statuses (enum ibv_wc_status); name() is "rdmadl.wc".
-RDMADL_API const std::error_category &wc_category() noexcept;
+RDMADL_CXX_API const std::error_category &wc_category() noexcept;
 
 // An error_code for an rdmadl::errc value.
 inline std::error_code make_error_code(errc e) noexcept {
@@ -94,10 +94,11 @@ template <> struct std::is_error_code_enum<rdmadl::errc> : std::true_type {};
 namespace rdmadl {
 
 namespace detail {
-[[noreturn]] RDMADL_API void bad_result_access(int value, const std::error_category *cat) noexcept;
+[[noreturn]] RDMADL_CXX_API void bad_result_access(int value,
+                                                   const std::error_category *cat) noexcept;
 // The generic category, taken once per call site only on error paths.
-RDMADL_API const std::error_category *generic() noexcept;
-RDMADL_API const std::error_category *own() noexcept;
+RDMADL_CXX_API const std::error_category *generic() noexcept;
+RDMADL_CXX_API const std::error_category *own() noexcept;
 } // namespace detail
 
 // An error kept as (value, category); the category is null for success.
@@ -117,6 +118,9 @@ public:
     }
     return s;
   }
+  // A provider's return value: 0, an errno value, or (some providers) a
+  // negated one.
+  static status_code from_rc(int rc) noexcept { return from_errno(rc < 0 ? -rc : rc); }
   constexpr bool ok() const noexcept { return cat_ == nullptr; }
   constexpr explicit operator bool() const noexcept { return cat_ != nullptr; } // true: error
   std::error_code code() const noexcept {

@@ -44,7 +44,7 @@ struct local_slice {
 // What a peer needs to read, write or atomically update a region: its
 // address, rkey and length. Serialises to a fixed 28-byte blob with a magic
 // and a format version.
-struct RDMADL_API remote_region {
+struct RDMADL_CXX_API remote_region {
   std::uint64_t addr = 0;
   std::uint32_t rkey = 0;
   std::uint64_t length = 0;
@@ -65,7 +65,7 @@ struct RDMADL_API remote_region {
 // A registered memory region (ibv_reg_mr). Never owns the buffer: the
 // caller keeps it alive and in place while the region lives. Keeps its
 // protection domain (and so the device) alive. Move-only.
-class RDMADL_API memory_region {
+class RDMADL_CXX_API memory_region {
 public:
   memory_region() noexcept = default;
   memory_region(memory_region &&o) noexcept = default;
@@ -103,7 +103,7 @@ private:
 // A protection domain (ibv_alloc_pd). Keeps its context's device open; is
 // deallocated when it and every region, queue pair, SRQ and address handle
 // made on it are gone. Move-only.
-class RDMADL_API protection_domain {
+class RDMADL_CXX_API protection_domain {
 public:
   // Allocates a protection domain on ctx. Errors: operation_not_supported,
   // errc::empty_object, or the errno.

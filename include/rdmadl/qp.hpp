@@ -32,7 +32,7 @@ enum class qp_type { rc, uc, ud };
 // What a peer needs to reach a queue pair: QPN, PSN, LID (InfiniBand) and
 // GID (RoCE), plus the UD Q_Key. Serialises to a fixed 44-byte blob with a
 // magic and a format version.
-struct RDMADL_API endpoint {
+struct RDMADL_CXX_API endpoint {
   std::uint32_t qpn = 0; // 24 bits
   std::uint32_t psn = 0; // 24 bits
   std::uint16_t lid = 0;
@@ -217,12 +217,12 @@ using post_send_fn = int (*)(::ibv_qp *, ::ibv_send_wr *, ::ibv_send_wr **);
 using post_recv_fn = int (*)(::ibv_qp *, ::ibv_recv_wr *, ::ibv_recv_wr **);
 using post_srq_recv_fn = int (*)(::ibv_srq *, ::ibv_recv_wr *, ::ibv_recv_wr **);
 // The error of a call on an empty object (out of line, error path only).
-RDMADL_API status_code empty_status() noexcept;
+RDMADL_CXX_API status_code empty_status() noexcept;
 } // namespace detail
 
 // An address handle for UD sends (ibv_create_ah). Keeps its PD alive.
 // Move-only.
-class RDMADL_API address_handle {
+class RDMADL_CXX_API address_handle {
 public:
   // The path to peer through local's port and GID (RoCE: GRH with it).
   // Errors: operation_not_supported, errc::empty_object, or the errno.
@@ -253,7 +253,7 @@ inline send_request send_request::send_ud(const local_slice &buf, const address_
 }
 
 // A shared receive queue. Keeps its PD alive. Move-only.
-class RDMADL_API shared_receive_queue {
+class RDMADL_CXX_API shared_receive_queue {
 public:
   // depth and max_sge are clamped to max_srq_wr / max_srq_sge. Errors:
   // operation_not_supported, errc::empty_object, or the errno.
@@ -271,7 +271,7 @@ public:
     if (!srq_.get()) [[unlikely]]
       return detail::empty_status();
     if (int rc = post_.get()(srq_, reinterpret_cast<::ibv_recv_wr *>(&w), &bad)) [[unlikely]]
-      return status_code::from_errno(rc);
+      return status_code::from_rc(rc);
     return {};
   }
   ::ibv_srq *native_handle() const noexcept { return srq_; }
@@ -285,7 +285,7 @@ private:
 };
 
 // A queue pair. Keeps its PD, CQs and SRQ alive. Move-only.
-class RDMADL_API queue_pair {
+class RDMADL_CXX_API queue_pair {
 public:
   // Creates a QP on pd using send_cq/recv_cq. Selects the port and GID now
   // (see qp_options). Errors: operation_not_supported, errc::empty_object,
@@ -315,15 +315,13 @@ public:
   // Moves the QP to the error state (flushes outstanding work requests).
   result<void> to_error() noexcept;
 
-  // Posts wr (a chain through next) as ibv_post_send does. Errors:
+  // Posts wr (a chain through next) as ibv_post_send does, unchecked: a UD
+  // QP needs wr.ud set, and only RC carries reads and atomics. Errors:
   // errc::empty_object, or the provider's errno.
   result<void> post(send_request &wr) noexcept {
-    ::ibv_send_wr *bad;
     if (!qp_.get()) [[unlikely]]
       return detail::empty_status();
-    if (int rc = send_.get()(qp_, reinterpret_cast<::ibv_send_wr *>(&wr), &bad)) [[unlikely]]
-      return status_code::from_errno(rc);
-    return {};
+    return send_now(wr);
   }
   // Posts wr (a chain through next) to the receive queue.
   result<void> post(recv_request &wr) noexcept {
@@ -331,7 +329,7 @@ public:
     if (!qp_.get()) [[unlikely]]
       return detail::empty_status();
     if (int rc = recv_.get()(qp_, reinterpret_cast<::ibv_recv_wr *>(&wr), &bad)) [[unlikely]]
-      return status_code::from_errno(rc);
+      return status_code::from_rc(rc);
     return {};
   }
   // One receive buffer (a zero-length slice posts no scatter element).
@@ -339,50 +337,69 @@ public:
     recv_request w{wr_id, nullptr, &buf, buf.length != 0};
     return post(w);
   }
+  // The operations below refuse what the QP type cannot carry with
+  // errc::wrong_qp_type (a send without an address on UD, one-sided on UD,
+  // reads and atomics on UC), before the provider sees it.
   result<void> post_send(const local_slice &buf, std::uint64_t wr_id,
                          send_flags flags = send_flags::signaled) noexcept {
+    if (!(ops_.get() & op_send)) [[unlikely]]
+      return refused();
     send_request w = send_request::send(buf, wr_id, flags);
-    return post(w);
+    return send_now(w);
   }
   result<void> post_send_imm(const local_slice &buf, std::uint32_t imm, std::uint64_t wr_id,
                              send_flags flags = send_flags::signaled) noexcept {
+    if (!(ops_.get() & op_send)) [[unlikely]]
+      return refused();
     send_request w = send_request::send_imm(buf, imm, wr_id, flags);
-    return post(w);
+    return send_now(w);
   }
   // UD send to peer through ah.
   result<void> post_send_ud(const local_slice &buf, const address_handle &ah, const endpoint &peer,
                             std::uint64_t wr_id, send_flags flags = send_flags::signaled) noexcept {
+    if (!(ops_.get() & op_send_ud) || !ah) [[unlikely]]
+      return refused();
     send_request w = send_request::send_ud(buf, ah, peer, wr_id, flags);
-    return post(w);
+    return send_now(w);
   }
   result<void> post_write(const local_slice &buf, const remote_region &dst, std::uint64_t wr_id,
                           send_flags flags = send_flags::signaled) noexcept {
+    if (!(ops_.get() & op_write)) [[unlikely]]
+      return refused();
     send_request w = send_request::write(buf, dst, wr_id, flags);
-    return post(w);
+    return send_now(w);
   }
   result<void> post_write_imm(const local_slice &buf, const remote_region &dst, std::uint32_t imm,
                               std::uint64_t wr_id,
                               send_flags flags = send_flags::signaled) noexcept {
+    if (!(ops_.get() & op_write)) [[unlikely]]
+      return refused();
     send_request w = send_request::write_imm(buf, dst, imm, wr_id, flags);
-    return post(w);
+    return send_now(w);
   }
   result<void> post_read(const local_slice &buf, const remote_region &src, std::uint64_t wr_id,
                          send_flags flags = send_flags::signaled) noexcept {
+    if (!(ops_.get() & op_read)) [[unlikely]]
+      return refused();
     send_request w = send_request::read(buf, src, wr_id, flags);
-    return post(w);
+    return send_now(w);
   }
   // 64-bit atomics on dst (8 bytes, 8-byte aligned); the old value lands in buf.
   result<void> post_fetch_add(const local_slice &buf, const remote_region &dst, std::uint64_t add,
                               std::uint64_t wr_id,
                               send_flags flags = send_flags::signaled) noexcept {
+    if (!(ops_.get() & op_read)) [[unlikely]]
+      return refused();
     send_request w = send_request::fetch_add(buf, dst, add, wr_id, flags);
-    return post(w);
+    return send_now(w);
   }
   result<void> post_compare_swap(const local_slice &buf, const remote_region &dst,
                                  std::uint64_t compare, std::uint64_t swap, std::uint64_t wr_id,
                                  send_flags flags = send_flags::signaled) noexcept {
+    if (!(ops_.get() & op_read)) [[unlikely]]
+      return refused();
     send_request w = send_request::compare_swap(buf, dst, compare, swap, wr_id, flags);
-    return post(w);
+    return send_now(w);
   }
 
   // A batch of send-queue work requests posted together: ibv_wr_start ..
@@ -402,7 +419,19 @@ public:
 private:
   friend struct detail::access;
   friend class send_batch;
+  // What the QP type carries (ops_): sends without an address (RC, UC),
+  // writes (RC, UC), reads and atomics (RC), UD sends. 0 when empty.
+  static constexpr std::uint8_t op_send = 1, op_write = 2, op_read = 4, op_send_ud = 8;
+  result<void> send_now(send_request &w) noexcept {
+    ::ibv_send_wr *bad;
+    if (int rc = send_.get()(qp_, reinterpret_cast<::ibv_send_wr *>(&w), &bad)) [[unlikely]]
+      return status_code::from_rc(rc);
+    return {};
+  }
+  // errc::wrong_qp_type, or the empty-object error when there is no QP.
+  status_code refused() const noexcept;
   detail::take<::ibv_qp *> qp_;
+  detail::take<std::uint8_t> ops_;
   detail::take<detail::post_send_fn> send_;
   detail::take<detail::post_recv_fn> recv_;
   detail::take<std::uint32_t> qpn_;
@@ -413,7 +442,7 @@ private:
 // pair's batch storage, obtained from queue_pair::batch(); neither copied nor
 // moved, so it lives in the scope that opened it. At most max_size requests.
 // The first error is kept and returned by commit().
-class RDMADL_API send_batch {
+class RDMADL_CXX_API send_batch {
 public:
   static constexpr std::size_t max_size = 64;
   send_batch &send(const local_slice &buf, std::uint64_t wr_id,

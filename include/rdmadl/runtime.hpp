@@ -65,20 +65,20 @@ enum class feature {
 
 // True when libibverbs is loaded and usable (LOADED or PARTIAL). Loads it if
 // that has not happened yet. Devices may still be absent: see stack().
-RDMADL_API bool available() noexcept;
+RDMADL_CXX_API bool available() noexcept;
 // What the loader found for lib.
-RDMADL_API library_status status(library lib);
+RDMADL_CXX_API library_status status(library lib);
 // Classifies the whole stack (asks libibverbs for its device list once per call).
-RDMADL_API stack_state stack() noexcept;
+RDMADL_CXX_API stack_state stack() noexcept;
 // A stable name for a stack state ("ready", "no-kernel-support", ...).
-RDMADL_API std::string_view name(stack_state s) noexcept;
+RDMADL_CXX_API std::string_view name(stack_state s) noexcept;
 // One sentence saying why RDMA is or is not usable, from the libraries only.
-RDMADL_API std::string_view reason() noexcept;
+RDMADL_CXX_API std::string_view reason() noexcept;
 // Whether the loaded release provides f (library level: resolved symbols).
 // For device-level answers use context::supports().
-RDMADL_API bool supports(feature f) noexcept;
+RDMADL_CXX_API bool supports(feature f) noexcept;
 // A stable name for f ("extended-cq", "wr-api", ...).
-RDMADL_API std::string_view name(feature f) noexcept;
+RDMADL_CXX_API std::string_view name(feature f) noexcept;
 // Every feature, for listings.
 inline constexpr feature all_features[] = {
     feature::extended_cq, feature::wr_api,  feature::query_gid_ex, feature::dmabuf_mr,

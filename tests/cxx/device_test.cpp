@@ -31,6 +31,7 @@ using namespace std::chrono_literals;
 namespace {
 
 int failures = 0;
+bool plain_cqs = false; // make_loop: ibv_create_cq even where extended CQs work
 std::string dev_name;
 std::uint32_t test_ip = 0;
 
@@ -112,6 +113,7 @@ result<loop> make_loop(qp_type type = qp_type::rc, qp_options base = {},
   }
   cq_options co;
   co.depth = 64;
+  co.extended = !plain_cqs;
   auto ca = completion_queue::create(l.ctx, co);
   co.channel = ch;
   auto cb = completion_queue::create(l.ctx, co);
@@ -372,8 +374,9 @@ bool check_ud() {
   EXPECT(same(src, std::span(dst).subspan(40)));
   // One-sided operations do not exist on UD.
   remote_region r{0x1000, 1, 8};
-  // The provider refuses an RDMA write on a UD QP (EINVAL), as ibv_post_send does.
-  EXPECT(l->a.post_write(*ss, r, 3).error() == std::errc::invalid_argument);
+  // Refused before the provider sees it (rxe would read wr.ud.ah from it).
+  EXPECT(l->a.post_write(*ss, r, 3).error() == errc::wrong_qp_type);
+  EXPECT(l->a.post_send(*ss, 4).error() == errc::wrong_qp_type); // UD needs an address
   return true;
 }
 
@@ -545,6 +548,187 @@ bool check_endpoint_errors() {
   return true;
 }
 
+// Parents die before children: each handle keeps what it uses alive, so the
+// queue pairs, regions and queue still work after the context and PD handles
+// are gone, and a context handle can be re-assigned under its PD.
+bool check_lifetimes() {
+  std::vector<std::byte> src(256), dst(256);
+  fill(src, 3);
+  queue_pair a, b;
+  completion_queue cq;
+  memory_region ms, md;
+  {
+    TRY(ctx, context::open(dev_name));
+    TRY(pd, protection_domain::create(*ctx));
+    TRY(c, completion_queue::create(*ctx));
+    qp_options o;
+    o.gid.ipv4 = test_ip;
+    TRY(qa, queue_pair::create(*ctx, *pd, *c, *c, o));
+    TRY(qb, queue_pair::create(*ctx, *pd, *c, *c, o));
+    TRY(m1, pd->register_memory(src));
+    TRY(m2, pd->register_memory(dst, access::remote_write));
+    a = std::move(*qa);
+    b = std::move(*qb);
+    cq = std::move(*c);
+    ms = std::move(*m1);
+    md = std::move(*m2);
+    *ctx = context(); // the context handle first, while everything uses it
+  }
+  TRY(ea, a.local_endpoint());
+  TRY(eb, b.local_endpoint());
+  EXPECT_OK(a.connect(*eb));
+  EXPECT_OK(b.connect(*ea));
+  TRY(s, ms.all());
+  TRY(r, md.remote());
+  EXPECT_OK(a.post_write(*s, *r, 1));
+  TRY(c1, one(cq));
+  EXPECT(same(src, dst));
+  ms = memory_region(); // regions before the QPs that used them
+  md = memory_region();
+  cq = completion_queue(); // the CQ handle before its QPs
+  a = queue_pair();
+  b = queue_pair();
+
+  // Re-assigning a context keeps the old device open for its PD.
+  TRY(ctx2, context::open(dev_name));
+  TRY(pd2, protection_domain::create(*ctx2));
+  *ctx2 = context::open(dev_name).value();
+  std::vector<std::byte> more(64);
+  TRY(m3, pd2->register_memory(more));
+  EXPECT(m3->lkey() != 0 || m3->rkey() != 0 || m3->native_handle() != nullptr);
+  return true;
+}
+
+// One open batch per QP; a batch keeps its QP alive.
+bool check_batch_guard() {
+  TRY(l, make_loop());
+  std::vector<std::byte> src(64), dst(64);
+  fill(src, 5);
+  TRY(ms, l->pd.register_memory(src));
+  TRY(md, l->pd.register_memory(dst, access::remote_write));
+  TRY(s, ms->all());
+  TRY(r, md->remote());
+  {
+    auto b1 = l->a.batch();
+    auto b2 = l->a.batch();
+    b2.write(*s, *r, 1);
+    EXPECT(b2.commit().error() == errc::batch_busy);
+    b1.write(*s, *r, 2);
+    EXPECT_OK(b1.commit());
+    TRY(c, one(l->cq_a));
+    EXPECT(c->wr_id == 2);
+    // Committed, the batch can be filled again.
+    b1.write(*s, *r, 3);
+    EXPECT_OK(b1.commit());
+    TRY(c3, one(l->cq_a));
+    EXPECT(c3->wr_id == 3);
+  }
+  {
+    auto b = l->a.batch(); // free again once the first batch is gone
+    l->a = queue_pair();   // the QP handle dies; the batch still holds the QP
+    b.write(*s, *r, 4);
+    EXPECT_OK(b.commit());
+  }
+  TRY(c4, one(l->cq_a));
+  EXPECT(c4->wr_id == 4);
+  EXPECT(same(src, dst));
+  return true;
+}
+
+// A send_request built once and posted again; a chain of receives in one post.
+bool check_prepared() {
+  TRY(l, make_loop());
+  constexpr std::size_t n = 4, len = 256;
+  std::vector<std::byte> src(n * len), dst(n * len);
+  fill(src, 6);
+  TRY(ms, l->pd.register_memory(src));
+  TRY(md, l->pd.register_memory(dst));
+  std::array<local_slice, n> rs{};
+  std::array<recv_request, n> rr{};
+  for (std::size_t i = 0; i < n; i++) {
+    TRY(slice, md->slice(i * len, len));
+    rs[i] = *slice;
+    rr[i] = recv_request{100 + i, i + 1 < n ? &rr[i + 1] : nullptr, &rs[i], 1};
+  }
+  EXPECT_OK(l->b.post(rr[0]));
+  TRY(first, ms->slice(0, len));
+  local_slice s = *first;
+  auto w = send_request::send(s, 0);
+  for (std::size_t i = 0; i < n; i++) {
+    s.addr = first->addr + i * len; // the request points at s: patch it in place
+    w.wr_id = i;
+    EXPECT_OK(l->a.post(w));
+    TRY(c, one(l->cq_a));
+    EXPECT(c->wr_id == i);
+    TRY(cr, one(l->cq_b));
+    EXPECT(cr->wr_id == 100 + i && cr->byte_len == len && cr->opcode == wc_opcode::recv);
+  }
+  EXPECT(same(src, dst));
+  return true;
+}
+
+// Poll sessions read the same completions as poll(), on extended and plain CQs.
+bool check_poll_session() {
+  for (bool plain : {false, true}) {
+    plain_cqs = plain;
+    auto made = make_loop();
+    plain_cqs = false;
+    TRY(l, std::move(made));
+    EXPECT(l->cq_a.extended() == (!plain && l->ctx.supports(feature::extended_cq)));
+    std::vector<std::byte> src(96), dst(96);
+    fill(src, 7);
+    TRY(ms, l->pd.register_memory(src));
+    TRY(md, l->pd.register_memory(dst, access::remote_write));
+    TRY(r, md->remote());
+    for (std::uint64_t i = 0; i < 3; i++) {
+      TRY(s, ms->slice(i * 32, 32));
+      TRY(ri, r->slice(i * 32, 32));
+      EXPECT_OK(l->a.post_write(*s, *ri, 10 + i));
+    }
+    std::uint64_t seen = 0;
+    auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (seen < 3 && std::chrono::steady_clock::now() < deadline) {
+      TRY(ps, l->cq_a.start_poll());
+      for (bool more = static_cast<bool>(*ps); more;) {
+        EXPECT(ps->status() == 0 && !ps->error());
+        EXPECT(ps->wr_id() == 10 + seen);
+        EXPECT(ps->opcode() == wc_opcode::rdma_write);
+        EXPECT(ps->qp_num() == l->a.qp_num());
+        EXPECT(!ps->has_imm() && ps->imm() == 0);
+        seen++;
+        TRY(next, ps->next());
+        more = *next;
+      }
+    }
+    EXPECT(seen == 3);
+    EXPECT(same(src, dst));
+  }
+  return true;
+}
+
+// milliseconds::max() means "no limit", not "already expired".
+bool check_waits_saturate() {
+  TRY(ctx0, context::open(dev_name));
+  TRY(ch, completion_channel::create(*ctx0));
+  TRY(pd0, protection_domain::create(*ctx0));
+  loop seed{std::move(*ctx0), std::move(*pd0), {}, {}, {}, {}};
+  TRY(l, make_loop(qp_type::rc, {}, &*ch, nullptr, &seed));
+  std::vector<std::byte> buf(64);
+  TRY(m, l->pd.register_memory(buf));
+  TRY(s, m->all());
+  EXPECT_OK(l->cq_b.request_notify());
+  EXPECT_OK(l->b.post_recv(*s, 1));
+  EXPECT_OK(l->a.post_send(*s, 2));
+  std::array<completion, 1> c;
+  TRY(n, l->cq_a.poll_wait(c, std::chrono::milliseconds::max()));
+  EXPECT(*n == 1 && c[0].ok() && c[0].wr_id == 2);
+  TRY(which, ch->wait(std::chrono::milliseconds::max()));
+  EXPECT(*which == l->cq_b.native_handle());
+  TRY(n2, l->cq_b.poll_wait(c, std::chrono::milliseconds::max()));
+  EXPECT(*n2 == 1 && c[0].wr_id == 1);
+  return true;
+}
+
 bool check_cm() {
   TRY(lst, listener::bind(test_ip ? inet_ntoa(in_addr{test_ip}) : "0.0.0.0", 0));
   std::uint16_t port = lst->port();
@@ -596,7 +780,17 @@ bool check_cm() {
     cm_options o;
     o.private_data = std::as_bytes(std::span(hello));
     auto host = std::string(test_ip ? inet_ntoa(in_addr{test_ip}) : "127.0.0.1");
+    // rdma_cm picks the port and GID itself: asking for one is refused, not ignored.
+    cm_options pinned = o;
+    pinned.qp.port = 1;
+    EXPECT(connect(host, port, pinned).error() == errc::not_honoured);
     TRY(conn, connect(host, port, o));
+    // The QP rdma_cm made knows its path: port, GID, QPN as the device has them.
+    TRY(ep, conn->qp().local_endpoint());
+    EXPECT(!ep->gid_value.is_zero());
+    EXPECT(ep->qpn == conn->qp().qp_num());
+    EXPECT(conn->qp().port() == 1);
+    EXPECT(conn->qp().uses_wr_api() == conn->ctx().supports(feature::wr_api));
     EXPECT(conn->peer_data().size() >= sizeof welcome);
     EXPECT(std::memcmp(conn->peer_data().data(), welcome, sizeof welcome) == 0);
     std::vector<std::byte> out(4096), in(4096);
@@ -606,7 +800,11 @@ bool check_cm() {
     TRY(si, mi->all());
     EXPECT_OK(conn->qp().post_recv(*si, 10));
     TRY(so, mo->all());
-    EXPECT_OK(conn->qp().post_send(*so, 11));
+    {
+      auto b = conn->qp().batch(); // the WR API on an rdma_cm QP where offered
+      b.send(*so, 11);
+      EXPECT_OK(b.commit());
+    }
     std::array<completion, 2> c;
     std::size_t got = 0;
     auto deadline = std::chrono::steady_clock::now() + 10s;
@@ -794,6 +992,11 @@ int main(int argc, char **argv) {
       {"send-batch", [] { return check_send_batch(true); }},
       {"send-batch-chained", [] { return check_send_batch(false); }},
       {"endpoint", check_endpoint_errors},
+      {"lifetimes", check_lifetimes},
+      {"batch-guard", check_batch_guard},
+      {"prepared", check_prepared},
+      {"poll-session", check_poll_session},
+      {"waits-saturate", check_waits_saturate},
       {"cm-connect", check_cm},
       {"cm-reject", check_cm_reject},
   };

@@ -6,7 +6,8 @@
 # "RDMADL-CHECK cxx-<name> PASS|FAIL".
 cxx_checks="peer-exit probe device gid-select memory-bounds rc-send-recv uc-send-recv send-imm
   write-imm write-read atomics ud-send-recv srq batch-poll comp-channel send-batch
-  send-batch-chained endpoint cm-connect cm-reject"
+  send-batch-chained endpoint lifetimes batch-guard prepared poll-session waits-saturate
+  cm-connect cm-reject"
 if [ "$RDMADL_SUITE" = none ]; then
   run cxx-absent rdmadl-cxx-device-test --absent
   rdmadl-info-guest --check

@@ -16,8 +16,10 @@ trap 'rm -rf "$tmp"' EXIT
 fail() { echo "install test: $*" >&2; exit 1; }
 
 cmake --install "$build" --prefix "$tmp/prefix" >"$tmp/install.log" || fail "install failed: $(cat "$tmp/install.log")"
+[ -e "$tmp/prefix/lib/librdmadl.a" ] || [ -e "$tmp/prefix/lib/librdmadl.so.0" ] ||
+  fail "not installed: lib/librdmadl.a or lib/librdmadl.so.0"
 for f in include/rdmadl/rdmadl.hpp include/rdmadl/loader.h include/rdmadl/rdma/infiniband/verbs.h \
-  lib/librdmadl.a lib/librdmadl-verbs.so.0 lib/cmake/rdmadl/rdmadlConfig.cmake \
+  lib/librdmadl-verbs.so.0 lib/cmake/rdmadl/rdmadlConfig.cmake \
   lib/pkgconfig/rdmadl-verbs.pc; do
   [ -e "$tmp/prefix/$f" ] || fail "not installed: $f"
 done
@@ -47,4 +49,12 @@ for exe in consumer/consumer_cxx consumer/consumer_c demo_pc; do
   case " $needed " in *libibverbs* | *librdmacm*) fail "$exe needs rdma-core: $needed" ;; esac
 done
 case " $(readelf -d "$tmp/demo_pc" | tr -d '[]') " in *librdmadl-verbs.so.0*) ;; *) fail "demo_pc does not need librdmadl-verbs.so.0" ;; esac
+# A shared build (BUILD_SHARED_LIBS=ON) installs librdmadl.so.0: the C++
+# consumer must then load it, not a copy of the archive.
+if [ -e "$tmp/prefix/lib/librdmadl.so.0" ]; then
+  case " $(readelf -d "$tmp/consumer/consumer_cxx" | tr -d '[]') " in
+    *librdmadl.so.0*) echo "consumer_cxx uses the shared librdmadl.so.0" ;;
+    *) fail "consumer_cxx does not need librdmadl.so.0 in a shared build" ;;
+  esac
+fi
 echo "install test: ok"
