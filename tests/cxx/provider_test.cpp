@@ -302,6 +302,52 @@ TEST_CASE("provider: every operation's work request and completion, extended CQ"
   every_operation(true);
 }
 
+TEST_CASE("provider: prepared requests post again after patching; UC refuses reads") {
+  start();
+  {
+    rig r(qp_type::uc);
+    const local_slice src = r.at(0, 0, 8); // sg_list points at it
+    auto w = send_request::write(src, r.remote(1, 64, 8), 1, send_flags::none);
+    for (std::uint64_t id = 1; id <= 3; id++) {
+      w.wr_id = id;
+      w.wr.rdma.remote_addr = reinterpret_cast<std::uint64_t>(r.bytes(1, 64 + 8 * id));
+      ok(r.qp[0].post(w));
+    }
+    auto log = wr_log(r.qp[0].qp_num());
+    REQUIRE(log.size() == 3);
+    for (std::uint64_t id = 1; id <= 3; id++) {
+      CHECK(log[id - 1].wr_id == id);
+      CHECK(log[id - 1].opcode == IBV_WR_RDMA_WRITE);
+      CHECK(log[id - 1].remote_addr == reinterpret_cast<std::uint64_t>(r.bytes(1, 64 + 8 * id)));
+    }
+    // A chain through next is one post.
+    auto w2 = w;
+    w.next = &w2;
+    w2.wr_id = 9;
+    ok(r.qp[0].post(w));
+    log = wr_log(r.qp[0].qp_num());
+    REQUIRE(log.size() == 5);
+    CHECK(log[3].chain_length == 2);
+    CHECK(log[4].wr_id == 9);
+    CHECK(r.poll(0, 0).empty()); // all unsignalled, all fine
+    // UC carries sends and writes, not reads or atomics.
+    CHECK(r.qp[0].post_read(r.at(0, 0, 8), r.remote(1, 0, 8), 1).error() == errc::wrong_qp_type);
+    CHECK(r.qp[0].post_fetch_add(r.at(0, 0, 8), r.remote(1, 0, 8), 1, 1).error() ==
+          errc::wrong_qp_type);
+    CHECK(r.qp[0].post_compare_swap(r.at(0, 0, 8), r.remote(1, 0, 8), 1, 2, 1).error() ==
+          errc::wrong_qp_type);
+    auto b = r.qp[0].batch();
+    b.read(r.at(0, 0, 8), r.remote(1, 0, 8), 1);
+    CHECK(b.commit().error() == errc::wrong_qp_type);
+    ok(r.qp[1].post_recv(r.at(1, 0, 16), 4));
+    ok(r.qp[0].post_send(r.at(0, 0, 8), 5));
+    CHECK(r.poll(1, 1)[0].byte_len == 8);
+    CHECK(wr_log(r.qp[0].qp_num()).size() == 6);
+    CHECK(queue_pair().post_send(r.at(0, 0, 8), 1).error() == errc::empty_object);
+  }
+  finish();
+}
+
 TEST_CASE("provider: UD sends carry the address handle, QPN and Q_Key; SRQ receives") {
   start();
   {
@@ -323,9 +369,15 @@ TEST_CASE("provider: UD sends carry the address handle, QPN and Q_Key; SRQ recei
     CHECK((rc[0].wc_flags & IBV_WC_GRH));
     CHECK(has(r.bytes(1, 40), "datagram"));
     CHECK(r.poll(0, 1)[0].opcode == wc_opcode::send);
-    // The provider refuses what UD cannot do.
-    CHECK(r.qp[0].post_write(r.at(0, 0, 8), r.remote(1, 0, 8), 6).error() ==
-          std::errc::invalid_argument);
+    // What UD cannot carry is refused before the provider sees it...
+    CHECK(r.qp[0].post_write(r.at(0, 0, 8), r.remote(1, 0, 8), 6).error() == errc::wrong_qp_type);
+    CHECK(r.qp[0].post_send(r.at(0, 0, 8), 6).error() == errc::wrong_qp_type);
+    CHECK(wr_log(r.qp[0].qp_num()).size() == 1);
+    // ... and by the provider when posted unchecked.
+    const local_slice src = r.at(0, 0, 8);
+    auto raw = send_request::write(src, r.remote(1, 0, 8), 6);
+    CHECK(r.qp[0].post(raw).error() == std::errc::invalid_argument);
+    CHECK(wr_log(r.qp[0].qp_num()).size() == 1);
     // A batch refuses a UD send without an address, and RDMA on UD.
     auto b = r.qp[0].batch();
     b.send(r.at(0, 0, 8), 7);
@@ -541,7 +593,9 @@ TEST_CASE("provider: the extended CQ and WR API fall back when refused or absent
       auto ctx = ok(context::open());
       CHECK_FALSE(ctx.supports(feature::extended_cq));
       CHECK_FALSE(ctx.supports(feature::wr_api));
-      auto cq = ok(completion_queue::create(ctx)); // extended by default: falls back
+      cq_options want_ex;
+      want_ex.extended = true;
+      auto cq = ok(completion_queue::create(ctx, want_ex)); // asked for, falls back
       CHECK_FALSE(cq.extended());
       auto pd = ok(protection_domain::create(ctx));
       auto qp = ok(queue_pair::create(ctx, pd, cq, cq)); // wr_api by default: falls back
@@ -565,17 +619,18 @@ TEST_CASE("provider: the extended CQ and WR API fall back when refused or absent
     auto ctx = ok(context::open());
     CHECK(ctx.supports(feature::extended_cq));
     CHECK(ctx.supports(feature::wr_api));
+    cq_options want_ex;
+    want_ex.extended = true;
     // A real error of create_cq_ex is not taken for "not offered".
     fp().fakeprov_fail_next(FAKEPROV_OP_CREATE_CQ_EX, ENOMEM, 1);
-    CHECK(completion_queue::create(ctx).error() == std::errc::not_enough_memory);
+    CHECK(completion_queue::create(ctx, want_ex).error() == std::errc::not_enough_memory);
     // EINVAL is (rdma-core 33's rxe answers it): the plain queue is made.
     fp().fakeprov_fail_next(FAKEPROV_OP_CREATE_CQ_EX, EINVAL, 1);
-    auto cq = ok(completion_queue::create(ctx));
+    auto cq = ok(completion_queue::create(ctx, want_ex));
     CHECK_FALSE(cq.extended());
-    cq_options plain;
-    plain.extended = false;
-    CHECK_FALSE(ok(completion_queue::create(ctx, plain)).extended());
-    CHECK(ok(completion_queue::create(ctx)).extended());
+    // Plain by default; extended when asked and supported.
+    CHECK_FALSE(ok(completion_queue::create(ctx)).extended());
+    CHECK(ok(completion_queue::create(ctx, want_ex)).extended());
     auto pd = ok(protection_domain::create(ctx));
     fp().fakeprov_fail_next(FAKEPROV_OP_CREATE_QP_EX, ENOSPC, 1);
     CHECK(queue_pair::create(ctx, pd, cq, cq).error() == std::errc::no_space_on_device);
@@ -816,8 +871,10 @@ TEST_CASE("provider: injected errors surface as the right std::error_code") {
     fp().fakeprov_fail_next(FAKEPROV_OP_CREATE_COMP_CHANNEL, EMFILE, 1);
     CHECK(completion_channel::create(ctx).error() == std::errc::too_many_files_open);
     auto ch = ok(completion_channel::create(ctx));
+    cq_options want_ex;
+    want_ex.extended = true;
     fp().fakeprov_fail_next(FAKEPROV_OP_CREATE_CQ_EX, ENOMEM, 1);
-    CHECK(completion_queue::create(ctx).error() == std::errc::not_enough_memory);
+    CHECK(completion_queue::create(ctx, want_ex).error() == std::errc::not_enough_memory);
     cq_options plain;
     plain.extended = false;
     plain.channel = &ch;
