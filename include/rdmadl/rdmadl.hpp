@@ -10,6 +10,8 @@
 #include "rdmadl/device.hpp"
 #include "rdmadl/error.hpp"
 #include "rdmadl/memory.hpp"
+#include "rdmadl/multi_channel.hpp"
+#include "rdmadl/oob.hpp"
 #include "rdmadl/qp.hpp"
 #include "rdmadl/runtime.hpp"
 #include "rdmadl/version.h"

@@ -148,6 +148,28 @@ result<loop> make_loop(qp_type type = qp_type::rc, qp_options base = {},
   return l;
 }
 
+// A loop whose cq_b reports to a completion channel of the same context.
+struct channel_loop {
+  completion_channel ch;
+  loop l;
+};
+result<channel_loop> make_channel_loop() {
+  auto ctx = context::open(dev_name);
+  if (!ctx)
+    return ctx.error();
+  auto ch = completion_channel::create(*ctx);
+  if (!ch)
+    return ch.error();
+  auto pd = protection_domain::create(*ctx);
+  if (!pd)
+    return pd.error();
+  loop seed{std::move(*ctx), std::move(*pd), {}, {}, {}, {}};
+  auto l = make_loop(qp_type::rc, {}, &*ch, nullptr, &seed);
+  if (!l)
+    return l.error();
+  return channel_loop{std::move(*ch), std::move(*l)};
+}
+
 // ---- checks ----
 
 bool check_probe() {
@@ -445,11 +467,9 @@ bool check_batch_poll() {
 }
 
 bool check_comp_channel() {
-  TRY(ctx0, context::open(dev_name));
-  TRY(ch, completion_channel::create(*ctx0));
-  TRY(pd0, protection_domain::create(*ctx0));
-  loop seed{std::move(*ctx0), std::move(*pd0), {}, {}, {}, {}};
-  TRY(l, make_loop(qp_type::rc, {}, &*ch, nullptr, &seed));
+  TRY(cl, make_channel_loop());
+  completion_channel *ch = &cl->ch;
+  loop *l = &cl->l;
   int ep = epoll_create1(EPOLL_CLOEXEC);
   EXPECT(ep >= 0);
   epoll_event ev{};
@@ -628,9 +648,11 @@ bool check_batch_guard() {
     l->a = queue_pair();   // the QP handle dies; the batch still holds the QP
     b.write(*s, *r, 4);
     EXPECT_OK(b.commit());
+    // Polled while the batch (the QP's last owner) lives: destroying a QP
+    // drops what it has not completed.
+    TRY(c4, one(l->cq_a));
+    EXPECT(c4->wr_id == 4);
   }
-  TRY(c4, one(l->cq_a));
-  EXPECT(c4->wr_id == 4);
   EXPECT(same(src, dst));
   return true;
 }
@@ -708,11 +730,9 @@ bool check_poll_session() {
 
 // milliseconds::max() means "no limit", not "already expired".
 bool check_waits_saturate() {
-  TRY(ctx0, context::open(dev_name));
-  TRY(ch, completion_channel::create(*ctx0));
-  TRY(pd0, protection_domain::create(*ctx0));
-  loop seed{std::move(*ctx0), std::move(*pd0), {}, {}, {}, {}};
-  TRY(l, make_loop(qp_type::rc, {}, &*ch, nullptr, &seed));
+  TRY(cl, make_channel_loop());
+  completion_channel *ch = &cl->ch;
+  loop *l = &cl->l;
   std::vector<std::byte> buf(64);
   TRY(m, l->pd.register_memory(buf));
   TRY(s, m->all());
@@ -726,6 +746,153 @@ bool check_waits_saturate() {
   EXPECT(*which == l->cq_b.native_handle());
   TRY(n2, l->cq_b.poll_wait(c, std::chrono::milliseconds::max()));
   EXPECT(*n2 == 1 && c[0].wr_id == 1);
+  return true;
+}
+
+// A hub multi_channel with three peers, each a channel on the same device:
+// every operation, byte for byte, and scopes that end early.
+bool check_multi_channel() {
+  constexpr std::size_t n = 3, len = 256;
+  TRY(ctx, context::open(dev_name));
+  channel_options o;
+  o.peers = n;
+  o.gid.ipv4 = test_ip;
+  o.scope_limit = 2000ms;
+  TRY(hub, multi_channel::create(*ctx, o));
+  std::vector<channel> leaf;
+  for (std::size_t i = 0; i < n; i++) {
+    TRY(c, channel::create(*ctx, o));
+    leaf.push_back(std::move(*c));
+  }
+  // The exchange goes through the serialised endpoint lists, as peers would.
+  TRY(hub_eps, parse_endpoints(serialize_endpoints(hub->local_endpoints())));
+  std::vector<endpoint> leaf_eps;
+  for (auto &c : leaf) {
+    TRY(e, c.local_endpoint());
+    leaf_eps.push_back(*e);
+  }
+  TRY(leaf_list, parse_endpoints(serialize_endpoints(leaf_eps)));
+  EXPECT(hub->handshake(std::span(*leaf_list).first(2)).error() == errc::bad_size);
+  EXPECT_OK(hub->handshake(*leaf_list));
+  for (std::size_t i = 0; i < n; i++)
+    EXPECT_OK(leaf[i].handshake((*hub_eps)[i]));
+  EXPECT(hub->connected() && leaf[0].connected());
+
+  std::vector<std::byte> hb(n * len), lb[n];
+  TRY(hm, hub->pd().register_memory(hb, access::remote_write | access::remote_read));
+  std::vector<memory_region> lm;
+  for (std::size_t i = 0; i < n; i++) {
+    lb[i].resize(len);
+    TRY(m, leaf[i].pd().register_memory(lb[i], access::remote_write | access::remote_read));
+    lm.push_back(std::move(*m));
+  }
+  auto hslice = [&](std::size_t i) { return hm->slice(i * len, len).value(); };
+  auto expect = [&](unsigned seed) {
+    std::vector<std::byte> v(len);
+    fill(v, seed);
+    return v;
+  };
+
+  // multicast: one buffer to every leaf.
+  fill(std::span(hb).first(len), 11);
+  {
+    auto s0 = leaf[0].scope(), s1 = leaf[1].scope(), s2 = leaf[2].scope();
+    polling_scope *sc[n] = {&s0, &s1, &s2};
+    work_handle h[n];
+    for (std::size_t i = 0; i < n; i++) {
+      TRY(r, sc[i]->post_recv(0, *lm[i].all()));
+      h[i] = *r;
+    }
+    std::size_t all[] = {0, 1, 2};
+    EXPECT_OK(hub->multicast_send(all, hslice(0), 5s));
+    for (std::size_t i = 0; i < n; i++) {
+      TRY(w, sc[i]->wait(h[i], 5s));
+      EXPECT(w->ok() && w->byte_len == len && w->peer == 0);
+      EXPECT(same(lb[i], expect(11)));
+    }
+  }
+  // scatter_send: a different slice to each leaf.
+  for (std::size_t i = 0; i < n; i++)
+    fill(std::span(hb).subspan(i * len, len), 20 + static_cast<unsigned>(i));
+  {
+    auto s0 = leaf[0].scope(), s1 = leaf[1].scope(), s2 = leaf[2].scope();
+    polling_scope *sc[n] = {&s0, &s1, &s2};
+    for (std::size_t i = 0; i < n; i++)
+      EXPECT_OK(sc[i]->post_recv(0, *lm[i].all()));
+    std::vector<multi_channel::part> parts;
+    for (std::size_t i = 0; i < n; i++)
+      parts.push_back({i, hslice(i), {}});
+    EXPECT_OK(hub->scatter_send(parts, 5s));
+    for (std::size_t i = 0; i < n; i++) {
+      TRY(all, sc[i]->wait_all(5s));
+      EXPECT(all->size() == 1 && all->front().ok());
+      EXPECT(same(lb[i], expect(20 + static_cast<unsigned>(i))));
+    }
+  }
+  // gather_receive: every leaf sends (from another thread), the hub collects.
+  for (std::size_t i = 0; i < n; i++)
+    fill(lb[i], 30 + static_cast<unsigned>(i));
+  {
+    std::atomic<int> sent{0};
+    std::thread senders([&] {
+      for (std::size_t i = 0; i < n; i++)
+        if (leaf[i].send(*lm[i].all(), 10s))
+          sent++;
+    });
+    std::vector<multi_channel::part> parts;
+    for (std::size_t i = 0; i < n; i++)
+      parts.push_back({i, hslice(i), {}});
+    auto got = hub->gather_receive(parts, 10s);
+    senders.join();
+    EXPECT(sent.load() == static_cast<int>(n));
+    EXPECT_OK(got);
+    EXPECT(got->size() == n);
+    for (std::size_t i = 0; i < n; i++)
+      EXPECT(same(std::span(hb).subspan(i * len, len), expect(30 + static_cast<unsigned>(i))));
+  }
+  // scatter_write and gather_read: one-sided, to and from each leaf's region.
+  for (std::size_t i = 0; i < n; i++)
+    fill(std::span(hb).subspan(i * len, len), 40 + static_cast<unsigned>(i));
+  {
+    std::vector<multi_channel::part> parts;
+    for (std::size_t i = 0; i < n; i++)
+      parts.push_back({i, hslice(i), lm[i].remote().value()});
+    EXPECT_OK(hub->scatter_write(parts, 5s));
+    for (std::size_t i = 0; i < n; i++)
+      EXPECT(same(lb[i], expect(40 + static_cast<unsigned>(i))));
+    for (std::size_t i = 0; i < n; i++)
+      fill(lb[i], 50 + static_cast<unsigned>(i));
+    EXPECT_OK(hub->gather_read(parts, 5s));
+    for (std::size_t i = 0; i < n; i++)
+      EXPECT(same(std::span(hb).subspan(i * len, len), expect(50 + static_cast<unsigned>(i))));
+  }
+  // A scope left early still completes its write before it ends; after that
+  // the NIC never reads the source again, so changing it changes nothing.
+  fill(std::span(hb).first(len), 60);
+  [&] {
+    auto s = hub->scope();
+    (void)s.post_write(1, hslice(0), lm[1].remote().value());
+    return; // early, without waiting
+  }();
+  EXPECT(same(lb[1], expect(60)));
+  fill(std::span(hb).first(len), 61);
+  std::this_thread::sleep_for(100ms);
+  EXPECT(same(lb[1], expect(60)));
+  // A scope whose receive never gets a message ends after scope_limit with
+  // the request flushed, not hanging.
+  auto t0 = std::chrono::steady_clock::now();
+  {
+    auto s = leaf[2].scope();
+    EXPECT_OK(s.post_recv(0, *lm[2].all()));
+    EXPECT(s.pending() == 1);
+    EXPECT(s.wait_all(50ms).error() == errc::timed_out);
+  }
+  auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT(took >= 2000ms && took < 10s);
+  {
+    auto s = leaf[2].scope(); // the channel works again for a new scope
+    EXPECT(s.pending() == 0);
+  }
   return true;
 }
 
@@ -997,6 +1164,7 @@ int main(int argc, char **argv) {
       {"prepared", check_prepared},
       {"poll-session", check_poll_session},
       {"waits-saturate", check_waits_saturate},
+      {"multi-channel", check_multi_channel},
       {"cm-connect", check_cm},
       {"cm-reject", check_cm_reject},
   };

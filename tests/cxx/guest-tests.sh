@@ -6,7 +6,7 @@
 # "RDMADL-CHECK cxx-<name> PASS|FAIL".
 cxx_checks="peer-exit probe device gid-select memory-bounds rc-send-recv uc-send-recv send-imm
   write-imm write-read atomics ud-send-recv srq batch-poll comp-channel send-batch
-  send-batch-chained endpoint lifetimes batch-guard prepared poll-session waits-saturate
+  send-batch-chained endpoint lifetimes batch-guard prepared poll-session waits-saturate multi-channel
   cm-connect cm-reject"
 if [ "$RDMADL_SUITE" = none ]; then
   run cxx-absent rdmadl-cxx-device-test --absent
@@ -24,4 +24,5 @@ else
   cat /tmp/cxx-info.txt
   run cxx-example-write-read rdmadl-example-write-read
   run cxx-example-pingpong rdmadl-example-pingpong "$RDMADL_TEST_IP"
+  run cxx-example-multi-peer rdmadl-example-multi-peer
 fi

@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: MIT
+// rdmadl/multi_channel.hpp - channels to one peer or many: endpoints
+// exchanged out of band and connected in two calls, peer-indexed operations,
+// and polling scopes that never let a buffer be freed while the NIC may
+// still use it.
+//
+//   auto mc = multi_channel::create(ctx, {.peers = 3}).value();   // prepared
+//   send_to_peers(mc.local_endpoints());       // out of band: entry i for peer i
+//   mc.handshake(endpoints_from_peers()).value();  // entry i: peer i's for us
+//   {
+//     auto s = mc.scope();
+//     auto h = s.post_write(1, *mr.slice(0, 64), peer_region);
+//     ...
+//   } // every request posted in s has completed (or was flushed) here
+//
+// Every peer has its own RC queue pair; all share one protection domain (a
+// region registered once works with every peer) and one completion queue.
+// A channel is a multi_channel with one peer.
+#ifndef RDMADL_MULTI_CHANNEL_HPP
+#define RDMADL_MULTI_CHANNEL_HPP
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "rdmadl/cq.hpp"
+#include "rdmadl/device.hpp"
+#include "rdmadl/error.hpp"
+#include "rdmadl/memory.hpp"
+#include "rdmadl/qp.hpp"
+
+namespace rdmadl {
+
+struct channel_options {
+  std::size_t peers = 1;
+  std::uint32_t send_depth = 64; // per peer, clamped to the device
+  std::uint32_t recv_depth = 64; // per peer, clamped to the device
+  std::uint8_t port = 0;         // 0: the first active port
+  gid_selector gid;              // which local GID (RoCE)
+  connect_options connect;       // MTU, retries, remote rights of the QPs
+  // How long a scope's end waits for what is still pending before it moves
+  // those queue pairs to the error state and takes their flushed completions.
+  std::chrono::milliseconds scope_limit{10000};
+};
+
+// The outcome of one work request of a scope.
+struct work_result {
+  std::size_t peer = 0;
+  std::uint64_t id = 0;       // the handle's id
+  int status = 0;             // enum ibv_wc_status; 0 = success
+  std::uint32_t byte_len = 0; // received bytes (receives)
+  bool ok() const noexcept { return status == 0; }
+  std::error_code error() const noexcept {
+    return status ? std::error_code(status, wc_category()) : std::error_code();
+  }
+};
+
+// A request posted in a scope. Only meaningful to the scope that made it.
+struct work_handle {
+  std::uint64_t id = 0;
+};
+
+// A list of endpoints as one blob: "RDEL", version 1, 3 reserved bytes, the
+// count (4 bytes, little-endian), then each endpoint's 44-byte blob.
+RDMADL_CXX_API std::vector<std::byte> serialize_endpoints(std::span<const endpoint> list);
+// Parses serialize_endpoints()' blob; accepts exactly what it writes. Errors
+// (equal to invalid_argument): errc::bad_size, errc::bad_magic,
+// errc::newer_format, errc::bad_blob, and the endpoints' own errors.
+RDMADL_CXX_API result<std::vector<endpoint>> parse_endpoints(std::span<const std::byte> blob);
+
+class multi_channel;
+namespace detail {
+struct channel_state;
+}
+
+// Tracks the requests posted through it. Its end (destructor) waits for every
+// pending request; what has not completed within channel_options::scope_limit
+// has its queue pair moved to the error state and its flushed completion
+// taken, so when the scope is gone the NIC no longer touches any buffer
+// named in it. One scope per channel at a time; not copied or moved.
+class RDMADL_CXX_API polling_scope {
+public:
+  // Post one request to peer. Errors: errc::batch_busy (another scope is
+  // open), errc::out_of_range (no such peer), the errors of queue_pair.
+  result<work_handle> post_send(std::size_t peer, const local_slice &buf);
+  result<work_handle> post_recv(std::size_t peer, const local_slice &buf);
+  result<work_handle> post_write(std::size_t peer, const local_slice &buf,
+                                 const remote_region &dst);
+  result<work_handle> post_read(std::size_t peer, const local_slice &buf, const remote_region &src);
+  // Waits up to timeout for h. The result carries the peer and the work
+  // completion status (an error completion is a value with !ok()). Errors:
+  // errc::timed_out, errc::out_of_range (not a handle of this scope).
+  result<work_result> wait(work_handle h, std::chrono::milliseconds timeout);
+  // Waits up to timeout for everything pending; returns every result taken
+  // since the scope opened, in completion order. Errors: errc::timed_out.
+  result<std::vector<work_result>> wait_all(std::chrono::milliseconds timeout);
+  // Requests posted and not yet completed.
+  std::size_t pending() const noexcept;
+  ~polling_scope();
+  polling_scope(const polling_scope &) = delete;
+  polling_scope &operator=(const polling_scope &) = delete;
+
+private:
+  friend class multi_channel;
+  explicit polling_scope(detail::channel_state *s) noexcept;
+  result<work_handle> post(std::size_t peer, int kind, const local_slice &buf,
+                           const remote_region *r);
+  detail::channel_state *s_; // stable across moves of the channel
+  status_code err_;
+  bool owner_ = false;
+};
+
+// N reliable connections sharing one PD and CQ. Move-only.
+class RDMADL_CXX_API multi_channel {
+public:
+  // Creates the PD, the CQ and one RC queue pair per peer, not connected.
+  // Errors: operation_not_supported, errc::out_of_range (peers == 0), and
+  // those of queue_pair::create.
+  static result<multi_channel> create(const context &ctx, const channel_options &opts = {});
+
+  multi_channel() noexcept;
+  multi_channel(multi_channel &&) noexcept;
+  multi_channel &operator=(multi_channel &&) noexcept;
+  ~multi_channel();
+
+  std::size_t peers() const noexcept;
+  // The endpoint to give peer i; all of them in peer order.
+  result<endpoint> local_endpoint(std::size_t peer) const;
+  std::vector<endpoint> local_endpoints() const;
+  // Connects every peer's QP: remote[i] is the endpoint peer i made for
+  // this side. Errors: errc::bad_size (remote.size() != peers()), the errno
+  // of ibv_modify_qp.
+  result<void> handshake(std::span<const endpoint> remote);
+  bool connected() const noexcept;
+
+  const protection_domain &pd() const noexcept;
+  completion_queue &cq() noexcept;
+  queue_pair &qp(std::size_t peer) noexcept;
+
+  // A polling scope (see polling_scope). Opening a second one while one is
+  // open gives a scope whose every call fails with errc::batch_busy.
+  // Do not move or destroy the channel while a scope of it is open.
+  polling_scope scope() noexcept { return polling_scope(s_.get()); }
+
+  // Blocking forms: post, then wait up to timeout. An error completion is
+  // returned as the error (wc_category). On timeout the scope's end flushes.
+  result<void> send(std::size_t peer, const local_slice &buf, std::chrono::milliseconds timeout);
+  result<std::uint32_t> receive(std::size_t peer, const local_slice &buf,
+                                std::chrono::milliseconds timeout);
+  result<void> write(std::size_t peer, const local_slice &buf, const remote_region &dst,
+                     std::chrono::milliseconds timeout);
+  result<void> read(std::size_t peer, const local_slice &buf, const remote_region &src,
+                    std::chrono::milliseconds timeout);
+  // One request per (peer, buffer) pair, all posted, then all awaited. The
+  // first failed completion is the error (with its peer in the results).
+  struct part {
+    std::size_t peer;
+    local_slice buf;
+    remote_region remote; // write / read only
+  };
+  result<void> scatter_send(std::span<const part> parts, std::chrono::milliseconds timeout);
+  result<std::vector<work_result>> gather_receive(std::span<const part> parts,
+                                                  std::chrono::milliseconds timeout);
+  result<void> scatter_write(std::span<const part> parts, std::chrono::milliseconds timeout);
+  result<void> gather_read(std::span<const part> parts, std::chrono::milliseconds timeout);
+  // The same buffer sent to each of peers.
+  result<void> multicast_send(std::span<const std::size_t> peers, const local_slice &buf,
+                              std::chrono::milliseconds timeout);
+
+private:
+  result<std::vector<work_result>> run(std::span<const part> parts, int kind,
+                                       std::chrono::milliseconds timeout);
+  std::unique_ptr<detail::channel_state> s_;
+};
+
+// One peer: a multi_channel of one.
+class RDMADL_CXX_API channel {
+public:
+  static result<channel> create(const context &ctx, channel_options opts = {});
+  channel() noexcept = default;
+  result<endpoint> local_endpoint() const { return mc_.local_endpoint(0); }
+  result<void> handshake(const endpoint &remote) { return mc_.handshake({&remote, 1}); }
+  bool connected() const noexcept { return mc_.connected(); }
+  const protection_domain &pd() const noexcept { return mc_.pd(); }
+  polling_scope scope() noexcept { return mc_.scope(); }
+  result<void> send(const local_slice &buf, std::chrono::milliseconds timeout) {
+    return mc_.send(0, buf, timeout);
+  }
+  result<std::uint32_t> receive(const local_slice &buf, std::chrono::milliseconds timeout) {
+    return mc_.receive(0, buf, timeout);
+  }
+  result<void> write(const local_slice &buf, const remote_region &dst,
+                     std::chrono::milliseconds timeout) {
+    return mc_.write(0, buf, dst, timeout);
+  }
+  result<void> read(const local_slice &buf, const remote_region &src,
+                    std::chrono::milliseconds timeout) {
+    return mc_.read(0, buf, src, timeout);
+  }
+  multi_channel &base() noexcept { return mc_; }
+
+private:
+  multi_channel mc_;
+};
+
+} // namespace rdmadl
+
+#endif // RDMADL_MULTI_CHANNEL_HPP

@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: MIT
+// rdmadl/oob.hpp - a small out-of-band exchange over TCP, for the endpoint
+// blobs two peers must trade before they can connect (every RDMA program
+// writes one; this is ours, for examples, tests and simple tools).
+#ifndef RDMADL_OOB_HPP
+#define RDMADL_OOB_HPP
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "rdmadl/error.hpp"
+#include "rdmadl/export.hpp"
+
+namespace rdmadl::oob {
+
+// The largest blob exchange() carries.
+inline constexpr std::size_t max_blob = 64 * 1024;
+
+// Sends mine to one peer and returns the peer's blob. With listen, binds
+// host:port (host empty: any address) and accepts one connection; else
+// connects to host:port, retrying until the peer listens. Each blob travels
+// as a 4-byte little-endian length and its bytes. Errors: errc::timed_out,
+// errc::bad_size (a blob over max_blob), std::errc::connection_reset (the
+// peer closed early), std::errc::address_not_available (host does not
+// resolve), or the errno of the socket call.
+RDMADL_CXX_API result<std::vector<std::byte>> exchange(std::string_view host, std::uint16_t port,
+                                                       bool listen, std::span<const std::byte> mine,
+                                                       std::chrono::milliseconds timeout);
+
+} // namespace rdmadl::oob
+
+#endif // RDMADL_OOB_HPP

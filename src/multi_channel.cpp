@@ -1,0 +1,396 @@
+// SPDX-License-Identifier: MIT
+#include "rdmadl_verbs.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+
+#include "detail.hpp"
+#include "rdmadl/multi_channel.hpp"
+#include "serial.hpp"
+
+namespace rdmadl {
+
+namespace {
+constexpr char list_magic[5] = "RDEL";
+constexpr std::uint8_t list_version = 1;
+constexpr std::size_t list_header = 12;
+enum kind { k_send, k_recv, k_write, k_read };
+using clock = std::chrono::steady_clock;
+} // namespace
+
+std::vector<std::byte> serialize_endpoints(std::span<const endpoint> list) {
+  std::vector<std::byte> b(list_header + list.size() * endpoint::serialized_size);
+  detail::put_header(b.data(), list_magic, list_version);
+  detail::put_le(b.data() + 8, static_cast<std::uint32_t>(list.size()));
+  for (std::size_t i = 0; i < list.size(); i++) {
+    auto one = list[i].serialize();
+    std::copy(one.begin(), one.end(), b.begin() + list_header + i * endpoint::serialized_size);
+  }
+  return b;
+}
+
+result<std::vector<endpoint>> parse_endpoints(std::span<const std::byte> b) {
+  if (b.size() < list_header)
+    return errc::bad_size;
+  const auto count = detail::get_le<std::uint32_t>(b.data() + 8);
+  const std::size_t room = (b.size() - list_header) / endpoint::serialized_size;
+  const std::size_t size =
+      count <= room ? list_header + count * endpoint::serialized_size : b.size() + 1;
+  if (auto ec = detail::check_header(b, list_magic, list_version, size))
+    return ec;
+  std::vector<endpoint> out;
+  out.reserve(count);
+  for (std::size_t i = 0; i < count; i++) {
+    auto e = endpoint::parse(
+        b.subspan(list_header + i * endpoint::serialized_size, endpoint::serialized_size));
+    if (!e)
+      return e.error();
+    out.push_back(*e);
+  }
+  return out;
+}
+
+struct detail::channel_state {
+  context ctx;
+  protection_domain pd;
+  completion_queue cq;
+  std::vector<queue_pair> qps;
+  connect_options conn;
+  std::chrono::milliseconds limit{10000};
+  bool connected = false;
+  std::atomic<bool> scope_open{false};
+  struct slot {
+    std::uint64_t id;
+    std::size_t peer;
+    bool done;
+    work_result r;
+  };
+  std::vector<slot> pending;         // posted in the open scope, not yet taken
+  std::vector<work_result> finished; // completed in the open scope, in order
+  std::uint64_t next_id = 1;
+
+  // Takes what the CQ has; marks the matching slots done.
+  status_code poll_some() noexcept {
+    completion wc[16];
+    auto n = cq.poll(wc);
+    if (!n)
+      return n.error();
+    for (std::size_t i = 0; i < *n; i++) {
+      for (auto &s : pending) {
+        if (s.id != wc[i].wr_id || s.done)
+          continue;
+        s.done = true;
+        s.r = work_result{s.peer, s.id, wc[i].status, wc[i].byte_len};
+        finished.push_back(s.r);
+        break;
+      }
+    }
+    return {};
+  }
+  bool all_done() const noexcept {
+    return std::all_of(pending.begin(), pending.end(), [](const slot &s) { return s.done; });
+  }
+  // Polls until everything pending is done or deadline passes.
+  status_code drain(clock::time_point deadline) noexcept {
+    while (!all_done()) {
+      if (auto st = poll_some(); !st.ok())
+        return st;
+      if (!all_done() && deadline != clock::time_point::max() && clock::now() >= deadline)
+        return errc::timed_out;
+    }
+    return {};
+  }
+};
+
+// ---- multi_channel ----
+
+multi_channel::multi_channel() noexcept = default;
+multi_channel::multi_channel(multi_channel &&) noexcept = default;
+multi_channel &multi_channel::operator=(multi_channel &&) noexcept = default;
+multi_channel::~multi_channel() = default;
+
+result<multi_channel> multi_channel::create(const context &ctx, const channel_options &opts) {
+  if (!ctx)
+    return detail::empty_error();
+  if (opts.peers == 0)
+    return errc::out_of_range;
+  auto s = std::make_unique<detail::channel_state>();
+  auto pd = protection_domain::create(ctx);
+  if (!pd)
+    return pd.error();
+  s->pd = std::move(*pd);
+  cq_options co;
+  std::size_t depth = opts.peers * (std::size_t{opts.send_depth} + opts.recv_depth);
+  co.depth = depth > 1u << 20 ? 1 << 20 : static_cast<int>(depth);
+  auto cq = completion_queue::create(ctx, co);
+  if (!cq)
+    return cq.error();
+  s->cq = std::move(*cq);
+  qp_options qo;
+  qo.type = qp_type::rc;
+  qo.send_depth = opts.send_depth;
+  qo.recv_depth = opts.recv_depth;
+  qo.port = opts.port;
+  qo.gid = opts.gid;
+  for (std::size_t i = 0; i < opts.peers; i++) {
+    auto qp = queue_pair::create(ctx, s->pd, s->cq, s->cq, qo);
+    if (!qp)
+      return qp.error();
+    s->qps.push_back(std::move(*qp));
+  }
+  s->conn = opts.connect;
+  s->limit = opts.scope_limit;
+  multi_channel mc;
+  mc.s_ = std::move(s);
+  return mc;
+}
+
+std::size_t multi_channel::peers() const noexcept {
+  return s_ ? s_->qps.size() : 0;
+}
+bool multi_channel::connected() const noexcept {
+  return s_ && s_->connected;
+}
+const protection_domain &multi_channel::pd() const noexcept {
+  static const protection_domain none;
+  return s_ ? s_->pd : none;
+}
+completion_queue &multi_channel::cq() noexcept {
+  static completion_queue none;
+  return s_ ? s_->cq : none;
+}
+queue_pair &multi_channel::qp(std::size_t peer) noexcept {
+  static queue_pair none;
+  return s_ && peer < s_->qps.size() ? s_->qps[peer] : none;
+}
+
+result<endpoint> multi_channel::local_endpoint(std::size_t peer) const {
+  if (!s_)
+    return detail::empty_error();
+  if (peer >= s_->qps.size())
+    return errc::out_of_range;
+  return s_->qps[peer].local_endpoint();
+}
+
+std::vector<endpoint> multi_channel::local_endpoints() const {
+  std::vector<endpoint> out;
+  for (std::size_t i = 0; i < peers(); i++)
+    if (auto e = local_endpoint(i))
+      out.push_back(*e);
+  return out;
+}
+
+result<void> multi_channel::handshake(std::span<const endpoint> remote) {
+  if (!s_)
+    return detail::empty_error();
+  if (remote.size() != s_->qps.size())
+    return errc::bad_size;
+  for (std::size_t i = 0; i < remote.size(); i++)
+    if (auto r = s_->qps[i].connect(remote[i], s_->conn); !r)
+      return r;
+  s_->connected = true;
+  return {};
+}
+
+result<std::vector<work_result>> multi_channel::run(std::span<const part> parts, int k,
+                                                    std::chrono::milliseconds timeout) {
+  auto sc = scope();
+  for (const auto &p : parts) {
+    auto h = sc.post(p.peer, k, p.buf, &p.remote);
+    if (!h)
+      return h.error();
+  }
+  auto all = sc.wait_all(timeout);
+  if (!all)
+    return all.error();
+  for (const auto &r : *all)
+    if (!r.ok())
+      return r.error();
+  return all;
+}
+
+result<void> multi_channel::send(std::size_t peer, const local_slice &buf,
+                                 std::chrono::milliseconds timeout) {
+  part p{peer, buf, {}};
+  if (auto r = run({&p, 1}, k_send, timeout); !r)
+    return r.error();
+  return {};
+}
+result<std::uint32_t> multi_channel::receive(std::size_t peer, const local_slice &buf,
+                                             std::chrono::milliseconds timeout) {
+  part p{peer, buf, {}};
+  auto r = run({&p, 1}, k_recv, timeout);
+  if (!r)
+    return r.error();
+  return r->front().byte_len;
+}
+result<void> multi_channel::write(std::size_t peer, const local_slice &buf,
+                                  const remote_region &dst, std::chrono::milliseconds timeout) {
+  part p{peer, buf, dst};
+  if (auto r = run({&p, 1}, k_write, timeout); !r)
+    return r.error();
+  return {};
+}
+result<void> multi_channel::read(std::size_t peer, const local_slice &buf, const remote_region &src,
+                                 std::chrono::milliseconds timeout) {
+  part p{peer, buf, src};
+  if (auto r = run({&p, 1}, k_read, timeout); !r)
+    return r.error();
+  return {};
+}
+result<void> multi_channel::scatter_send(std::span<const part> parts,
+                                         std::chrono::milliseconds timeout) {
+  if (auto r = run(parts, k_send, timeout); !r)
+    return r.error();
+  return {};
+}
+result<std::vector<work_result>> multi_channel::gather_receive(std::span<const part> parts,
+                                                               std::chrono::milliseconds timeout) {
+  return run(parts, k_recv, timeout);
+}
+result<void> multi_channel::scatter_write(std::span<const part> parts,
+                                          std::chrono::milliseconds timeout) {
+  if (auto r = run(parts, k_write, timeout); !r)
+    return r.error();
+  return {};
+}
+result<void> multi_channel::gather_read(std::span<const part> parts,
+                                        std::chrono::milliseconds timeout) {
+  if (auto r = run(parts, k_read, timeout); !r)
+    return r.error();
+  return {};
+}
+result<void> multi_channel::multicast_send(std::span<const std::size_t> to, const local_slice &buf,
+                                           std::chrono::milliseconds timeout) {
+  std::vector<part> parts;
+  parts.reserve(to.size());
+  for (std::size_t p : to)
+    parts.push_back(part{p, buf, {}});
+  return scatter_send(parts, timeout);
+}
+
+// ---- polling_scope ----
+
+polling_scope::polling_scope(detail::channel_state *s) noexcept : s_(s) {
+  if (!s_) {
+    err_ = detail::empty_error();
+    return;
+  }
+  bool expected = false;
+  owner_ = s_->scope_open.compare_exchange_strong(expected, true);
+  if (!owner_)
+    err_ = errc::batch_busy;
+}
+
+polling_scope::~polling_scope() {
+  if (!owner_)
+    return;
+  auto &s = *s_;
+  if (!s.drain(detail::deadline(s.limit)).ok()) {
+    // Whatever has not completed: its queue pair goes to the error state, so
+    // the NIC stops and flushes it; take the flushed completions.
+    for (const auto &p : s.pending)
+      if (!p.done)
+        (void)s.qps[p.peer].to_error();
+    (void)s.drain(detail::deadline(s.limit));
+  }
+  s.pending.clear();
+  s.finished.clear();
+  s.scope_open.store(false);
+}
+
+std::size_t polling_scope::pending() const noexcept {
+  if (!owner_)
+    return 0;
+  const auto &p = s_->pending;
+  return static_cast<std::size_t>(
+      std::count_if(p.begin(), p.end(), [](const auto &s) { return !s.done; }));
+}
+
+result<work_handle> polling_scope::post(std::size_t peer, int k, const local_slice &buf,
+                                        const remote_region *r) {
+  if (!err_.ok())
+    return err_;
+  auto &s = *s_;
+  if (peer >= s.qps.size())
+    return errc::out_of_range;
+  std::uint64_t id = s.next_id++;
+  queue_pair &qp = s.qps[peer];
+  result<void> posted;
+  switch (k) {
+  case k_send:
+    posted = qp.post_send(buf, id);
+    break;
+  case k_recv:
+    posted = qp.post_recv(buf, id);
+    break;
+  case k_write:
+    posted = qp.post_write(buf, *r, id);
+    break;
+  default:
+    posted = qp.post_read(buf, *r, id);
+    break;
+  }
+  if (!posted)
+    return posted.error();
+  s.pending.push_back({id, peer, false, {}});
+  return work_handle{id};
+}
+
+result<work_handle> polling_scope::post_send(std::size_t peer, const local_slice &buf) {
+  return post(peer, k_send, buf, nullptr);
+}
+result<work_handle> polling_scope::post_recv(std::size_t peer, const local_slice &buf) {
+  return post(peer, k_recv, buf, nullptr);
+}
+result<work_handle> polling_scope::post_write(std::size_t peer, const local_slice &buf,
+                                              const remote_region &dst) {
+  return post(peer, k_write, buf, &dst);
+}
+result<work_handle> polling_scope::post_read(std::size_t peer, const local_slice &buf,
+                                             const remote_region &src) {
+  return post(peer, k_read, buf, &src);
+}
+
+result<work_result> polling_scope::wait(work_handle h, std::chrono::milliseconds timeout) {
+  if (!err_.ok())
+    return err_;
+  auto &s = *s_;
+  auto it =
+      std::find_if(s.pending.begin(), s.pending.end(), [&](const auto &p) { return p.id == h.id; });
+  if (it == s.pending.end())
+    return errc::out_of_range;
+  auto deadline = detail::deadline(timeout);
+  std::size_t index = static_cast<std::size_t>(it - s.pending.begin());
+  while (!s.pending[index].done) {
+    if (auto st = s.poll_some(); !st.ok())
+      return st;
+    if (!s.pending[index].done && deadline != clock::time_point::max() && clock::now() >= deadline)
+      return errc::timed_out;
+  }
+  return s.pending[index].r;
+}
+
+result<std::vector<work_result>> polling_scope::wait_all(std::chrono::milliseconds timeout) {
+  if (!err_.ok())
+    return err_;
+  auto &s = *s_;
+  if (auto st = s.drain(detail::deadline(timeout)); !st.ok())
+    return st;
+  return s.finished;
+}
+
+// ---- channel ----
+
+result<channel> channel::create(const context &ctx, channel_options opts) {
+  opts.peers = 1;
+  auto mc = multi_channel::create(ctx, opts);
+  if (!mc)
+    return mc.error();
+  channel c;
+  c.mc_ = std::move(*mc);
+  return c;
+}
+
+} // namespace rdmadl

@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: MIT
+// Channels without a device: the error contract, endpoint lists, and the
+// out-of-band exchange over loopback TCP.
+#include <doctest/doctest.h>
+
+#include <array>
+#include <chrono>
+#include <cstring>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <thread>
+#include <unistd.h>
+
+#include "rdmadl/rdmadl.hpp"
+
+using namespace rdmadl;
+using namespace std::chrono_literals;
+
+namespace {
+template <class T> void not_supported(const result<T> &r, const char *what) {
+  INFO(what);
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.error() == std::errc::operation_not_supported);
+}
+#define NOT_SUPPORTED(expr) not_supported((expr), #expr)
+
+endpoint sample(std::uint32_t i) {
+  endpoint e;
+  e.qpn = 0x100 + i;
+  e.psn = 0xabcde + i;
+  e.lid = static_cast<std::uint16_t>(i);
+  e.gid_value.raw[10] = e.gid_value.raw[11] = 0xff;
+  e.gid_value.raw[15] = static_cast<std::uint8_t>(i);
+  e.qkey = 0x11111111;
+  e.mtu = 1024;
+  return e;
+}
+
+// A port per test process, so tiers running in parallel do not collide.
+std::uint16_t test_port(int k) {
+  return static_cast<std::uint16_t>(40000 + (getpid() % 5000) * 4 + k);
+}
+} // namespace
+
+TEST_CASE("multi_channel: without RDMA every call fails with operation_not_supported") {
+  if (stack() == stack_state::ready)
+    return; // a host with a device: covered by the Soft-RoCE tier
+  context none;
+  NOT_SUPPORTED(multi_channel::create(none));
+  NOT_SUPPORTED(channel::create(none));
+  NOT_SUPPORTED(context::open());
+  multi_channel mc;
+  CHECK(mc.peers() == 0);
+  CHECK_FALSE(mc.connected());
+  NOT_SUPPORTED(mc.local_endpoint(0));
+  CHECK(mc.local_endpoints().empty());
+  NOT_SUPPORTED(mc.handshake({}));
+  std::array<std::byte, 8> buf{};
+  local_slice s{reinterpret_cast<std::uint64_t>(buf.data()), 8, 0};
+  remote_region r{0x1000, 1, 8};
+  NOT_SUPPORTED(mc.send(0, s, 10ms));
+  NOT_SUPPORTED(mc.receive(0, s, 10ms));
+  NOT_SUPPORTED(mc.write(0, s, r, 10ms));
+  NOT_SUPPORTED(mc.read(0, s, r, 10ms));
+  std::size_t peers[] = {0, 1};
+  NOT_SUPPORTED(mc.multicast_send(peers, s, 10ms));
+  {
+    auto sc = mc.scope();
+    NOT_SUPPORTED(sc.post_send(0, s));
+    NOT_SUPPORTED(sc.post_recv(0, s));
+    NOT_SUPPORTED(sc.wait(work_handle{1}, 10ms));
+    NOT_SUPPORTED(sc.wait_all(10ms));
+    CHECK(sc.pending() == 0);
+  }
+  channel c;
+  NOT_SUPPORTED(c.local_endpoint());
+  NOT_SUPPORTED(c.send(s, 10ms));
+}
+
+TEST_CASE("multi_channel: endpoint lists round-trip and malformed ones are refused") {
+  for (std::uint32_t n : {0u, 1u, 3u}) {
+    std::vector<endpoint> list;
+    for (std::uint32_t i = 0; i < n; i++)
+      list.push_back(sample(i));
+    auto blob = serialize_endpoints(list);
+    CHECK(blob.size() == 12 + n * endpoint::serialized_size);
+    auto back = parse_endpoints(blob);
+    REQUIRE(back);
+    CHECK(*back == list);
+    CHECK(serialize_endpoints(*back) == blob);
+  }
+  std::vector<endpoint> three{sample(0), sample(1), sample(2)};
+  auto blob = serialize_endpoints(three);
+  CHECK(parse_endpoints(std::span(blob).first(11)).error() == errc::bad_size);
+  CHECK(parse_endpoints(std::span(blob).first(blob.size() - 1)).error() == errc::bad_size);
+  auto longer = blob;
+  longer.push_back(std::byte{0});
+  CHECK(parse_endpoints(longer).error() == errc::bad_size);
+  auto more = blob; // count says 4, three are there
+  more[8] = std::byte{4};
+  CHECK(parse_endpoints(more).error() == errc::bad_size);
+  auto huge = blob; // a count that would overflow the size computation
+  huge[8] = huge[9] = huge[10] = huge[11] = std::byte{0xff};
+  CHECK(parse_endpoints(huge).error() == errc::bad_size);
+  auto magic = blob;
+  magic[0] = std::byte{'X'};
+  CHECK(parse_endpoints(magic).error() == errc::bad_magic);
+  auto newer = blob;
+  newer[4] = std::byte{2};
+  CHECK(parse_endpoints(newer).error() == errc::newer_format);
+  auto inner = blob; // the second endpoint's own magic
+  inner[12 + endpoint::serialized_size] = std::byte{'X'};
+  CHECK(parse_endpoints(inner).error() == errc::bad_magic);
+  for (auto *b : {&more, &magic, &newer, &inner})
+    CHECK(parse_endpoints(*b).error() == std::errc::invalid_argument);
+}
+
+TEST_CASE("oob: two sides exchange their blobs over loopback TCP") {
+  const std::uint16_t port = test_port(0);
+  std::vector<std::byte> a(100), b(3000);
+  for (std::size_t i = 0; i < a.size(); i++)
+    a[i] = static_cast<std::byte>(i);
+  for (std::size_t i = 0; i < b.size(); i++)
+    b[i] = static_cast<std::byte>(255 - i % 256);
+  result<std::vector<std::byte>> got_by_server = errc::timed_out;
+  std::thread server([&] { got_by_server = oob::exchange("127.0.0.1", port, true, a, 5s); });
+  auto got_by_client = oob::exchange("127.0.0.1", port, false, b, 5s);
+  server.join();
+  REQUIRE(got_by_client);
+  REQUIRE(got_by_server);
+  CHECK(*got_by_client == a);
+  CHECK(*got_by_server == b);
+}
+
+TEST_CASE("oob: no peer in time, on either side, and an oversized blob") {
+  const std::uint16_t port = test_port(1);
+  std::vector<std::byte> blob(16);
+  auto start = std::chrono::steady_clock::now();
+  auto r = oob::exchange("127.0.0.1", port, false, blob, 200ms);
+  CHECK(r.error() == errc::timed_out);
+  CHECK(std::chrono::steady_clock::now() - start < 5s);
+  CHECK(oob::exchange("127.0.0.1", port, true, blob, 100ms).error() == errc::timed_out);
+  std::vector<std::byte> big(oob::max_blob + 1);
+  CHECK(oob::exchange("127.0.0.1", port, false, big, 100ms).error() == errc::bad_size);
+}
+
+TEST_CASE("oob: a peer that hangs up before sending its blob") {
+  const std::uint16_t port = test_port(2);
+  int l = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(l >= 0);
+  int one = 1;
+  ::setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(l, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0);
+  REQUIRE(::listen(l, 1) == 0);
+  std::thread rude([&] {
+    int c = ::accept(l, nullptr, nullptr);
+    if (c >= 0)
+      ::close(c); // says nothing
+  });
+  std::vector<std::byte> blob(16);
+  auto r = oob::exchange("127.0.0.1", port, false, blob, 5s);
+  rude.join();
+  ::close(l);
+  REQUIRE_FALSE(r);
+  CHECK(r.error() == std::errc::connection_reset);
+}
