@@ -3,7 +3,7 @@
 # install-deps.sh [--vm]: the Debian packages rdmadl's build and tests need.
 # Installs only what is missing (as root); otherwise says what to install.
 set -euo pipefail
-want=(cmake ninja-build g++ gcc clang binutils python3 pkgconf)
+want=(cmake ninja-build g++ gcc clang libclang-rt-dev binutils python3 pkgconf)
 [ "${1:-}" = --vm ] && want+=(qemu-system-x86 busybox-static)
 missing=()
 for pkg in "${want[@]}"; do

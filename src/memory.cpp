@@ -15,15 +15,20 @@ constexpr char region_magic[5] = "RDRR";
 }
 
 // Layout: magic[4] version[1] pad[3] addr[8] rkey[4] length[8], little-endian.
+// A region never wraps: addr + length <= 2^64 - 1 (a length past the end of
+// the address space is written as what remains of it, so parse() accepts
+// every blob serialize() makes).
 std::array<std::byte, remote_region::serialized_size> remote_region::serialize() const noexcept {
   std::array<std::byte, serialized_size> b{};
   detail::put_header(b.data(), region_magic, format_version);
   detail::put_le(b.data() + 8, addr);
   detail::put_le(b.data() + 16, rkey);
-  detail::put_le(b.data() + 20, length);
+  detail::put_le(b.data() + 20, length <= UINT64_MAX - addr ? length : UINT64_MAX - addr);
   return b;
 }
 
+// Accepts exactly what serialize() writes: the header, and a region whose
+// addr + length does not wrap (otherwise errc::bad_blob).
 result<remote_region> remote_region::parse(std::span<const std::byte> b) {
   if (auto ec = detail::check_header(b, region_magic, format_version, serialized_size))
     return ec;
@@ -31,6 +36,8 @@ result<remote_region> remote_region::parse(std::span<const std::byte> b) {
   r.addr = detail::get_le<std::uint64_t>(b.data() + 8);
   r.rkey = detail::get_le<std::uint32_t>(b.data() + 16);
   r.length = detail::get_le<std::uint64_t>(b.data() + 20);
+  if (r.length > UINT64_MAX - r.addr)
+    return errc::bad_blob;
   return r;
 }
 

@@ -25,12 +25,14 @@ std::uint32_t fresh_psn(std::uint32_t qpn) noexcept {
 } // namespace
 
 // Layout: magic[4] version[1] pad[3] qpn[4] psn[4] lid[2] pad[2] gid[16]
-// qkey[4] mtu[4], little-endian (the GID as its 16 raw bytes).
+// qkey[4] mtu[4], little-endian (the GID as its 16 raw bytes). QPN and PSN
+// are 24-bit values: their upper 8 bits are written as zero, so parse()
+// accepts every blob serialize() makes.
 std::array<std::byte, endpoint::serialized_size> endpoint::serialize() const noexcept {
   std::array<std::byte, serialized_size> b{};
   detail::put_header(b.data(), endpoint_magic, format_version);
-  detail::put_le(b.data() + 8, qpn);
-  detail::put_le(b.data() + 12, psn);
+  detail::put_le(b.data() + 8, qpn & detail::max_24bit);
+  detail::put_le(b.data() + 12, psn & detail::max_24bit);
   detail::put_le(b.data() + 16, lid);
   for (int i = 0; i < 16; i++)
     b[20 + i] = static_cast<std::byte>(gid_value.raw[i]);
@@ -39,12 +41,16 @@ std::array<std::byte, endpoint::serialized_size> endpoint::serialize() const noe
   return b;
 }
 
+// Accepts exactly what serialize() writes: the header, QPN and PSN below
+// 2^24, the reserved bytes zero (otherwise errc::bad_blob).
 result<endpoint> endpoint::parse(std::span<const std::byte> b) {
   if (auto ec = detail::check_header(b, endpoint_magic, format_version, serialized_size))
     return ec;
   endpoint e;
   e.qpn = detail::get_le<std::uint32_t>(b.data() + 8);
   e.psn = detail::get_le<std::uint32_t>(b.data() + 12);
+  if (e.qpn > detail::max_24bit || e.psn > detail::max_24bit || !detail::zero_bytes(b, 18, 2))
+    return errc::bad_blob;
   e.lid = detail::get_le<std::uint16_t>(b.data() + 16);
   for (int i = 0; i < 16; i++)
     e.gid_value.raw[i] = static_cast<std::uint8_t>(b[20 + i]);

@@ -22,8 +22,20 @@ template <class T> T get_le(const std::byte *p) noexcept {
   return static_cast<T>(v);
 }
 
-// Checks a blob's header: 4-byte magic, 1-byte format version. Order: too
-// short for a header, wrong magic, newer version, then the exact size.
+// Whether b[off, off + n) are all zero (the reserved bytes serialize() writes).
+inline bool zero_bytes(std::span<const std::byte> b, std::size_t off, std::size_t n) noexcept {
+  for (std::size_t i = off; i < off + n; i++)
+    if (b[i] != std::byte{0})
+      return false;
+  return true;
+}
+
+// Checks a blob's header: 4-byte magic, 1-byte format version, 3 reserved
+// zero bytes. Accepts only what put_header() writes for this build's version
+// (a parser of version N reads only version-N blobs). Order: too short for a
+// header, wrong magic or version 0 (errc::bad_magic), newer version
+// (errc::newer_format), an older version (errc::bad_magic), non-zero reserved
+// bytes (errc::bad_blob), then the exact size (errc::bad_size).
 inline std::error_code check_header(std::span<const std::byte> b, const char (&magic)[5],
                                     std::uint8_t version, std::size_t size) noexcept {
   if (b.size() < 8)
@@ -36,10 +48,17 @@ inline std::error_code check_header(std::span<const std::byte> b, const char (&m
     return make_error_code(errc::bad_magic);
   if (v > version)
     return make_error_code(errc::newer_format);
+  if (v != version)
+    return make_error_code(errc::bad_magic);
+  if (!zero_bytes(b, 5, 3))
+    return make_error_code(errc::bad_blob);
   if (b.size() != size)
     return make_error_code(errc::bad_size);
   return {};
 }
+
+// QPNs and PSNs are 24-bit on the wire.
+inline constexpr std::uint32_t max_24bit = 0xffffff;
 
 inline void put_header(std::byte *p, const char (&magic)[5], std::uint8_t version) noexcept {
   for (int i = 0; i < 4; i++)

@@ -3,8 +3,10 @@
 // malformed blobs. Needs no stack.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
+#include <initializer_list>
 #include <vector>
 
 #include "rdmadl/rdmadl.hpp"
@@ -118,4 +120,137 @@ TEST_CASE("serial: GID helpers recognise IPv4-mapped addresses") {
   std::memcpy(&v, ip.data(), 4);
   CHECK(g.ipv4() == v);
   CHECK(g.to_string() == "0000:0000:0000:0000:0000:ffff:c000:0201");
+}
+
+namespace {
+// Parses B as T; when accepted, serialize() must give B back byte for byte.
+// Returns whether B was accepted.
+template <class T> bool accepted_round_trips(std::span<const std::byte> b) {
+  auto r = T::parse(b);
+  if (!r) {
+    CHECK(r.error() == std::errc::invalid_argument);
+    return false;
+  }
+  auto again = r->serialize();
+  CHECK(std::equal(again.begin(), again.end(), b.begin(), b.end()));
+  return true;
+}
+
+// Every blob that differs from a valid one in one byte: accepted exactly when
+// the byte is not one serialize() fixes, and then it round-trips.
+template <class T> void single_byte_changes(const T &value, std::initializer_list<int> fixed) {
+  const auto good = value.serialize();
+  REQUIRE(accepted_round_trips<T>(good));
+  for (std::size_t i = 0; i < good.size(); i++)
+    for (int v : {0x00, 0x01, 0x7f, 0x80, 0xff}) {
+      auto b = good;
+      b[i] = static_cast<std::byte>(v);
+      bool changed = b != good;
+      bool must_refuse =
+          changed && std::find(fixed.begin(), fixed.end(), static_cast<int>(i)) != fixed.end();
+      CAPTURE(i);
+      CAPTURE(v);
+      bool ok = accepted_round_trips<T>(b);
+      if (must_refuse)
+        CHECK_FALSE(ok);
+    }
+}
+} // namespace
+
+TEST_CASE("serial: reserved bytes must be zero") {
+  auto eb = sample_endpoint().serialize();
+  for (std::size_t i : {5u, 6u, 7u, 18u, 19u}) {
+    auto b = eb;
+    b[i] = std::byte{1};
+    CAPTURE(i);
+    auto r = endpoint::parse(b);
+    REQUIRE_FALSE(r);
+    CHECK(r.error() == std::errc::invalid_argument);
+    CHECK(r.error() == errc::bad_blob);
+  }
+  auto rb = remote_region{0x1000, 1, 2}.serialize();
+  for (std::size_t i : {5u, 6u, 7u}) {
+    auto b = rb;
+    b[i] = std::byte{0x80};
+    CHECK(remote_region::parse(b).error() == errc::bad_blob);
+  }
+}
+
+TEST_CASE("serial: QPN and PSN are 24-bit; serialize writes only those bits") {
+  auto e = sample_endpoint();
+  e.qpn = 0xffffff;
+  e.psn = 0xffffff;
+  auto ok = endpoint::parse(e.serialize());
+  REQUIRE(ok);
+  CHECK(*ok == e);
+  for (int field : {8, 12}) {
+    auto b = e.serialize();
+    b[static_cast<std::size_t>(field) + 3] = std::byte{1}; // bit 24
+    auto r = endpoint::parse(b);
+    REQUIRE_FALSE(r);
+    CHECK(r.error() == errc::bad_blob);
+    CHECK(r.error() == std::errc::invalid_argument);
+  }
+  e.qpn = 0x1abcdef;
+  e.psn = 0xff000001;
+  auto back = endpoint::parse(e.serialize());
+  REQUIRE(back);
+  CHECK(back->qpn == 0xabcdef);
+  CHECK(back->psn == 1);
+}
+
+TEST_CASE("serial: a remote region whose addr + length wraps is refused") {
+  remote_region top{UINT64_MAX - 99, 5, 99}; // ends exactly at 2^64 - 1
+  auto ok = remote_region::parse(top.serialize());
+  REQUIRE(ok);
+  CHECK(*ok == top);
+  auto b = top.serialize();
+  b[20] = std::byte{100}; // length 100: one past the end of the address space
+  auto r = remote_region::parse(b);
+  REQUIRE_FALSE(r);
+  CHECK(r.error() == errc::bad_blob);
+  CHECK(r.error() == std::errc::invalid_argument);
+  // serialize() never writes such a blob: the length is cut at the end.
+  remote_region wraps{UINT64_MAX - 9, 5, 4096};
+  auto cut = remote_region::parse(wraps.serialize());
+  REQUIRE(cut);
+  CHECK(cut->addr == wraps.addr);
+  CHECK(cut->length == 9);
+  CHECK(remote_region::parse(remote_region{0, 1, UINT64_MAX}.serialize()));
+  CHECK(remote_region::parse(remote_region{}.serialize()));
+}
+
+TEST_CASE("serial: every accepted blob round-trips byte for byte") {
+  // One byte changed anywhere: the header bytes and the reserved bytes must
+  // be refused; whatever is accepted serialises back to the same bytes.
+  single_byte_changes(sample_endpoint(), {0, 1, 2, 3, 4, 5, 6, 7, 11, 15, 18, 19});
+  single_byte_changes(remote_region{0x7f0000001000, 0xdeadbeef, 4096}, {0, 1, 2, 3, 4, 5, 6, 7});
+  single_byte_changes(remote_region{UINT64_MAX - 4095, 1, 4096}, {0, 1, 2, 3, 4, 5, 6, 7, 27});
+  // Random bodies behind a valid header (a fixed seed: the same blobs each run).
+  std::uint64_t x = 0x9e3779b97f4a7c15ull;
+  auto next = [&x] {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return static_cast<std::byte>(x);
+  };
+  int accepted_ep = 0, accepted_rr = 0;
+  for (int round = 0; round < 20000; round++) {
+    auto eb = sample_endpoint().serialize();
+    for (std::size_t i = 8; i < eb.size(); i++)
+      eb[i] = next();
+    if (round % 2) { // make the constrained fields valid half of the time
+      eb[11] = eb[15] = eb[18] = eb[19] = std::byte{0};
+    }
+    accepted_ep += accepted_round_trips<endpoint>(eb);
+    auto rb = remote_region{}.serialize();
+    for (std::size_t i = 8; i < rb.size(); i++)
+      rb[i] = next();
+    accepted_rr += accepted_round_trips<remote_region>(rb);
+  }
+  // Both outcomes were exercised.
+  CHECK(accepted_ep > 1000);
+  CHECK(accepted_ep < 20000);
+  CHECK(accepted_rr > 1000);
+  CHECK(accepted_rr < 20000);
 }
