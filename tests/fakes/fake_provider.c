@@ -89,8 +89,10 @@
 #define FAKE_GEN(fail, ret, name, params) FAKE_BODY_##fail(ret, name, params)
 #define FAKE_IBV_GEN FAKE_GEN
 #define FAKE_IBV_HAND FAKE_GEN
+#define FAKE_IBV_EMU FAKE_GEN
 #define FAKE_CM_GEN(fail, ret, name, params)
 #define FAKE_CM_HAND(fail, ret, name, params)
+#define FAKE_CM_EMU(fail, ret, name, params)
 /* The ones written by hand below are generated under another, local name. */
 #define ibv_get_device_list fake_gen_ibv_get_device_list
 #define ibv_free_device_list fake_gen_ibv_free_device_list
