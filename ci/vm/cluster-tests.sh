@@ -96,30 +96,45 @@ while read -r id kind srv cli port <&3; do
     write_read.server) prog "$id" write_read rdmadl-example-write-read --listen "$port" ;;
     write_read.client) prog "$id" write_read rdmadl-example-write-read --connect "$peer_ip" "$port" ;;
     # Optional RDMA: the same binary on both ends; RDMA when both can.
-    optional.* | optional_disabled.*)
-      env=""
-      [ "$kind.$role" != optional_disabled.client ] || env=RDMADL_DISABLE=1
-      if [ $role = server ]; then a="--listen $port"; else a="--connect $peer_ip $port"; fi
-      # shellcheck disable=SC2086 # word splitting of $a is wanted
-      prog "$id" optional_rdma env $env rdmadl-example-optional-rdma $a --size 1048576
-      sed -n 's/^transport: /  transport: /p' "/tmp/$id.out"
+    # KIND optional_rdma / optional_tcp: the transport both ends must choose;
+    # optional_disabled: the client runs with RDMADL_DISABLE=1 (so: tcp).
+    optional_*)
+      want=tcp
+      [ "$kind" != optional_rdma ] || want=rdma
+      set -- rdmadl-example-optional-rdma --listen "$port"
+      [ "$role" = server ] || set -- rdmadl-example-optional-rdma --connect "$peer_ip" "$port" --size 3000017
+      [ "$kind.$role" != optional_disabled.client ] || set -- env RDMADL_DISABLE=1 "$@"
+      prog "$id" optional_rdma "$@"
+      grep -q "^transport: $want " "/tmp/$id.out"
+      check "$id:transport.$want" $?
+      grep -q '^moved .*: ok$' "/tmp/$id.out"
+      check "$id:checksum" $?
       ;;
-    # A peer that dies mid-transfer: the client asks the host to kill the
-    # server's QEMU once data flows, and must see the loss and exit cleanly.
+    # A peer that dies mid-transfer: once data flows, the client asks the host
+    # to kill the server's QEMU (RDMADL-HOST-KILL); it must see the loss
+    # (error completion or timeout), say so and exit with 3, within 150 s.
     peer_death.server)
-      timeout 150 rdmadl-example-optional-rdma --listen "$port" --size 268435456 --slow \
-        </dev/null >"/tmp/$id.out" 2>&1
+      timeout 150 rdmadl-example-optional-rdma --listen "$port" </dev/null >"/tmp/$id.out" 2>&1
       echo "cluster-tests: still alive after a transfer meant to be cut short"
       show "/tmp/$id.out"
       check "$id:killed" 1
       ;;
     peer_death.client)
-      RDMADL_HOST_KILL_AFTER=4194304 RDMADL_HOST_KILL_NODE=$peer \
-        timeout 150 rdmadl-example-optional-rdma --connect "$peer_ip" "$port" --size 268435456 --slow \
-        </dev/null >"/tmp/$id.out" 2>"/tmp/$id.err"
+      timeout 150 rdmadl-example-optional-rdma --connect "$peer_ip" "$port" --size 1073741824 \
+        </dev/null >"/tmp/$id.out" 2>"/tmp/$id.err" &
+      pid=$!
+      n=0
+      while [ $n -lt 600 ] && ! grep -q '^progress ' "/tmp/$id.out"; do
+        sleep 0.1
+        n=$((n + 1))
+      done
+      grep '^transport: ' "/tmp/$id.out"
+      echo "RDMADL-HOST-KILL $peer"
+      t0=$(up)
+      wait $pid
       st=$?
-      cat "/tmp/$id.out"
-      # Exit status 3: "the peer was lost", reported, no crash, no hang.
+      echo "cluster-tests: the sender ended with status $st, $(echo "$(up) $t0" | awk '{print $1 - $2}') s after the kill request"
+      grep -v '^progress ' "/tmp/$id.out"
       check "$id:peer_lost.exit3" "$([ $st -eq 3 ] && echo 0 || echo 1)"
       grep -q '^peer lost: ' "/tmp/$id.out"
       check "$id:peer_lost.reported" $?
