@@ -54,7 +54,12 @@ static bool serve(listener &lst, int n, std::chrono::seconds wait) {
 // on another node may not listen yet).
 static bool ping(const char *ip, std::uint16_t port, int n, int tries) {
   auto conn = connect(ip, port);
-  for (int i = 1; !conn && i < tries; i++) {
+  // Worth another try: nobody listens yet (rejected, unreachable, no answer).
+  auto again = [&] {
+    return conn.error() == std::errc::connection_refused ||
+           conn.error() == std::errc::protocol_error || conn.error() == std::errc::timed_out;
+  };
+  for (int i = 1; !conn && again() && i < tries; i++) {
     std::this_thread::sleep_for(1s);
     conn = connect(ip, port);
   }
