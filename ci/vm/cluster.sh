@@ -128,7 +128,7 @@ boot_node() {
 
 boot_all() { # ATTEMPT
   local i pids=()
-  rm -f "$tmp"/qemu.*.pid "$tmp"/qrc.* "$tmp"/killed.* "$tmp"/console.* "$tmp/early-kill"
+  rm -f "$tmp"/qemu.*.pid "$tmp"/qrc.* "$tmp"/killed.* "$tmp"/console.* "$tmp"/n*.sock "$tmp/early-kill"
   for i in $(seq 0 $((n - 1))); do : >"$tmp/console.$i"; done
   local socks=()
   for i in $(seq 0 $((n - 1))); do socks+=("$tmp/n$i.sock"); done
