@@ -76,7 +76,7 @@ for c in $clusters; do
   IFS=, read -r -a cn <<<"$c"
   if [ ${#cn[@]} -lt 2 ] || [ ${#cn[@]} -gt 4 ]; then die "--clusters: '$c' is not 2 to 4 suites"; fi
   for s in "${cn[@]}"; do
-    [[ " $release_suites none " == *" $s "* ]] || die "--clusters: unknown suite '$s' in '$c'"
+    [[ " ${release_suites//$'\n'/ } none " == *" $s "* ]] || die "--clusters: unknown suite '$s' in '$c'"
   done
   [ "${cn[0]}" != none ] || die "--clusters: the first node of '$c' must have rdma-core"
 done

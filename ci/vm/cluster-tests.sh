@@ -23,12 +23,12 @@ check() { # NAME STATUS(0 = pass)
 }
 show() { for f in "$@"; do echo "--- $f"; sed 's/^/  /' "$f"; done; }
 
-# prog ID NAME CMD...: one program (killed after 150 s); its own check lines
+# prog ID NAME CMD...: one program (killed after 240 s); its own check lines
 # get the prefix ID:, its exit status becomes ID:NAME.exit.
 prog() {
   id=$1 name=$2
   shift 2
-  timeout 150 "$@" </dev/null >"/tmp/$id.out" 2>"/tmp/$id.err"
+  timeout 240 "$@" </dev/null >"/tmp/$id.out" 2>"/tmp/$id.err"
   st=$?
   sed -n "s/^RDMADL-CHECK /RDMADL-CHECK $id:/p; s/^RDMADL-WHY /RDMADL-WHY $id:/p" "/tmp/$id.out"
   grep -v '^RDMADL-' "/tmp/$id.out"
@@ -63,23 +63,23 @@ while read -r id kind srv cli port <&3; do
   case $kind.$role in
     # Debian's own tools: a failure here is the VMs or rxe, not rdmadl.
     tools.server)
-      timeout 90 ibv_rc_pingpong -d rxe0 -g "$RDMADL_TEST_GID_INDEX" -p "$port" -n 100 \
+      timeout 180 ibv_rc_pingpong -d rxe0 -g "$RDMADL_TEST_GID_INDEX" -p "$port" -n 100 \
         </dev/null >"/tmp/$id.pp" 2>&1
       st=$?
       check "$id:ibv_rc_pingpong.server" $st
       [ $st -eq 0 ] || show "/tmp/$id.pp"
-      timeout 90 rping -s -a "$myip" -p $((port + 1)) -C 10 </dev/null >"/tmp/$id.rp" 2>&1
+      timeout 180 rping -s -a "$myip" -p $((port + 1)) -C 10 </dev/null >"/tmp/$id.rp" 2>&1
       st=$?
       check "$id:rping.server" $st
       [ $st -eq 0 ] || show "/tmp/$id.rp"
       ;;
     tools.client)
-      retry "$id" 60 ibv_rc_pingpong -d rxe0 -g "$RDMADL_TEST_GID_INDEX" -p "$port" -n 100 "$peer_ip"
+      retry "$id" 240 ibv_rc_pingpong -d rxe0 -g "$RDMADL_TEST_GID_INDEX" -p "$port" -n 100 "$peer_ip"
       st=$?
       grep -h 'iters in' "/tmp/$id.out"
       check "$id:ibv_rc_pingpong.client" $st
       [ $st -eq 0 ] || show "/tmp/$id.out"
-      retry "$id" 60 rping -c -a "$peer_ip" -p $((port + 1)) -C 10 -v
+      retry "$id" 240 rping -c -a "$peer_ip" -p $((port + 1)) -C 10 -v
       st=$?
       [ $st -ne 0 ] || [ "$(grep -c 'ping data: rdma-ping-' "/tmp/$id.out")" -eq 10 ] || st=1
       check "$id:rping.client" $st
