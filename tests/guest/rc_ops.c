@@ -238,12 +238,14 @@ static void test_atomics(void) {
     ok = ok && *remote == 0x1122334455668788ull;
   t_check("rc.atomic_fetch_add", ok, "old 0x%llx new 0x%llx",
           is_a() ? (unsigned long long)*local : 0ull, is_b() ? (unsigned long long)*remote : 0ull);
-  /* A matching compare swaps; a mismatching one leaves the value alone. */
+  /* A matching compare swaps; a mismatching one leaves the value alone. The
+   * target has looked at the sum before the first swap may land. */
   uint64_t first = 0;
-  ok = true;
+  ok = sync_peer();
   if (is_a()) {
     *local = 0;
-    ok = post_atomic(IBV_WR_ATOMIC_CMP_AND_SWP, 5, loff, roff, 0x1122334455668788ull, 42) == 0 &&
+    ok = ok &&
+         post_atomic(IBV_WR_ATOMIC_CMP_AND_SWP, 5, loff, roff, 0x1122334455668788ull, 42) == 0 &&
          wait_wc(&a, 1, &wc, IBV_WC_COMP_SWAP) && *local == 0x1122334455668788ull;
     first = *local;
     *local = 0;
