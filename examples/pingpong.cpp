@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
-// Ping-pong over rdma_cm: a server thread accepts, the client connects, and
-// they bounce one message back and forth. Usage: rdmadl-example-pingpong IP [N]
-// (IP: an address of the RDMA device's netdev).
+// Ping-pong over rdma_cm: a server accepts, the client connects, and they
+// bounce one message back and forth, N times (default 1000).
+//   rdmadl-example-pingpong IP [N]                 both in one process (threads)
+//   rdmadl-example-pingpong --listen IP PORT [N]   the server, on another node
+//   rdmadl-example-pingpong --connect IP PORT [N]  its client
+// (IP: an address of the RDMA device's netdev; the listener's for --connect).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -36,34 +39,73 @@ static bool bounce(connection &c, std::span<std::byte> buf, int n, bool first_se
   return true;
 }
 
-int main(int argc, char **argv) {
-  const char *ip = argc > 1 ? argv[1] : "127.0.0.1";
-  int n = argc > 2 ? std::atoi(argv[2]) : 1000;
-  auto lst = listener::bind(ip, 0);
-  if (!lst) {
-    std::fprintf(stderr, "listen on %s: %s\n", ip, lst.error().message().c_str());
-    return 1;
+// The server's side: one connection, n bounces, then the client's disconnect.
+static bool serve(listener &lst, int n, std::chrono::seconds wait) {
+  std::byte sbuf[64] = {};
+  auto req = lst.get_request(wait);
+  auto conn = req ? req->accept() : result<connection>(req.error());
+  if (!conn)
+    std::fprintf(stderr, "accept: %s\n", conn.error().message().c_str());
+  return conn && bounce(*conn, sbuf, n, false) && conn->wait_disconnect(10s) &&
+         std::memcmp(sbuf, "ping", 4) == 0;
+}
+
+// The client's side; retries the connection for up to TRIES seconds (a server
+// on another node may not listen yet).
+static bool ping(const char *ip, std::uint16_t port, int n, int tries) {
+  auto conn = connect(ip, port);
+  // Worth another try: nobody listens yet (rejected, unreachable, no answer).
+  auto again = [&] {
+    return conn.error() == std::errc::connection_refused ||
+           conn.error() == std::errc::protocol_error || conn.error() == std::errc::timed_out;
+  };
+  for (int i = 1; !conn && again() && i < tries; i++) {
+    std::this_thread::sleep_for(1s);
+    conn = connect(ip, port);
   }
-  std::byte sbuf[64] = {}, cbuf[64] = {};
-  bool server_ok = false;
-  std::thread server([&] {
-    auto req = lst->get_request(10s);
-    auto conn = req ? req->accept() : result<connection>(req.error());
-    server_ok = conn && bounce(*conn, sbuf, n, false) && conn->wait_disconnect(10s);
-  });
-  auto conn = connect(ip, lst->port());
   if (!conn) {
     std::fprintf(stderr, "connect: %s\n", conn.error().message().c_str());
-    server.join();
-    return 1;
+    return false;
   }
+  std::byte cbuf[64] = {};
   std::memcpy(cbuf, "ping", 4);
   auto t0 = std::chrono::steady_clock::now();
   bool ok = bounce(*conn, cbuf, n, true);
   auto us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0);
-  ok = conn->disconnect(10s) && ok;
-  server.join();
-  ok = ok && server_ok && std::memcmp(sbuf, "ping", 4) == 0;
-  std::printf("%d round trips: %.2f us each: %s\n", n, us.count() / n, ok ? "ok" : "FAILED");
+  ok = conn->disconnect(10s) && ok && std::memcmp(cbuf, "ping", 4) == 0;
+  std::printf("%d round trips: %.2f us each\n", n, us.count() / n);
+  return ok;
+}
+
+int main(int argc, char **argv) {
+  bool split = argc >= 4 &&
+               (std::strcmp(argv[1], "--listen") == 0 || std::strcmp(argv[1], "--connect") == 0);
+  const char *ip = split ? argv[2] : argc > 1 ? argv[1] : "127.0.0.1";
+  int port = split ? std::atoi(argv[3]) : 0;
+  int n = split ? (argc > 4 ? std::atoi(argv[4]) : 1000) : argc > 2 ? std::atoi(argv[2]) : 1000;
+  if (n < 1 || port < (split ? 1 : 0) || port > 65535) {
+    std::fprintf(stderr, "usage: rdmadl-example-pingpong [--listen|--connect IP PORT | IP] [N]\n");
+    return 2;
+  }
+  bool ok;
+  if (split && argv[1][2] == 'c') {
+    ok = ping(ip, static_cast<std::uint16_t>(port), n, 60);
+  } else {
+    auto lst = listener::bind(ip, static_cast<std::uint16_t>(port));
+    if (!lst) {
+      std::fprintf(stderr, "listen on %s: %s\n", ip, lst.error().message().c_str());
+      return 1;
+    }
+    if (split) {
+      ok = serve(*lst, n, 120s);
+    } else {
+      bool server_ok = false;
+      std::thread server([&] { server_ok = serve(*lst, n, 120s); });
+      ok = ping(ip, lst->port(), n, 1);
+      server.join();
+      ok = ok && server_ok;
+    }
+  }
+  std::printf("%s\n", ok ? "ok" : "FAILED");
   return ok ? 0 : 1;
 }

@@ -29,8 +29,10 @@ rdma=1; [ "$suite" != none ] || rdma=0
 # In load order. rdma_ucm for rdma_cm (rping), ib_uverbs for
 # /dev/infiniband/uverbs*: nothing else loads them without udev. dummy gives
 # rxe a netdev with an IPv4 address. rxe of kernels before 6.x's crc rework asks
-# the crypto API for "crc32", which nobody loads for it. "?": may be absent.
-kmods="dummy crc32_generic? rdma_rxe ib_uverbs rdma_ucm"
+# the crypto API for "crc32", which nobody loads for it. virtio_pci and
+# virtio_net: the NIC of a cluster run (ci/vm/cluster.sh), loaded only there.
+# "?": may be absent (or built in).
+kmods="dummy crc32_generic? rdma_rxe ib_uverbs rdma_ucm virtio_pci? virtio_net"
 max_age=${RDMADL_VM_MAX_AGE:-${RDMADL_APT_MAX_AGE:-21600}}
 
 ensure_host_tools
@@ -293,10 +295,10 @@ mkdir -p "$st"/{dev,proc,sys,tmp,run,root,etc,payload,var/tmp}
   [ -e "$sysroot$p" ] || [ -L "$sysroot$p" ] || continue
   copy_into "$sysroot" "$st" "$p"
 done
-if [ $rdma = 1 ]; then
-  mkdir -p "$st/usr/lib"
-  cp -a "$kdir/root/lib/modules" "$st/usr/lib/"
-fi
+# Every image carries the modules (none's too: a cluster node needs virtio_net;
+# like any stock Debian kernel, it has rdma_rxe.ko on disk but never loads it).
+mkdir -p "$st/usr/lib"
+cp -a "$kdir/root/lib/modules" "$st/usr/lib/"
 # The shell and basic tools, static so they do not care about the suite's libc.
 cp /bin/busybox "$st/usr/bin/busybox"
 for a in $(/bin/busybox --list); do
@@ -313,7 +315,8 @@ ver_of() { awk -v p="$1" '$1 != "kernel" && $3 == p {print $4; exit}' "$manifest
   echo "KERNEL=$kver"
   echo "GLIBC=$(ver_of libc6)"
   echo "RDMA_CORE=$(ver_of libibverbs1)"
-  [ $rdma = 0 ] || echo "MODULES=\"$(grep -v '^dummy$' "$kdir/load" | tr '\n' ' ')\""
+  [ $rdma = 0 ] || echo "MODULES=\"$(grep -vE '^(dummy|virtio_.*)$' "$kdir/load" | tr '\n' ' ')\""
+  echo "NETMODULES=\"$(grep -E '^virtio_' "$kdir/load" | tr '\n' ' ')\""
 } >"$st/etc/rdmadl-image"
 cp "$vm_here/guest-init.sh" "$st/init"
 chmod 755 "$st/init"

@@ -4,6 +4,9 @@
 # dummy0, 192.0.2.1), runs /payload/guest-tests.sh, prints
 # "RDMADL-GUEST-EXIT <status>" as its last line and powers off. The host decides
 # pass/fail from that line only.
+# Cluster node (ci/vm/cluster.sh: "rdmadl.node=I rdmadl.cluster=S0,S1,..." on
+# the kernel command line): the NIC is virtio-net (eth0) with 192.0.2.(10+I)/24,
+# and rxe0 sits on it instead of on dummy0.
 export PATH=/payload/bin:/usr/sbin:/usr/bin HOME=/root TMPDIR=/tmp LANG=C.UTF-8 LC_ALL=C
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
@@ -40,6 +43,37 @@ ulimit -l unlimited || setup_failed "ulimit -l unlimited"
 ulimit -c 0
 /usr/bin/busybox ip link set lo up 2>/dev/null
 
+node="" cluster=""
+# shellcheck disable=SC2013 # words, not lines
+for w in $(cat /proc/cmdline); do
+  case $w in
+    rdmadl.node=*) node=${w#*=} ;;
+    rdmadl.cluster=*) cluster=${w#*=} ;;
+  esac
+done
+myip=192.0.2.1 netdev=dummy0
+if [ -n "$node" ]; then
+  for m in $NETMODULES; do
+    modprobe "$m" || setup_failed "modprobe $m"
+  done
+  netdev=""
+  n=0
+  while [ -z "$netdev" ] && [ $n -lt 100 ]; do
+    for d in /sys/class/net/*; do
+      case ${d##*/} in lo | dummy*) ;; *) netdev=${d##*/} ;; esac
+    done
+    [ -n "$netdev" ] || sleep 0.1
+    n=$((n + 1))
+  done
+  [ -n "$netdev" ] || setup_failed "no NIC after modprobe $NETMODULES"
+  myip=192.0.2.$((10 + node))
+  /usr/bin/busybox ip addr add "$myip/24" dev "$netdev" || setup_failed "ip addr add $myip"
+  /usr/bin/busybox ip link set "$netdev" up || setup_failed "ip link set $netdev up"
+  RDMADL_CLUSTER=$(echo "$cluster" | tr ',' ' ')
+  export RDMADL_NODE="$node" RDMADL_NODE_IP="$myip" RDMADL_CLUSTER
+  echo "RDMADL-GUEST-NODE node=$node ip=$myip netdev=$netdev cluster=$cluster"
+fi
+
 if [ "$HAVE_RDMA" = 1 ]; then
   # Lets "rdma link add ... type rxe" autoload what it needs.
   echo /usr/bin/modprobe >/proc/sys/kernel/modprobe
@@ -51,29 +85,32 @@ if [ "$HAVE_RDMA" = 1 ]; then
   # busybox runs its own "ip" applet before PATH: call iproute2's by path.
   for ip in /usr/sbin/ip /usr/bin/ip; do [ -x "$ip" ] && break; done
   for rdma in /usr/sbin/rdma /usr/bin/rdma; do [ -x "$rdma" ] && break; done
-  # rdma_cm needs a netdev with an address (rxe on lo runs verbs only).
-  # modprobe dummy may already have made dummy0 (numdummies defaults to 1).
-  [ -e /sys/class/net/dummy0 ] || "$ip" link add dummy0 type dummy || setup_failed "ip link add dummy0"
-  "$ip" addr add 192.0.2.1/24 dev dummy0 || setup_failed "ip addr add"
-  "$ip" link set dummy0 up || setup_failed "ip link set dummy0 up"
-  "$rdma" link add rxe0 type rxe netdev dummy0 || setup_failed "rdma link add rxe0"
+  if [ -z "$node" ]; then
+    # rdma_cm needs a netdev with an address (rxe on lo runs verbs only).
+    # modprobe dummy may already have made dummy0 (numdummies defaults to 1).
+    [ -e /sys/class/net/dummy0 ] || "$ip" link add dummy0 type dummy || setup_failed "ip link add dummy0"
+    "$ip" addr add 192.0.2.1/24 dev dummy0 || setup_failed "ip addr add"
+    "$ip" link set dummy0 up || setup_failed "ip link set dummy0 up"
+  fi
+  "$rdma" link add rxe0 type rxe netdev "$netdev" || setup_failed "rdma link add rxe0 on $netdev"
   # The GID table fills asynchronously. One grep over the directory: reading
   # 1024 entries one file at a time costs seconds under TCG.
   port=/sys/class/infiniband/rxe0/ports/1
+  gidhex=$(printf 'c000:02%02x' "${myip##*.}")
   gid=
   n=0
   while [ -z "$gid" ] && [ $n -lt 300 ]; do
     # shellcheck disable=SC2013 # sysfs names have no blanks
-    for f in $(grep -ls '^0000:0000:0000:0000:0000:ffff:c000:0201$' "$port"/gids/* 2>/dev/null); do
+    for f in $(grep -ls "^0000:0000:0000:0000:0000:ffff:$gidhex\$" "$port"/gids/* 2>/dev/null); do
       i=${f##*/}
       if [ "$(cat "$port/gid_attrs/types/$i" 2>/dev/null)" = "RoCE v2" ]; then gid=$i; break; fi
     done
     [ -n "$gid" ] || sleep 0.1
     n=$((n + 1))
   done
-  [ -n "$gid" ] || setup_failed "no RoCE v2 GID for 192.0.2.1 on rxe0 after 30 s"
-  export RDMADL_TEST_DEVICE=rxe0 RDMADL_TEST_IP=192.0.2.1 RDMADL_TEST_GID_INDEX="$gid"
-  echo "RDMADL-GUEST-RXE device=rxe0 ip=192.0.2.1 gid_index=$gid up=$(cut -d' ' -f1 /proc/uptime)s"
+  [ -n "$gid" ] || setup_failed "no RoCE v2 GID for $myip on rxe0 after 30 s"
+  export RDMADL_TEST_DEVICE=rxe0 RDMADL_TEST_IP="$myip" RDMADL_TEST_GID_INDEX="$gid"
+  echo "RDMADL-GUEST-RXE device=rxe0 ip=$myip netdev=$netdev gid_index=$gid up=$(cut -d' ' -f1 /proc/uptime)s"
 fi
 export RDMADL_SUITE="$SUITE"
 [ ! -d /payload/lib ] || export LD_LIBRARY_PATH=/payload/lib

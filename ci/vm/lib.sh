@@ -157,3 +157,44 @@ fetch_deb() {
   [ -n "$f" ] || { cat "$out.err" >&2; die "could not fetch $spec from $s"; }
   mkdir -p "$out"; cp -f "$f" "$out/"; echo "$out/${f##*/}"
 }
+
+# payload_cpio SUITE IMGDIR STAGE OUT: the newc archive OUT of STAGE (which holds
+# payload/), plus the libraries of SUITE's image sysroot that the payload's ELF
+# files need and the image lacks (see README.md, "Payload contract").
+payload_cpio() {
+  local suite=$1 imgdir=$2 st=$3 out=$4 sysroot=$2/sysroot own added kind p
+  local -a elves
+  mapfile -t elves < <(find "$st/payload" -type f | while read -r f; do if is_elf "$f"; then echo "$f"; fi; done)
+  if [ ${#elves[@]} -gt 0 ]; then
+    own=""
+    [ ! -d "$st/payload/lib" ] || own=$(find "$st/payload/lib" -maxdepth 1 \( -type f -o -type l \) -printf '%f ')
+    closure "$sysroot" "$own" "${elves[@]}" >"$out.closure"
+    added=0
+    while read -r kind p; do
+      case $kind in
+        lib)
+          if ! grep -qxF "$(canon "$p")" "$imgdir/contents"; then copy_into "$sysroot" "$st" "$p"; added=$((added + 1)); fi ;;
+        missing) say "warning: $p (needed by the payload) is not in the $suite image" ;;
+      esac
+    done <"$out.closure"
+    [ $added = 0 ] || say "added $added libraries from $suite for the payload"
+  fi
+  (cd "$st" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) >"$out"
+  rm -f "$out.closure"
+}
+
+# vm_accel SMP: sets accel (kvm or tcg) and accel_args (QEMU options) from
+# $RDMADL_VM_ACCEL (auto, kvm, tcg). /dev/kvm can be PVM (kvm_pvm, no vmx/svm),
+# which cannot run a stock kernel: auto falls back to TCG there.
+vm_accel() {
+  accel=${RDMADL_VM_ACCEL:-auto}
+  if [ "$accel" = auto ]; then
+    accel=tcg
+    if [ -w /dev/kvm ] && [ ! -d /sys/module/kvm_pvm ] && grep -qwE 'vmx|svm' /proc/cpuinfo; then accel=kvm; fi
+  fi
+  case $accel in
+    kvm) accel_args=(-accel kvm -cpu host -smp "$1") ;;
+    tcg) accel_args=(-accel "tcg,thread=multi" -cpu max -smp "$1") ;;
+    *) die "RDMADL_VM_ACCEL must be auto, kvm or tcg" ;;
+  esac
+}

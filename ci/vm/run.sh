@@ -47,7 +47,6 @@ t0=$(date +%s)
 imgdir=$("$vm_here/build-image.sh" "$suite")
 [ -f "$imgdir/done" ] || die "no image for $suite"
 touch "$imgdir" # keeps it from the cleanup of unused images
-sysroot=$imgdir/sysroot
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/rdmadl-vm.XXXXXX")
 booting=0
@@ -68,38 +67,13 @@ if [ $baseline = 1 ]; then
 else
   cp -a "$payload/." "$st/payload/"
 fi
-mapfile -t elves < <(find "$st/payload" -type f | while read -r f; do if is_elf "$f"; then echo "$f"; fi; done)
-if [ ${#elves[@]} -gt 0 ]; then
-  own=""
-  [ ! -d "$st/payload/lib" ] || own=$(find "$st/payload/lib" -maxdepth 1 \( -type f -o -type l \) -printf '%f ')
-  closure "$sysroot" "$own" "${elves[@]}" >"$tmp/closure"
-  added=0
-  while read -r kind p; do
-    case $kind in
-      lib)
-        if ! grep -qxF "$(canon "$p")" "$imgdir/contents"; then copy_into "$sysroot" "$st" "$p"; added=$((added + 1)); fi ;;
-      missing) say "warning: $p (needed by the payload) is not in the $suite image" ;;
-    esac
-  done <"$tmp/closure"
-  [ $added = 0 ] || say "added $added libraries from $suite for the payload"
-fi
-(cd "$st" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) >"$tmp/payload.cpio"
+payload_cpio "$suite" "$imgdir" "$st" "$tmp/payload.cpio"
 # The kernel unpacks concatenated cpio archives one after the other.
 cat "$imgdir/base.cpio" "$tmp/payload.cpio" >"$tmp/initrd"
 
 # --- accelerator ----------------------------------------------------------------
-# /dev/kvm can be PVM (kvm_pvm, no vmx/svm), which cannot run a stock kernel:
-# fall back to TCG there. 2 vCPUs either way: busy-polling ping-pongs crawl on 1.
-accel=${RDMADL_VM_ACCEL:-auto}
-if [ "$accel" = auto ]; then
-  accel=tcg
-  if [ -w /dev/kvm ] && [ ! -d /sys/module/kvm_pvm ] && grep -qwE 'vmx|svm' /proc/cpuinfo; then accel=kvm; fi
-fi
-case $accel in
-  kvm) accel_args=(-accel kvm -cpu host -smp 2) ;;
-  tcg) accel_args=(-accel "tcg,thread=multi" -cpu max -smp 2) ;;
-  *) die "RDMADL_VM_ACCEL must be auto, kvm or tcg" ;;
-esac
+# 2 vCPUs: busy-polling ping-pongs crawl on 1.
+vm_accel 2
 # The uncompressed kernel (PVH entry) saves 3-4 s of decompression under TCG.
 kernel=$imgdir/vmlinux
 [ -f "$kernel" ] && [ "${RDMADL_VM_PVH:-1}" = 1 ] || kernel=$imgdir/vmlinuz

@@ -4,6 +4,11 @@
  * event channels) on RDMADL_TEST_IP: bind/listen, resolve address and route,
  * connect/accept with private data checked both ways, one send/recv checked
  * byte for byte, disconnect. Every event is checked for its expected type.
+ *
+ * Across two nodes: "--listen" runs the server on RDMADL_TEST_IP, port
+ * --port + 1, and "--connect IP" the client against the listener's node
+ * address; the side channel (--port) only tells the client that the server
+ * listens.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -86,8 +91,7 @@ static void release(struct rdma_cm_id *id, struct ibv_mr *mr, struct ibv_cq *cq,
     rdma_destroy_qp(id);
   if (mr)
     ibv_dereg_mr(mr);
-  if (cq)
-    ibv_destroy_cq(cq);
+  t_destroy_cq(cq);
   if (pd)
     ibv_dealloc_pd(pd);
   if (id)
@@ -111,7 +115,7 @@ static void *server(void *arg) {
   uint8_t *buf = calloc(1, MSG + 64);
   struct rdma_cm_event *ev = NULL;
   struct sockaddr_in sin = server_addr;
-  sin.sin_port = 0;
+  sin.sin_port = t_role() == T_LISTEN ? htons((uint16_t)(t_port() + 1)) : 0;
   bool ok = ch && buf && rdma_create_id(ch, &lid, NULL, RDMA_PS_TCP) == 0 &&
             rdma_bind_addr(lid, (struct sockaddr *)&sin) == 0 && rdma_listen(lid, 1) == 0;
   if (!t_check("cm.listen", ok, "server: %s", strerror(errno))) {
@@ -120,6 +124,8 @@ static void *server(void *arg) {
   }
   server_addr.sin_port = rdma_get_src_port(lid);
   set_listening(1);
+  if (t_role() == T_LISTEN && t_peer_open(120000))
+    goto out;
 
   ok = want_event("server", ch, RDMA_CM_EVENT_CONNECT_REQUEST, &ev);
   if (ok) {
@@ -132,7 +138,7 @@ static void *server(void *arg) {
     goto out;
   }
   pd = ibv_alloc_pd(cid->verbs);
-  cq = pd ? ibv_create_cq(cid->verbs, 8, NULL, NULL, 0) : NULL;
+  cq = pd ? t_create_cq(cid->verbs, 8) : NULL;
   mr = cq ? ibv_reg_mr(pd, buf, MSG + 64, IBV_ACCESS_LOCAL_WRITE) : NULL;
   struct ibv_qp_init_attr qa;
   init_qp_attr(&qa, cq);
@@ -185,7 +191,7 @@ static void client(void) {
   if (!t_check("cm.resolve_route", ok, "client: %s", strerror(errno)))
     goto out;
   pd = ibv_alloc_pd(id->verbs);
-  cq = pd ? ibv_create_cq(id->verbs, 8, NULL, NULL, 0) : NULL;
+  cq = pd ? t_create_cq(id->verbs, 8) : NULL;
   mr = cq ? ibv_reg_mr(pd, payload, MSG, IBV_ACCESS_LOCAL_WRITE) : NULL;
   struct ibv_qp_init_attr qa;
   init_qp_attr(&qa, cq);
@@ -252,6 +258,20 @@ int main(int argc, char **argv) {
     return t_exit();
   }
   t_fill(payload, MSG, 99);
+  if (t_role() == T_LISTEN) {
+    server(NULL);
+    t_peer_close();
+    return t_exit();
+  }
+  if (t_role() == T_CONNECT) {
+    /* The peer's server: its address, and word over the side channel that it listens. */
+    inet_pton(AF_INET, t_peer_ip(), &server_addr.sin_addr);
+    server_addr.sin_port = htons((uint16_t)(t_port() + 1));
+    if (t_peer_open(120000) == 0)
+      client();
+    t_peer_close();
+    return t_exit();
+  }
   pthread_t th;
   if (pthread_create(&th, NULL, server, NULL) != 0)
     return 1;

@@ -2,12 +2,19 @@
 #define _GNU_SOURCE
 #include "common.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
+#include <unistd.h>
 
 /* The shared drop-in library exports only the ibv_ / rdma_ names, so the
  * shared-linked variant is built without rdmadl's diagnostics. */
@@ -18,17 +25,172 @@
 static const char *prog_name = "test";
 static bool absent_mode;
 static int n_pass, n_fail, n_unsup;
+static enum t_role role = T_LOCAL;
+static const char *peer_ip;
+static int peer_port = T_PORT, peer_fd = -1;
+
+static long now_ms(void);
+
+/* A bad command line: says what is wrong and exits 2. */
+static void usage_error(const char *what) {
+  fprintf(stderr, "%s: %s\nusage: %s [--absent | --listen | --connect IPV4] [--port N] [args]\n",
+          prog_name, what, prog_name);
+  exit(2);
+}
 
 void t_init(int argc, char **argv, const char *prog) {
   prog_name = prog;
-  for (int i = 1; i < argc; i++)
-    if (strcmp(argv[i], "--absent") == 0)
-      absent_mode = true;
   setvbuf(stdout, NULL, _IOLBF, 0);
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--absent") == 0) {
+      absent_mode = true;
+    } else if (strcmp(argv[i], "--listen") == 0) {
+      role = T_LISTEN;
+    } else if (strcmp(argv[i], "--connect") == 0) {
+      struct in_addr a;
+      if (i + 1 >= argc || inet_pton(AF_INET, argv[i + 1], &a) != 1)
+        usage_error("--connect wants an IPv4 address");
+      role = T_CONNECT;
+      peer_ip = argv[++i];
+    } else if (strcmp(argv[i], "--port") == 0) {
+      char *end = NULL;
+      long v = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : 0;
+      if (i + 1 >= argc || *end || v < 1 || v > 65535)
+        usage_error("--port wants a number from 1 to 65535");
+      peer_port = (int)v;
+      i++;
+    }
+  }
+  if (absent_mode && role != T_LOCAL)
+    usage_error("--absent excludes --listen and --connect");
 }
 
 bool t_absent(void) {
   return absent_mode;
+}
+
+enum t_role t_role(void) {
+  return role;
+}
+
+const char *t_peer_ip(void) {
+  return peer_ip;
+}
+
+int t_port(void) {
+  return peer_port;
+}
+
+static int peer_fail(const char *what, int err) {
+  char name[128];
+  snprintf(name, sizeof name, "%s.peer", prog_name);
+  t_check(name, false, "%s %s:%d: %s", what, peer_ip ? peer_ip : "*", peer_port, strerror(err));
+  return -1;
+}
+
+int t_peer_open(int timeout_ms) {
+  struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons((uint16_t)peer_port)};
+  struct timeval io = {.tv_sec = 60};
+  int one = 1;
+  long end = now_ms() + timeout_ms;
+  if (role == T_LISTEN) {
+    int l = socket(AF_INET, SOCK_STREAM, 0);
+    if (l < 0 || setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) ||
+        bind(l, (struct sockaddr *)&sin, sizeof sin) || listen(l, 1))
+      return peer_fail("listen on", errno);
+    struct pollfd p = {.fd = l, .events = POLLIN};
+    int r = poll(&p, 1, timeout_ms);
+    peer_fd = r == 1 ? accept(l, NULL, NULL) : -1;
+    int err = r == 0 ? ETIMEDOUT : errno;
+    close(l);
+    if (peer_fd < 0)
+      return peer_fail("accept on", err);
+  } else if (role == T_CONNECT) {
+    inet_pton(AF_INET, peer_ip, &sin.sin_addr);
+    for (;;) {
+      peer_fd = socket(AF_INET, SOCK_STREAM, 0);
+      if (peer_fd >= 0 && connect(peer_fd, (struct sockaddr *)&sin, sizeof sin) == 0)
+        break;
+      int err = errno;
+      if (peer_fd >= 0)
+        close(peer_fd);
+      peer_fd = -1;
+      if (now_ms() > end)
+        return peer_fail("connect to", err);
+      usleep(200000); /* the listener is not up yet */
+    }
+  } else {
+    return peer_fail("no --listen/--connect for", EINVAL);
+  }
+  setsockopt(peer_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  setsockopt(peer_fd, SOL_SOCKET, SO_RCVTIMEO, &io, sizeof io);
+  setsockopt(peer_fd, SOL_SOCKET, SO_SNDTIMEO, &io, sizeof io);
+  return 0;
+}
+
+void t_peer_close(void) {
+  if (peer_fd >= 0)
+    close(peer_fd);
+  peer_fd = -1;
+}
+
+int t_peer_xchg(const void *mine, void *theirs, size_t len) {
+  const char *what = "send";
+  size_t done = 0;
+  while (done < len) {
+    ssize_t r = send(peer_fd, (const char *)mine + done, len - done, MSG_NOSIGNAL);
+    if (r <= 0)
+      goto fail;
+    done += (size_t)r;
+  }
+  what = "receive";
+  for (done = 0; done < len;) {
+    ssize_t r = recv(peer_fd, (char *)theirs + done, len - done, 0);
+    if (r <= 0) {
+      if (r == 0)
+        errno = ECONNRESET;
+      goto fail;
+    }
+    done += (size_t)r;
+  }
+  return 0;
+fail:
+  fprintf(stderr, "%s: side channel: %s: %s\n", prog_name, what, strerror(errno));
+  return -1;
+}
+
+bool t_peer_sync(uint32_t step) {
+  uint32_t mine = htonl(step), theirs = 0;
+  if (t_peer_xchg(&mine, &theirs, sizeof mine))
+    return false;
+  if (theirs != mine) {
+    fprintf(stderr, "%s: out of step with the peer: at %u, peer at %u\n", prog_name, step,
+            ntohl(theirs));
+    return false;
+  }
+  return true;
+}
+
+struct ibv_cq *t_create_cq(struct ibv_context *ctx, int depth) {
+  struct ibv_comp_channel *ch = NULL;
+  if (role != T_LOCAL && !(ch = ibv_create_comp_channel(ctx)))
+    return NULL;
+  struct ibv_cq *cq = ibv_create_cq(ctx, depth, NULL, ch, 0);
+  if (!cq && ch) {
+    int err = errno;
+    ibv_destroy_comp_channel(ch);
+    errno = err;
+  }
+  return cq;
+}
+
+void t_destroy_cq(struct ibv_cq *cq) {
+  if (!cq)
+    return;
+  struct ibv_comp_channel *ch = cq->channel;
+  ibv_destroy_cq(cq);
+  if (ch)
+    ibv_destroy_comp_channel(ch);
 }
 
 bool t_check(const char *name, bool ok, const char *detail, ...) {
@@ -184,6 +346,11 @@ void t_ah_attr(struct t_dev *d, struct ibv_ah_attr *ah) {
 }
 
 int t_rc_connect(struct t_dev *d, struct ibv_qp *qp, uint32_t remote_qpn, int access) {
+  return t_rc_connect_gid(d, qp, remote_qpn, &d->gid, access);
+}
+
+int t_rc_connect_gid(struct t_dev *d, struct ibv_qp *qp, uint32_t remote_qpn,
+                     const union ibv_gid *dgid, int access) {
   struct ibv_qp_attr a;
   memset(&a, 0, sizeof a);
   a.qp_state = IBV_QPS_INIT;
@@ -202,6 +369,7 @@ int t_rc_connect(struct t_dev *d, struct ibv_qp *qp, uint32_t remote_qpn, int ac
   a.max_dest_rd_atomic = rd_atomic;
   a.min_rnr_timer = 12;
   t_ah_attr(d, &a.ah_attr);
+  a.ah_attr.grh.dgid = *dgid;
   ret = ibv_modify_qp(qp, &a,
                       IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
                           IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
@@ -256,8 +424,26 @@ int t_poll(struct ibv_cq *cq, struct ibv_wc *wc, int n, int batch, int timeout_m
       return -1;
     }
     got += r;
-    if (r == 0 && now_ms() > end)
+    if (r > 0)
+      continue;
+    long left = end - now_ms();
+    if (left < 0)
       break;
+    if (role != T_LOCAL && cq->channel) {
+      /* Arm, poll once more (a completion may have slipped in), then sleep. */
+      if (ibv_req_notify_cq(cq, 0))
+        return -1;
+      r = ibv_poll_cq(cq, want, wc + got);
+      if (r < 0)
+        return -1;
+      got += r;
+      struct pollfd p = {.fd = cq->channel->fd, .events = POLLIN};
+      struct ibv_cq *ev_cq;
+      void *ev_ctx;
+      if (r == 0 && poll(&p, 1, (int)left) == 1 &&
+          ibv_get_cq_event(cq->channel, &ev_cq, &ev_ctx) == 0)
+        ibv_ack_cq_events(ev_cq, 1);
+    }
   }
   return got;
 }

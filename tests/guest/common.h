@@ -14,6 +14,15 @@
  *
  * "--absent" on the command line: no RDMA stack is installed. The program then
  * only checks that rdmadl fails cleanly (EOPNOTSUPP, "not found" diagnostics).
+ *
+ * Across two nodes (ci/vm/cluster.sh), programs that support it take
+ * "--listen" (the passive side: target of one-sided operations, receiver,
+ * rdma_cm server) or "--connect IP" (the active side, IP being the listener's
+ * node address), and "--port N" (TCP port of the side channel, default
+ * T_PORT). Each side prints the checks it can verify itself, under the same
+ * names as in one process. Completions are then awaited through a completion
+ * channel (poll(2) on its fd), not by busy polling: a 1-vCPU guest's kernel
+ * needs the CPU to move the packets.
  */
 #ifndef RDMADL_GUEST_COMMON_H
 #define RDMADL_GUEST_COMMON_H
@@ -34,10 +43,34 @@ struct t_dev {
   union ibv_gid gid;
 };
 
-/* Parses the common options; PROG names the program in result lines. */
+enum t_role { T_LOCAL, T_LISTEN, T_CONNECT };
+enum { T_PORT = 18600 };
+
+/* Parses the common options; PROG names the program in result lines. Exits
+ * with status 2 and a message on a bad option. */
 void t_init(int argc, char **argv, const char *prog);
 /* True when run with --absent. */
 bool t_absent(void);
+/* The role given on the command line (T_LOCAL without --listen/--connect). */
+enum t_role t_role(void);
+/* The peer address of --connect (NULL otherwise), and the --port value. */
+const char *t_peer_ip(void);
+int t_port(void);
+/* Opens the side channel to the peer: --listen accepts one TCP connection on
+ * --port, --connect connects to it, retrying until TIMEOUT_MS passed (the
+ * peer may boot later). Returns 0, or -1 after printing a FAIL line
+ * "<prog>.peer". Reads and writes on it time out after 60 s. */
+int t_peer_open(int timeout_ms);
+void t_peer_close(void);
+/* Sends LEN bytes of MINE and receives LEN bytes into THEIRS. Returns 0, or
+ * -1 (peer gone, timeout) after a message on stderr. */
+int t_peer_xchg(const void *mine, void *theirs, size_t len);
+/* A barrier with the peer: both sides must reach step STEP. */
+bool t_peer_sync(uint32_t step);
+/* A completion queue of DEPTH on CTX; with a completion channel of its own
+ * in the two-node roles (see t_poll). t_destroy_cq frees both. */
+struct ibv_cq *t_create_cq(struct ibv_context *ctx, int depth);
+void t_destroy_cq(struct ibv_cq *cq);
 /* Prints one result line; DETAIL (printf format) goes to stderr on failure. */
 bool t_check(const char *name, bool ok, const char *detail, ...)
     __attribute__((format(printf, 3, 4)));
@@ -57,12 +90,17 @@ void t_close(struct t_dev *d);
 /* Moves an RC or UD QP from RESET to RTS, connected (RC) to REMOTE_QPN on the
  * same port and GID (loopback through the device). Returns 0 or an errno. */
 int t_rc_connect(struct t_dev *d, struct ibv_qp *qp, uint32_t remote_qpn, int access);
+/* The same, to REMOTE_QPN behind the RoCE v2 GID DGID (another node). */
+int t_rc_connect_gid(struct t_dev *d, struct ibv_qp *qp, uint32_t remote_qpn,
+                     const union ibv_gid *dgid, int access);
 int t_ud_ready(struct t_dev *d, struct ibv_qp *qp, uint32_t qkey);
 /* Address-handle attributes for a GRH-routed packet to our own GID. */
 void t_ah_attr(struct t_dev *d, struct ibv_ah_attr *ah);
 
-/* Polls CQ until N completions arrived or TIMEOUT_MS passed, BATCH at a time.
- * Returns the number polled, or -1 on a poll error. */
+/* Polls CQ until N completions arrived or TIMEOUT_MS passed, BATCH at a time;
+ * when CQ has a completion channel and the program runs in a two-node role,
+ * sleeps on the channel between polls. Returns the number polled, or -1 on a
+ * poll error. */
 int t_poll(struct ibv_cq *cq, struct ibv_wc *wc, int n, int batch, int timeout_ms);
 /* True when the first N completions all have status SUCCESS (prints others). */
 bool t_wc_ok(const struct ibv_wc *wc, int n);

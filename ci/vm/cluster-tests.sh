@@ -1,0 +1,150 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# The guest side of a cluster run (ci/test-vm.sh copies it to
+# /payload/guest-tests.sh; busy box sh). Every node reads the same plan,
+# /payload/cluster-plan, one test per line:
+#
+#   ID KIND SERVER CLIENT PORT
+#
+# and plays its part in the tests that name it (SERVER and CLIENT are node
+# numbers; the node's address is 192.0.2.(10+N)), in plan order. A pair of
+# nodes meets through the programs' own TCP side channels (the client retries
+# until the server listens). Every check is printed as
+# "RDMADL-CHECK ID:NAME PASS|FAIL"; the host knows which ones each side owes.
+me=$RDMADL_NODE
+myip=$RDMADL_NODE_IP
+status=0
+[ -n "$me" ] || { echo "cluster-tests: not a cluster node (no RDMADL_NODE)"; exit 1; }
+
+ip_of() { echo "192.0.2.$((10 + $1))"; }
+up() { cut -d' ' -f1 /proc/uptime; }
+check() { # NAME STATUS(0 = pass)
+  if [ "$2" -eq 0 ]; then echo "RDMADL-CHECK $1 PASS"; else echo "RDMADL-CHECK $1 FAIL"; status=1; fi
+}
+show() { for f in "$@"; do echo "--- $f"; sed 's/^/  /' "$f"; done; }
+
+# prog ID NAME CMD...: one program (killed after 240 s); its own check lines
+# get the prefix ID:, its exit status becomes ID:NAME.exit.
+prog() {
+  id=$1 name=$2
+  shift 2
+  timeout 240 "$@" </dev/null >"/tmp/$id.out" 2>"/tmp/$id.err"
+  st=$?
+  sed -n "s/^RDMADL-CHECK /RDMADL-CHECK $id:/p; s/^RDMADL-WHY /RDMADL-WHY $id:/p" "/tmp/$id.out"
+  grep -v '^RDMADL-' "/tmp/$id.out"
+  check "$id:$name.exit" $st
+  [ $st -eq 0 ] || show "/tmp/$id.err"
+}
+
+# retry ID TRIES CMD...: a client of a server that may not listen yet.
+retry() {
+  id=$1 tries=$2 n=0
+  shift 2
+  while :; do
+    timeout 60 "$@" </dev/null >"/tmp/$id.out" 2>&1 && return 0
+    n=$((n + 1))
+    [ $n -lt "$tries" ] || return 1
+    sleep 0.5
+  done
+}
+
+echo "cluster-tests: node $me ($RDMADL_SUITE, $myip) of: $RDMADL_CLUSTER"
+while read -r id kind srv cli port <&3; do
+  case $id in '' | \#*) continue ;; esac
+  if [ "$srv" = "$me" ]; then
+    role=server peer=$cli
+  elif [ "$cli" = "$me" ]; then
+    role=client peer=$srv
+  else
+    continue
+  fi
+  peer_ip=$(ip_of "$peer")
+  echo "RDMADL-STEP $id $kind $role peer=$peer_ip up=$(up)s"
+  case $kind.$role in
+    # Debian's own tools: a failure here is the VMs or rxe, not rdmadl.
+    tools.server)
+      timeout 180 ibv_rc_pingpong -d rxe0 -g "$RDMADL_TEST_GID_INDEX" -p "$port" -n 100 \
+        </dev/null >"/tmp/$id.pp" 2>&1
+      st=$?
+      check "$id:ibv_rc_pingpong.server" $st
+      [ $st -eq 0 ] || show "/tmp/$id.pp"
+      timeout 180 rping -s -a "$myip" -p $((port + 1)) -C 10 </dev/null >"/tmp/$id.rp" 2>&1
+      st=$?
+      check "$id:rping.server" $st
+      [ $st -eq 0 ] || show "/tmp/$id.rp"
+      ;;
+    tools.client)
+      retry "$id" 240 ibv_rc_pingpong -d rxe0 -g "$RDMADL_TEST_GID_INDEX" -p "$port" -n 100 "$peer_ip"
+      st=$?
+      grep -h 'iters in' "/tmp/$id.out"
+      check "$id:ibv_rc_pingpong.client" $st
+      [ $st -eq 0 ] || show "/tmp/$id.out"
+      retry "$id" 240 rping -c -a "$peer_ip" -p $((port + 1)) -C 10 -v
+      st=$?
+      [ $st -ne 0 ] || [ "$(grep -c 'ping data: rdma-ping-' "/tmp/$id.out")" -eq 10 ] || st=1
+      check "$id:rping.client" $st
+      [ $st -eq 0 ] || show "/tmp/$id.out"
+      ;;
+    # rdmadl's drop-in programs, built once on the host.
+    rc.server) prog "$id" rc_ops rc_ops --listen --port "$port" ;;
+    rc.client) prog "$id" rc_ops rc_ops --connect "$peer_ip" --port "$port" ;;
+    cm.server) prog "$id" cm_pingpong cm_pingpong --listen --port "$port" ;;
+    cm.client) prog "$id" cm_pingpong cm_pingpong --connect "$peer_ip" --port "$port" ;;
+    # The C++ examples.
+    pingpong.server) prog "$id" pingpong rdmadl-example-pingpong --listen "$myip" "$port" 200 ;;
+    pingpong.client) prog "$id" pingpong rdmadl-example-pingpong --connect "$peer_ip" "$port" 200 ;;
+    write_read.server) prog "$id" write_read rdmadl-example-write-read --listen "$port" ;;
+    write_read.client) prog "$id" write_read rdmadl-example-write-read --connect "$peer_ip" "$port" ;;
+    # Optional RDMA: the same binary on both ends; RDMA when both can.
+    # KIND optional_rdma / optional_tcp: the transport both ends must choose;
+    # optional_disabled: the client runs with RDMADL_DISABLE=1 (so: tcp).
+    optional_*)
+      want=tcp
+      [ "$kind" != optional_rdma ] || want=rdma
+      set -- rdmadl-example-optional-rdma --listen "$port"
+      [ "$role" = server ] || set -- rdmadl-example-optional-rdma --connect "$peer_ip" "$port" --size 3000017
+      [ "$kind.$role" != optional_disabled.client ] || set -- env RDMADL_DISABLE=1 "$@"
+      prog "$id" optional_rdma "$@"
+      grep -q "^transport: $want " "/tmp/$id.out"
+      check "$id:transport.$want" $?
+      grep -q '^moved .*: ok$' "/tmp/$id.out"
+      check "$id:checksum" $?
+      ;;
+    # A peer that dies mid-transfer: once data flows, the client asks the host
+    # to kill the server's QEMU (RDMADL-HOST-KILL); it must see the loss
+    # (error completion or timeout), say so and exit with 3, within 150 s.
+    peer_death.server)
+      timeout 150 rdmadl-example-optional-rdma --listen "$port" </dev/null >"/tmp/$id.out" 2>&1
+      echo "cluster-tests: still alive after a transfer meant to be cut short"
+      show "/tmp/$id.out"
+      check "$id:killed" 1
+      ;;
+    peer_death.client)
+      timeout 150 rdmadl-example-optional-rdma --connect "$peer_ip" "$port" --size 1073741824 \
+        </dev/null >"/tmp/$id.out" 2>"/tmp/$id.err" &
+      pid=$!
+      n=0
+      while [ $n -lt 600 ] && ! grep -q '^progress ' "/tmp/$id.out"; do
+        sleep 0.1
+        n=$((n + 1))
+      done
+      grep '^transport: ' "/tmp/$id.out"
+      echo "RDMADL-HOST-KILL $peer"
+      t0=$(up)
+      wait $pid
+      st=$?
+      echo "cluster-tests: the sender ended with status $st, $(echo "$(up) $t0" | awk '{print $1 - $2}') s after the kill request"
+      grep -v '^progress ' "/tmp/$id.out"
+      check "$id:peer_lost.exit3" "$([ $st -eq 3 ] && echo 0 || echo 1)"
+      grep -q '^peer lost: ' "/tmp/$id.out"
+      check "$id:peer_lost.reported" $?
+      [ $st -eq 3 ] || show "/tmp/$id.err"
+      ;;
+    *)
+      echo "cluster-tests: unknown test kind $kind"
+      check "$id:known-kind" 1
+      ;;
+  esac
+done 3</payload/cluster-plan
+echo "RDMADL-CLUSTER-NODE-DONE node=$me status=$status up=$(up)s"
+exit $status
