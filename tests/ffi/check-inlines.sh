@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 # check-inlines.sh CC INCLUDE_DIR TABLE: every static inline function that the
 # bundled infiniband/verbs.h, rdma/rdma_cma.h and rdma/rdma_verbs.h define, and
-# every function-like ibv_*/rdma_* macro they define, must be in ffi/inlines.def
-# (TABLE: the generated "KIND HEADER name" list), under the right header; and
+# every function-like ibv_*/rdma_* macro they define, must be in TABLE
+# (ffi/inlines.def), under the right header; and
 # every table entry must still exist there. The compiler is the parser: a probe
 # including the three headers is compiled with every unused inline function
 # kept (-fkeep-inline-functions, or clang's -femit-all-decls), nm -l says which
@@ -36,8 +36,11 @@ nm -l --defined-only "$tmp/probe.o" | awk 'NF >= 4 && ($2 == "t" || $2 == "T") {
     else next
     print h, $3 }' | LC_ALL=C sort -u >"$tmp/inlines"
 sed -n 's/^#define \(\(ibv\|rdma\)_[A-Za-z0-9_]*\)(.*/\1/p' "$tmp/macros" | LC_ALL=C sort -u >"$tmp/macro-names"
-awk '$1 == "INLINE" || $1 == "IMPL" {print $2, $3}' "$table" | LC_ALL=C sort -u >"$tmp/t-inlines"
-awk '$1 == "MACRO" {print $3}' "$table" | LC_ALL=C sort -u >"$tmp/t-macros"
+# "KIND HEADER name" per entry (the format ffi/CMakeLists.txt parses).
+sed -n 's/^RDMADL_FFI(\([A-Z]*\), \([A-Z_]*\), [^,]*, \([A-Za-z_0-9]*\), (.*/\1 \2 \3/p' "$table" >"$tmp/table"
+[ -s "$tmp/table" ] || { echo "check-inlines: $table has no RDMADL_FFI entry" >&2; exit 2; }
+awk '$1 == "INLINE" || $1 == "IMPL" {print $2, $3}' "$tmp/table" | LC_ALL=C sort -u >"$tmp/t-inlines"
+awk '$1 == "MACRO" {print $3}' "$tmp/table" | LC_ALL=C sort -u >"$tmp/t-macros"
 [ -s "$tmp/inlines" ] || { echo "check-inlines: the probe showed no inline function (nm -l without debug info?)" >&2; exit 2; }
 status=0
 report() { # FILE MESSAGE
