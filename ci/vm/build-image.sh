@@ -52,10 +52,11 @@ $suite perftest
 $suite iproute2"
 fi
 # --- python3 for librdmadl-ffi's ctypes test (tests/guest/ffi_pingpong.py) ---
-# Debian's interpreter, its minimal standard library and, from the full one,
-# only ctypes (+ _ctypes, whose libffi comes in through the closure below):
-# about 4 MB in the image. The newest python3.X the suite has, the same X for
-# all three packages (bullseye 3.9, bookworm 3.11, trixie/sid 3.13 or later).
+# Debian's interpreter; of its minimal standard library the top-level modules,
+# collections/, re/ and the UTF-8/ASCII/Latin-1 codecs; of the full one only
+# ctypes (+ _ctypes, whose libffi comes in through the closure below). Run as
+# "python3.X -S" (no site). The newest python3.X the suite has, the same X for
+# all three packages (bullseye 3.9, bookworm 3.11, trixie 3.13, sid 3.15 now).
 # Not in "none": the no-stack ctypes case runs on the host.
 if [ $rdma = 1 ]; then
   pyalts="3.15 3.14 3.13 3.12 3.11 3.10 3.9"
@@ -67,7 +68,8 @@ fi
 python_wanted() { # PKG LIST: the files of the python packages the image needs
   case $1 in
     python3.*-minimal) grep -E '^/usr/bin/python3\.[0-9]+$' "$2" ;;
-    libpython3.*-minimal) grep -E '^/usr/lib/python3\.[0-9]+/.*\.py$' "$2" | grep -v /test/ ;;
+    libpython3.*-minimal)
+      grep -E '^/usr/lib/python3\.[0-9]+/([^/]+|collections/[^/]+|re/[^/]+|encodings/(__init__|aliases|utf_8|ascii|latin_1))\.py$' "$2" ;;
     libpython3.*-stdlib) grep -E '^/usr/lib/python3\.[0-9]+/(ctypes/[^/]+\.py|lib-dynload/_ctypes\.[^/]*so)$' "$2" ;;
   esac
 }
