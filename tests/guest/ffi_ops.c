@@ -33,16 +33,17 @@
 /* Every function this program uses, bound with dlsym. */
 #define FFI_FUNCTIONS(X)                                                                           \
   X(rdmadl_load)                                                                                   \
-  X(rdmadl_reason) X(rdmadl_symbol_status) X(ibv_get_device_list) X(ibv_free_device_list)          \
-      X(ibv_get_device_name) X(ibv_open_device) X(ibv_close_device) X(ibv_query_port)              \
-          X(ibv_query_gid) X(ibv_alloc_pd) X(ibv_dealloc_pd) X(ibv_reg_mr) X(ibv_dereg_mr)         \
-              X(ibv_create_cq) X(ibv_destroy_cq) X(ibv_create_qp) X(ibv_destroy_qp)                \
-                  X(ibv_modify_qp) X(ibv_post_send) X(ibv_post_recv) X(ibv_poll_cq)                \
-                      X(ibv_create_cq_ex) X(ibv_cq_ex_to_cq) X(ibv_start_poll) X(ibv_next_poll)    \
-                          X(ibv_end_poll) X(ibv_wc_read_opcode) X(ibv_wc_read_byte_len)            \
-                              X(ibv_wc_read_qp_num) X(ibv_create_qp_ex) X(ibv_qp_to_qp_ex)         \
-                                  X(ibv_wr_start) X(ibv_wr_rdma_write) X(ibv_wr_send)              \
-                                      X(ibv_wr_set_sge) X(ibv_wr_complete) X(ibv_wc_status_str)
+  X(rdmadl_reason)                                                                                 \
+  X(rdmadl_symbol_status)                                                                          \
+  X(ibv_get_device_list) X(ibv_free_device_list) X(ibv_get_device_name) X(ibv_open_device)         \
+      X(ibv_close_device) X(ibv_query_port) X(ibv_query_gid) X(ibv_alloc_pd) X(ibv_dealloc_pd)     \
+          X(ibv_reg_mr) X(ibv_dereg_mr) X(ibv_create_cq) X(ibv_destroy_cq) X(ibv_create_qp)        \
+              X(ibv_destroy_qp) X(ibv_modify_qp) X(ibv_post_send) X(ibv_post_recv) X(ibv_poll_cq)  \
+                  X(ibv_create_cq_ex) X(ibv_cq_ex_to_cq) X(ibv_start_poll) X(ibv_next_poll)        \
+                      X(ibv_end_poll) X(ibv_wc_read_opcode) X(ibv_wc_read_byte_len)                \
+                          X(ibv_wc_read_qp_num) X(ibv_create_qp_ex) X(ibv_qp_to_qp_ex)             \
+                              X(ibv_wr_start) X(ibv_wr_rdma_write) X(ibv_wr_send)                  \
+                                  X(ibv_wr_set_sge) X(ibv_wr_complete) X(ibv_wc_status_str)
 
 #define FFI_POINTER(name) static __typeof__(&name) f_##name;
 FFI_FUNCTIONS(FFI_POINTER)
@@ -358,17 +359,25 @@ static void test_wr_api(void) {
   qpx->wr_flags = IBV_SEND_SIGNALED;
   f_ibv_wr_send(qpx);
   f_ibv_wr_set_sge(qpx, amr->lkey, (uintptr_t)abuf + soff, MSG);
-  ok = ok && f_ibv_wr_complete(qpx) == 0;
+  int complete = f_ibv_wr_complete(qpx);
   struct ibv_wc wc[2];
+  memset(wc, 0, sizeof wc);
   uint64_t id = 0;
   uint32_t len = 0;
-  ok = ok && poll_n(acq, wc, 2) && wc[0].wr_id == 4 && wc[0].opcode == IBV_WC_RDMA_WRITE &&
-       wc[1].wr_id == 5 && wc[1].opcode == IBV_WC_SEND && recv_one(&id, &len) && id == 12 &&
-       len == MSG;
-  check("feature.ffi_wr_api",
-        ok && same("feature.ffi_wr_api", bbuf + woff, abuf + woff, MSG) &&
-            memcmp(bbuf + soff, abuf + soff, MSG) == 0,
-        "ibv_wr_* write + send batch did not complete or land");
+  bool polled = poll_n(acq, wc, 2);
+  bool received = recv_one(&id, &len);
+  ok = ok && complete == 0 && polled && wc[0].wr_id == 4 && wc[0].opcode == IBV_WC_RDMA_WRITE &&
+       wc[1].wr_id == 5 && wc[1].opcode == IBV_WC_SEND && received && id == 12 && len == MSG;
+  bool landed = same("feature.ffi_wr_api", bbuf + woff, abuf + woff, MSG) &&
+                memcmp(bbuf + soff, abuf + soff, MSG) == 0;
+  char why[256];
+  snprintf(why, sizeof why,
+           "ibv_wr_complete %d; send CQ %s: wr_id %llu/%llu opcode %d/%d; receive %s: wr_id %llu "
+           "len %u; bytes %s",
+           complete, polled ? "2 completions" : "timeout/error", (unsigned long long)wc[0].wr_id,
+           (unsigned long long)wc[1].wr_id, wc[0].opcode, wc[1].opcode, received ? "ok" : "failed",
+           (unsigned long long)id, len, landed ? "equal" : "differ");
+  check("feature.ffi_wr_api", ok && landed, why);
 }
 
 static void test_query_port(void) {
@@ -405,9 +414,12 @@ int main(int argc, char **argv) {
   if (!check("ffi.setup", err == NULL, err ? err : ""))
     return 1;
   test_query_port();
+  /* The WR API first, on a QP nothing was posted to yet: rxe of rdma-core 44.0
+   * failed a WR-API batch posted after ibv_post_send had used the same QP
+   * (ex_api, which does the same first, passes there). */
+  test_wr_api();
   test_send_recv();
   test_write_read();
-  test_wr_api();
   f_ibv_destroy_qp(bqp);
   f_ibv_destroy_qp(aqp);
   f_ibv_destroy_cq(bcq);
