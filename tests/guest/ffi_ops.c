@@ -4,8 +4,10 @@
  * language uses it: dlopen + dlsym only. rdmadl/ffi.h supplies the types and,
  * through __typeof__, the function-pointer types; no function is called by
  * name, so no verbs.h inline code is in this program and it links no rdma
- * library (the test ffi.guest.dlopen-only checks the binary). Two RC queue
- * pairs on one device, loopback through its RoCE v2 GID:
+ * library (the test ffi.guest.dlopen-only checks the binary). RC queue pairs
+ * on one device, loopback through its RoCE v2 GID; the WR API gets a pair of
+ * its own (rxe of rdma-core 44.0 fails a mix of ibv_post_send and ibv_wr_* on
+ * one QP, in either order):
  *   ffi.rc.send_recv, ffi.rc.write, ffi.rc.read   ibv_post_send/_recv, ibv_poll_cq
  *   ffi.query_port     ibv_query_port with the macro's semantics (full struct)
  *   feature.ffi_wr_api ibv_qp_to_qp_ex + ibv_wr_start/_rdma_write/_send/
@@ -35,15 +37,16 @@
   X(rdmadl_load)                                                                                   \
   X(rdmadl_reason)                                                                                 \
   X(rdmadl_symbol_status)                                                                          \
-  X(ibv_get_device_list) X(ibv_free_device_list) X(ibv_get_device_name) X(ibv_open_device)         \
-      X(ibv_close_device) X(ibv_query_port) X(ibv_query_gid) X(ibv_alloc_pd) X(ibv_dealloc_pd)     \
-          X(ibv_reg_mr) X(ibv_dereg_mr) X(ibv_create_cq) X(ibv_destroy_cq) X(ibv_create_qp)        \
-              X(ibv_destroy_qp) X(ibv_modify_qp) X(ibv_post_send) X(ibv_post_recv) X(ibv_poll_cq)  \
-                  X(ibv_create_cq_ex) X(ibv_cq_ex_to_cq) X(ibv_start_poll) X(ibv_next_poll)        \
-                      X(ibv_end_poll) X(ibv_wc_read_opcode) X(ibv_wc_read_byte_len)                \
-                          X(ibv_wc_read_qp_num) X(ibv_create_qp_ex) X(ibv_qp_to_qp_ex)             \
-                              X(ibv_wr_start) X(ibv_wr_rdma_write) X(ibv_wr_send)                  \
-                                  X(ibv_wr_set_sge) X(ibv_wr_complete) X(ibv_wc_status_str)
+  X(ibv_get_device_list)                                                                           \
+  X(ibv_free_device_list)                                                                          \
+  X(ibv_get_device_name) X(ibv_open_device) X(ibv_close_device) X(ibv_query_port) X(ibv_query_gid) \
+      X(ibv_alloc_pd) X(ibv_dealloc_pd) X(ibv_reg_mr) X(ibv_dereg_mr) X(ibv_create_cq)             \
+          X(ibv_destroy_cq) X(ibv_create_qp) X(ibv_destroy_qp) X(ibv_modify_qp) X(ibv_post_send)   \
+              X(ibv_post_recv) X(ibv_poll_cq) X(ibv_create_cq_ex) X(ibv_cq_ex_to_cq)               \
+                  X(ibv_start_poll) X(ibv_next_poll) X(ibv_end_poll) X(ibv_wc_read_opcode)         \
+                      X(ibv_wc_read_byte_len) X(ibv_wc_read_qp_num) X(ibv_create_qp_ex)            \
+                          X(ibv_qp_to_qp_ex) X(ibv_wr_start) X(ibv_wr_rdma_write) X(ibv_wr_send)   \
+                              X(ibv_wr_set_sge) X(ibv_wr_complete) X(ibv_wc_status_str)
 
 #define FFI_POINTER(name) static __typeof__(&name) f_##name;
 FFI_FUNCTIONS(FFI_POINTER)
@@ -118,9 +121,10 @@ static struct ibv_pd *pd;
 static uint8_t *abuf, *bbuf;
 static struct ibv_mr *amr, *bmr;
 static struct ibv_cq *acq, *bcq;
-static struct ibv_cq_ex *bcqx; /* b's CQ when the provider has extended CQs */
-static struct ibv_qp *aqp, *bqp;
-static bool qp_ex_refused; /* ibv_create_qp_ex with send ops: EOPNOTSUPP */
+static struct ibv_cq_ex *bcqx;    /* b's CQ when the provider has extended CQs */
+static struct ibv_qp *aqp, *bqp;  /* classic pair: ibv_post_send / ibv_post_recv */
+static struct ibv_qp *wqp, *wbqp; /* WR API pair: wqp from ibv_create_qp_ex */
+static bool qp_ex_refused;        /* ibv_create_qp_ex with send ops: EOPNOTSUPP */
 static struct ibv_port_attr port_attr;
 static union ibv_gid gid;
 static int gid_index = 1;
@@ -182,10 +186,10 @@ static bool poll_n(struct ibv_cq *cq, struct ibv_wc *wc, int n) {
   return got == n;
 }
 
-static int post_recv_b(uint64_t id, size_t off, size_t len) {
+static int post_recv_b(struct ibv_qp *qp, uint64_t id, size_t off, size_t len) {
   struct ibv_sge sge = {.addr = (uintptr_t)bbuf + off, .length = (uint32_t)len, .lkey = bmr->lkey};
   struct ibv_recv_wr wr = {.wr_id = id, .sg_list = &sge, .num_sge = 1}, *bad;
-  return f_ibv_post_recv(bqp, &wr, &bad);
+  return f_ibv_post_recv(qp, &wr, &bad);
 }
 
 static int post_a(uint64_t id, enum ibv_wr_opcode op, size_t off, uint64_t remote, uint32_t rkey) {
@@ -201,9 +205,9 @@ static int post_a(uint64_t id, enum ibv_wr_opcode op, size_t off, uint64_t remot
   return f_ibv_post_send(aqp, &wr, &bad);
 }
 
-/* One receive completion of b: through the extended poll API when b's CQ is
- * extended (exactly one completion: the next poll must say ENOENT). */
-static bool recv_one(uint64_t *id, uint32_t *len) {
+/* One receive completion of b's side (QP), through the extended poll API when
+ * b's CQ is extended (exactly one completion: the next poll must say ENOENT). */
+static bool recv_one(struct ibv_qp *qp, uint64_t *id, uint32_t *len) {
   if (!bcqx) {
     struct ibv_wc wc;
     if (!poll_n(bcq, &wc, 1) || wc.opcode != IBV_WC_RECV)
@@ -222,7 +226,7 @@ static bool recv_one(uint64_t *id, uint32_t *len) {
     return false;
   }
   bool ok = bcqx->status == IBV_WC_SUCCESS && f_ibv_wc_read_opcode(bcqx) == IBV_WC_RECV &&
-            f_ibv_wc_read_qp_num(bcqx) == bqp->qp_num;
+            f_ibv_wc_read_qp_num(bcqx) == qp->qp_num;
   *id = bcqx->wr_id;
   *len = f_ibv_wc_read_byte_len(bcqx);
   ret = f_ibv_next_poll(bcqx);
@@ -273,6 +277,8 @@ static const char *setup(void) {
     if (!bcq)
       return "ibv_create_cq failed";
   }
+  /* The WR API on a QP of its own: rxe of rdma-core 44.0 fails a mix of
+   * ibv_post_send and the WR API on one QP, in either order. */
   struct ibv_qp_init_attr_ex qa = {
       .send_cq = acq,
       .recv_cq = acq,
@@ -282,22 +288,23 @@ static const char *setup(void) {
       .pd = pd,
       .send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_SEND};
   errno = 0;
-  aqp = f_ibv_create_qp_ex(ctx, &qa);
-  if (!aqp && errno != EOPNOTSUPP)
+  wqp = f_ibv_create_qp_ex(ctx, &qa);
+  if (!wqp && errno != EOPNOTSUPP)
     return "ibv_create_qp_ex failed";
-  if (!aqp) {
-    qp_ex_refused = true;
-    struct ibv_qp_init_attr qc = {
-        .send_cq = acq, .recv_cq = acq, .qp_type = IBV_QPT_RC, .cap = qa.cap};
-    aqp = f_ibv_create_qp(pd, &qc);
-  }
+  qp_ex_refused = wqp == NULL;
+  struct ibv_qp_init_attr qc = {
+      .send_cq = acq, .recv_cq = acq, .qp_type = IBV_QPT_RC, .cap = qa.cap};
+  aqp = f_ibv_create_qp(pd, &qc);
   struct ibv_qp_init_attr qb = {
       .send_cq = bcq, .recv_cq = bcq, .qp_type = IBV_QPT_RC, .cap = qa.cap};
   bqp = f_ibv_create_qp(pd, &qb);
-  if (!aqp || !bqp)
+  wbqp = wqp ? f_ibv_create_qp(pd, &qb) : NULL;
+  if (!aqp || !bqp || (wqp && !wbqp))
     return "ibv_create_qp failed";
   if (to_rts(aqp, bqp->qp_num) || to_rts(bqp, aqp->qp_num))
     return "ibv_modify_qp to RTS failed";
+  if (wqp && (to_rts(wqp, wbqp->qp_num) || to_rts(wbqp, wqp->qp_num)))
+    return "ibv_modify_qp to RTS failed (WR API pair)";
   return NULL;
 }
 
@@ -307,9 +314,9 @@ static void test_send_recv(void) {
   struct ibv_wc wc;
   uint64_t id = 0;
   uint32_t len = 0;
-  bool ok = post_recv_b(11, off, MSG) == 0 && post_a(1, IBV_WR_SEND, off, 0, 0) == 0 &&
-            poll_n(acq, &wc, 1) && wc.opcode == IBV_WC_SEND && recv_one(&id, &len) && id == 11 &&
-            len == MSG;
+  bool ok = post_recv_b(bqp, 11, off, MSG) == 0 && post_a(1, IBV_WR_SEND, off, 0, 0) == 0 &&
+            poll_n(acq, &wc, 1) && wc.opcode == IBV_WC_SEND && recv_one(bqp, &id, &len) &&
+            id == 11 && len == MSG;
   check("ffi.rc.send_recv", ok && same("ffi.rc.send_recv", bbuf + off, abuf + off, MSG),
         "send/receive did not complete or the bytes differ");
   if (bcqx)
@@ -341,7 +348,7 @@ static void test_wr_api(void) {
       check("feature.ffi_wr_api", false, "ibv_create_qp_ex refused and ibv_qp_to_qp_ex unbound");
     return;
   }
-  struct ibv_qp_ex *qpx = f_ibv_qp_to_qp_ex(aqp);
+  struct ibv_qp_ex *qpx = f_ibv_qp_to_qp_ex(wqp);
   if (!qpx) {
     check("feature.ffi_wr_api", false, "ibv_qp_to_qp_ex returned NULL");
     return;
@@ -349,7 +356,7 @@ static void test_wr_api(void) {
   size_t woff = 24576, soff = 32768;
   fill(abuf + woff, MSG, 4);
   fill(abuf + soff, MSG, 5);
-  bool ok = post_recv_b(12, soff, MSG) == 0;
+  bool ok = post_recv_b(wbqp, 12, soff, MSG) == 0;
   f_ibv_wr_start(qpx);
   qpx->wr_id = 4;
   qpx->wr_flags = IBV_SEND_SIGNALED;
@@ -365,7 +372,7 @@ static void test_wr_api(void) {
   uint64_t id = 0;
   uint32_t len = 0;
   bool polled = poll_n(acq, wc, 2);
-  bool received = recv_one(&id, &len);
+  bool received = recv_one(wbqp, &id, &len);
   ok = ok && complete == 0 && polled && wc[0].wr_id == 4 && wc[0].opcode == IBV_WC_RDMA_WRITE &&
        wc[1].wr_id == 5 && wc[1].opcode == IBV_WC_SEND && received && id == 12 && len == MSG;
   bool landed = same("feature.ffi_wr_api", bbuf + woff, abuf + woff, MSG) &&
@@ -414,12 +421,13 @@ int main(int argc, char **argv) {
   if (!check("ffi.setup", err == NULL, err ? err : ""))
     return 1;
   test_query_port();
-  /* The WR API first, on a QP nothing was posted to yet: rxe of rdma-core 44.0
-   * failed a WR-API batch posted after ibv_post_send had used the same QP
-   * (ex_api, which does the same first, passes there). */
-  test_wr_api();
   test_send_recv();
   test_write_read();
+  test_wr_api();
+  if (wqp) {
+    f_ibv_destroy_qp(wbqp);
+    f_ibv_destroy_qp(wqp);
+  }
   f_ibv_destroy_qp(bqp);
   f_ibv_destroy_qp(aqp);
   f_ibv_destroy_cq(bcq);
