@@ -5,9 +5,9 @@
  * through __typeof__, the function-pointer types; no function is called by
  * name, so no verbs.h inline code is in this program and it links no rdma
  * library (the test ffi.guest.dlopen-only checks the binary). RC queue pairs
- * on one device, loopback through its RoCE v2 GID; the WR API gets a pair of
- * its own (rxe of rdma-core 44.0 fails a mix of ibv_post_send and ibv_wr_* on
- * one QP, in either order):
+ * on one device, loopback through its RoCE v2 GID; the WR API gets a QP pair
+ * and CQs of its own (on rxe of rdma-core 44.0 a WR-API batch after
+ * ibv_post_send traffic on the same QP or CQs lost completions):
  *   ffi.rc.send_recv, ffi.rc.write, ffi.rc.read   ibv_post_send/_recv, ibv_poll_cq
  *   ffi.query_port     ibv_query_port with the macro's semantics (full struct)
  *   feature.ffi_wr_api ibv_qp_to_qp_ex + ibv_wr_start/_rdma_write/_send/
@@ -39,14 +39,15 @@
   X(rdmadl_symbol_status)                                                                          \
   X(ibv_get_device_list)                                                                           \
   X(ibv_free_device_list)                                                                          \
-  X(ibv_get_device_name) X(ibv_open_device) X(ibv_close_device) X(ibv_query_port) X(ibv_query_gid) \
-      X(ibv_alloc_pd) X(ibv_dealloc_pd) X(ibv_reg_mr) X(ibv_dereg_mr) X(ibv_create_cq)             \
-          X(ibv_destroy_cq) X(ibv_create_qp) X(ibv_destroy_qp) X(ibv_modify_qp) X(ibv_post_send)   \
-              X(ibv_post_recv) X(ibv_poll_cq) X(ibv_create_cq_ex) X(ibv_cq_ex_to_cq)               \
-                  X(ibv_start_poll) X(ibv_next_poll) X(ibv_end_poll) X(ibv_wc_read_opcode)         \
-                      X(ibv_wc_read_byte_len) X(ibv_wc_read_qp_num) X(ibv_create_qp_ex)            \
-                          X(ibv_qp_to_qp_ex) X(ibv_wr_start) X(ibv_wr_rdma_write) X(ibv_wr_send)   \
-                              X(ibv_wr_set_sge) X(ibv_wr_complete) X(ibv_wc_status_str)
+  X(ibv_get_device_name)                                                                           \
+  X(ibv_open_device) X(ibv_close_device) X(ibv_query_port) X(ibv_query_gid) X(ibv_alloc_pd)        \
+      X(ibv_dealloc_pd) X(ibv_reg_mr) X(ibv_dereg_mr) X(ibv_create_cq) X(ibv_destroy_cq)           \
+          X(ibv_create_qp) X(ibv_destroy_qp) X(ibv_modify_qp) X(ibv_post_send) X(ibv_post_recv)    \
+              X(ibv_poll_cq) X(ibv_create_cq_ex) X(ibv_cq_ex_to_cq) X(ibv_start_poll)              \
+                  X(ibv_next_poll) X(ibv_end_poll) X(ibv_wc_read_opcode) X(ibv_wc_read_byte_len)   \
+                      X(ibv_wc_read_qp_num) X(ibv_create_qp_ex) X(ibv_qp_to_qp_ex) X(ibv_wr_start) \
+                          X(ibv_wr_rdma_write) X(ibv_wr_send) X(ibv_wr_set_sge) X(ibv_wr_complete) \
+                              X(ibv_wc_status_str)
 
 #define FFI_POINTER(name) static __typeof__(&name) f_##name;
 FFI_FUNCTIONS(FFI_POINTER)
@@ -121,10 +122,11 @@ static struct ibv_pd *pd;
 static uint8_t *abuf, *bbuf;
 static struct ibv_mr *amr, *bmr;
 static struct ibv_cq *acq, *bcq;
-static struct ibv_cq_ex *bcqx;    /* b's CQ when the provider has extended CQs */
-static struct ibv_qp *aqp, *bqp;  /* classic pair: ibv_post_send / ibv_post_recv */
-static struct ibv_qp *wqp, *wbqp; /* WR API pair: wqp from ibv_create_qp_ex */
-static bool qp_ex_refused;        /* ibv_create_qp_ex with send ops: EOPNOTSUPP */
+static struct ibv_cq_ex *bcqx;     /* b's CQ when the provider has extended CQs */
+static struct ibv_qp *aqp, *bqp;   /* classic pair: ibv_post_send / ibv_post_recv */
+static struct ibv_qp *wqp, *wbqp;  /* WR API pair: wqp from ibv_create_qp_ex */
+static struct ibv_cq *wacq, *wbcq; /* and its own CQs */
+static bool qp_ex_refused;         /* ibv_create_qp_ex with send ops: EOPNOTSUPP */
 static struct ibv_port_attr port_attr;
 static union ibv_gid gid;
 static int gid_index = 1;
@@ -279,9 +281,13 @@ static const char *setup(void) {
   }
   /* The WR API on a QP of its own: rxe of rdma-core 44.0 fails a mix of
    * ibv_post_send and the WR API on one QP, in either order. */
+  wacq = f_ibv_create_cq(ctx, 16, NULL, NULL, 0);
+  wbcq = f_ibv_create_cq(ctx, 16, NULL, NULL, 0);
+  if (!wacq || !wbcq)
+    return "ibv_create_cq failed";
   struct ibv_qp_init_attr_ex qa = {
-      .send_cq = acq,
-      .recv_cq = acq,
+      .send_cq = wacq,
+      .recv_cq = wacq,
       .qp_type = IBV_QPT_RC,
       .cap = {.max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1},
       .comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
@@ -298,7 +304,9 @@ static const char *setup(void) {
   struct ibv_qp_init_attr qb = {
       .send_cq = bcq, .recv_cq = bcq, .qp_type = IBV_QPT_RC, .cap = qa.cap};
   bqp = f_ibv_create_qp(pd, &qb);
-  wbqp = wqp ? f_ibv_create_qp(pd, &qb) : NULL;
+  struct ibv_qp_init_attr qwb = {
+      .send_cq = wbcq, .recv_cq = wbcq, .qp_type = IBV_QPT_RC, .cap = qa.cap};
+  wbqp = wqp ? f_ibv_create_qp(pd, &qwb) : NULL;
   if (!aqp || !bqp || (wqp && !wbqp))
     return "ibv_create_qp failed";
   if (to_rts(aqp, bqp->qp_num) || to_rts(bqp, aqp->qp_num))
@@ -371,8 +379,12 @@ static void test_wr_api(void) {
   memset(wc, 0, sizeof wc);
   uint64_t id = 0;
   uint32_t len = 0;
-  bool polled = poll_n(acq, wc, 2);
-  bool received = recv_one(wbqp, &id, &len);
+  bool polled = poll_n(wacq, wc, 2);
+  struct ibv_wc rwc;
+  memset(&rwc, 0, sizeof rwc);
+  bool received = poll_n(wbcq, &rwc, 1) && rwc.opcode == IBV_WC_RECV;
+  id = rwc.wr_id;
+  len = rwc.byte_len;
   ok = ok && complete == 0 && polled && wc[0].wr_id == 4 && wc[0].opcode == IBV_WC_RDMA_WRITE &&
        wc[1].wr_id == 5 && wc[1].opcode == IBV_WC_SEND && received && id == 12 && len == MSG;
   bool landed = same("feature.ffi_wr_api", bbuf + woff, abuf + woff, MSG) &&
@@ -430,6 +442,8 @@ int main(int argc, char **argv) {
   }
   f_ibv_destroy_qp(bqp);
   f_ibv_destroy_qp(aqp);
+  f_ibv_destroy_cq(wbcq);
+  f_ibv_destroy_cq(wacq);
   f_ibv_destroy_cq(bcq);
   f_ibv_destroy_cq(acq);
   f_ibv_dereg_mr(bmr);
