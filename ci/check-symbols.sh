@@ -51,4 +51,8 @@ for exports in "$dir"/*/exports.txt "$dir"/exports-only/*/exports.txt; do
   fi
   echo "check-symbols: $suite ($version): $(wc -l <"$exports") exported, all in the table: $([ -z "$extra" ] && echo yes || echo NO)"
 done
+# librdmadl-ffi's table against the bundled headers' inline functions and
+# function-like macros (the same check as the gcc tier's ffi.inlines.coverage).
+"$root/tests/ffi/check-inlines.sh" "${CC:-cc}" "$root/third_party/rdma-headers/include" \
+  "$root/ffi/inlines.def" || status=1
 exit $status

@@ -186,12 +186,15 @@ done
 t_images=$(date +%s)
 
 # --- payload --------------------------------------------------------------------
-progs="rc_ops ud_srq comp_channel ex_api cm_pingpong strs loader_diag buf_pingpong rc_ops_shared"
+progs="rc_ops ud_srq comp_channel ex_api cm_pingpong strs loader_diag buf_pingpong rc_ops_shared ffi_ops"
 for p in $progs; do
   [ -x "$build/tests/guest/$p" ] || die "$build/tests/guest/$p not built"
   cp "$build/tests/guest/$p" "$payload/bin/"
 done
 cp -L "$build/librdmadl-verbs.so.0" "$payload/lib/"
+# librdmadl-ffi: ffi_ops and the ctypes program only dlopen it.
+cp -L "$build/ffi/librdmadl-ffi.so.0" "$payload/lib/"
+cp "$root/tests/guest/ffi_pingpong.py" "$payload/"
 {
   cat <<'EOF'
 #!/bin/sh
@@ -238,6 +241,7 @@ if [ "$RDMADL_SUITE" = none ]; then
     run "$p" "$p" --absent
   done
   run_shared --absent
+  run ffi_ops ffi_ops --absent
 else
   # Baseline: Debian's own tools, so a failure here is the VM, not rdmadl.
   step baseline
@@ -278,6 +282,15 @@ else
   run loader_diag loader_diag "/payload/expected/$RDMADL_SUITE.list"
   run buf_pingpong buf_pingpong "/payload/expected/$RDMADL_SUITE.list"
   run_shared
+  # librdmadl-ffi through dlopen/dlsym (C), and from Python's ctypes.
+  run ffi_ops ffi_ops
+  py=$(ls /usr/bin/python3.* 2>/dev/null | head -n 1)
+  if [ -n "$py" ]; then
+    run ffi_pingpong "$py" -S /payload/ffi_pingpong.py
+  else
+    echo "no python3 in the image" >&2
+    check ffi_pingpong.python 1
+  fi
 fi
 EOF
 } >"$payload/guest-tests.sh"

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 # Install rules: headers, libraries, a CMake package (find_package(rdmadl)
-# gives rdmadl::rdmadl, rdmadl::verbs, rdmadl::verbs_static) and a pkg-config
+# gives rdmadl::rdmadl, rdmadl::verbs, rdmadl::verbs_static, and rdmadl::ffi,
+# rdmadl::ffi_static when RDMADL_BUILD_FFI is on) and a pkg-config
 # file for the drop-in library (pkg-config --cflags --libs rdmadl-verbs), so
 # Makefile-built C programs can swap -libverbs -lrdmacm for it.
 include(CMakePackageConfigHelpers)
@@ -29,6 +30,17 @@ if(TARGET rdmadl)
   # rdmadl is a static library by default: its private link to the loader
   # becomes a link-only dependency, so the loader is installed too.
   list(APPEND _rdmadl_install_targets rdmadl)
+endif()
+if(TARGET rdmadl_ffi)
+  # librdmadl-ffi (rdmadl::ffi, rdmadl::ffi_static), its FFI header and the
+  # list of its exported names for binding generators' allowlists.
+  set_target_properties(rdmadl_ffi PROPERTIES EXPORT_NAME ffi)
+  set_target_properties(rdmadl_ffi_static PROPERTIES EXPORT_NAME ffi_static)
+  list(APPEND _rdmadl_install_targets rdmadl_ffi rdmadl_ffi_static)
+  install(FILES "${RDMADL_FFI_GEN_DIR}/include/rdmadl/ffi.h"
+          DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rdmadl)
+  install(FILES "${RDMADL_FFI_GEN_DIR}/rdmadl-ffi.symbols"
+          DESTINATION ${CMAKE_INSTALL_DATADIR}/rdmadl)
 endif()
 install(TARGETS ${_rdmadl_install_targets} EXPORT rdmadlTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}

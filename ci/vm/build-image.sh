@@ -53,6 +53,29 @@ $suite rdmacm-utils
 $suite perftest
 $suite iproute2"
 fi
+# --- python3 for librdmadl-ffi's ctypes test (tests/guest/ffi_pingpong.py) ---
+# Debian's interpreter; of its minimal standard library the top-level modules,
+# collections/, re/ and the UTF-8/ASCII/Latin-1 codecs; of the full one only
+# ctypes (+ _ctypes, whose libffi comes in through the closure below). Run as
+# "python3.X -S" (no site). The newest python3.X the suite has, the same X for
+# all three packages (bullseye 3.9, bookworm 3.11, trixie 3.13, sid 3.15 now).
+# Not in "none": the no-stack ctypes case runs on the host.
+if [ $rdma = 1 ]; then
+  pyalts="3.15 3.14 3.13 3.12 3.11 3.10 3.9"
+  for pyp in python%s-minimal libpython%s-minimal libpython%s-stdlib; do
+    spec+="
+$suite $(for v in $pyalts; do printf "${pyp}|" "$v"; done | sed 's/|$//')"
+  done
+fi
+python_wanted() { # PKG LIST: the files of the python packages the image needs
+  case $1 in
+    python3.*-minimal) grep -E '^/usr/bin/python3\.[0-9]+$' "$2" ;;
+    libpython3.*-minimal)
+      grep -E '^/usr/lib/python3\.[0-9]+/([^/]+|collections/[^/]+|re/[^/]+|encodings/(__init__|aliases|utf_8|ascii|latin_1))\.py$' "$2" ;;
+    libpython3.*-stdlib) grep -E '^/usr/lib/python3\.[0-9]+/(ctypes/[^/]+\.py|lib-dynload/_ctypes\.[^/]*so)$' "$2" ;;
+  esac
+}
+# --- end of python3 ---------------------------------------------------------
 spec+="
 kernel:$ksuite linux-image-amd64"
 spec_id=$(printf '%s\n' "$spec" | sha256sum | cut -c1-16)
@@ -129,6 +152,7 @@ wanted() { # PKG
   case $1 in
     libc6) grep -E "^/usr/lib/$ma/[^/]+\.so(\.[0-9.]+)?\$|^/usr/lib64/ld-linux" "$l" ;;
     iproute2) grep -E '^/usr/s?bin/(ip|rdma)$' "$l" ;;
+    python3.* | libpython3.*) python_wanted "$1" "$l" ;; # the python3 block above
     ibverbs-providers) grep -E "/libibverbs/librxe-rdmav[0-9]+\.so\$|^/etc/libibverbs.d/rxe.driver\$" "$l" ;;
     ibverbs-utils | rdmacm-utils | perftest) grep -E '^/usr/s?bin/[^/]+$' "$l" | grep -v raw_ethernet ;;
     lib*) grep -E "^/usr/lib/$ma/[^/]+\.so\.[0-9.]+\$" "$l" ;;
