@@ -937,6 +937,32 @@ bool check_async_events() {
   return false;
 }
 
+// Single posts (ibv_post_send) and batches (the WR API where the QP has it)
+// on one queue pair, in both orders.
+bool check_mixed_posts() {
+  TRY(l, make_loop());
+  std::vector<std::byte> src(4 * 64), dst(4 * 64);
+  fill(src, 70);
+  TRY(ms, l->pd.register_memory(src));
+  TRY(md, l->pd.register_memory(dst, access::remote_write));
+  TRY(r, md->remote());
+  for (std::uint64_t i = 0; i < 4; i++) {
+    TRY(s, ms->slice(i * 64, 64));
+    TRY(ri, r->slice(i * 64, 64));
+    if (i % 2 == 0) {
+      EXPECT_OK(l->a.post_write(*s, *ri, i));
+    } else {
+      auto b = l->a.batch();
+      b.write(*s, *ri, i);
+      EXPECT_OK(b.commit());
+    }
+    TRY(c, one(l->cq_a));
+    EXPECT(c->wr_id == i);
+  }
+  EXPECT(same(src, dst));
+  return true;
+}
+
 bool check_cm() {
   TRY(lst, listener::bind(test_ip ? inet_ntoa(in_addr{test_ip}) : "0.0.0.0", 0));
   std::uint16_t port = lst->port();
@@ -1206,6 +1232,7 @@ int main(int argc, char **argv) {
       {"poll-session", check_poll_session},
       {"waits-saturate", check_waits_saturate},
       {"multi-channel", check_multi_channel},
+      {"mixed-posts", check_mixed_posts},
       {"cm-connect", check_cm},
       {"cm-reject", check_cm_reject},
       {"async-events", check_async_events}, // last: it takes the port down
