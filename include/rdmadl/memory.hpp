@@ -51,6 +51,8 @@ struct RDMADL_CXX_API remote_region {
 
   static constexpr std::uint8_t format_version = 1;
   static constexpr std::size_t serialized_size = 28;
+  // The blob; a length that would run past the end of the address space is
+  // cut there, so every blob describes a range that does not wrap.
   std::array<std::byte, serialized_size> serialize() const noexcept;
   // Parses a blob made by serialize(); accepts exactly what serialize() can
   // produce. Errors (all equal to std::errc::invalid_argument):

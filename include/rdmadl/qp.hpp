@@ -42,6 +42,7 @@ struct RDMADL_CXX_API endpoint {
 
   static constexpr std::uint8_t format_version = 1;
   static constexpr std::size_t serialized_size = 44;
+  // The blob; QPN and PSN are written as their low 24 bits (all a QP has).
   std::array<std::byte, serialized_size> serialize() const noexcept;
   // Parses a blob made by serialize(); accepts exactly what serialize() can
   // produce. Errors (all equal to std::errc::invalid_argument):
