@@ -2,6 +2,7 @@
 // The loader against fake libraries at the dlopen boundary (tests/fakes).
 // ctest runs one case per process, with RDMADL_IBVERBS_PATH pointing at the
 // fake and RDMADL_RDMACM_PATH at a file that does not exist.
+#include "emu_decisions.hpp"
 #include "symbol_counts.h"
 #include <cerrno>
 #include <climits>
@@ -68,23 +69,6 @@ uint64_t iova_of(const ibv_mr *mr) {
 }
 
 // The EMU entries of symbols.def.
-bool emu_in_table(const std::string &name) {
-  static const struct {
-    const char *name, *impl;
-  } table[] = {
-#define RDMADL_SYM(lib, minor, fail, impl, ret, n, params, args) {#n, #impl},
-#include "symbols.def"
-#undef RDMADL_SYM
-  };
-  for (const auto &e : table)
-    if (name == e.name)
-      return std::string(e.impl) == "EMU";
-  return false;
-}
-
-// The decisions of issue 9, written out independently of the table.
-const std::set<std::string> emulated_newer = {"ibv_alloc_buf", "ibv_free_buf", "ibv_reg_buf_mr",
-                                              "ibv_reg_mr_ex", "ibv_export_buf_dmabuf_fd"};
 
 int minor_of(const std::string &node) {
   return std::stoi(node.substr(node.find('.') + 1));

@@ -6,6 +6,7 @@
 // real export list (RDMADL_EXPECT_EXPORTS: "name node" lines from readelf).
 // Each missing symbol with a fallback (EMU in symbols.def) is reported
 // emulated and works without a device where it can.
+#include "emu_decisions.hpp"
 #include "symbol_counts.h"
 #include <cerrno>
 #include <cstring>
@@ -36,25 +37,6 @@ std::set<std::string> expected_exports() {
 }
 
 // The EMU entries of symbols.def.
-bool emu_in_table(const std::string &name) {
-  static const struct {
-    const char *name, *impl;
-  } table[] = {
-#define RDMADL_SYM(lib, minor, fail, impl, ret, n, params, args) {#n, #impl},
-#include "symbols.def"
-#undef RDMADL_SYM
-  };
-  for (const auto &e : table)
-    if (name == e.name)
-      return std::string(e.impl) == "EMU";
-  return false;
-}
-
-// Issue 9's decisions for the symbols newer than rdma-core 33.2 (IBVERBS_1.11,
-// RDMACM_1.3), written out independently of the table: these fall back,
-// every other one fails with EOPNOTSUPP when the library lacks it.
-const std::set<std::string> emulated_newer = {"ibv_alloc_buf", "ibv_free_buf", "ibv_reg_buf_mr",
-                                              "ibv_reg_mr_ex", "ibv_export_buf_dmabuf_fd"};
 
 bool exported(const std::set<std::string> &exports, const char *name) {
   for (const std::string &e : exports)
