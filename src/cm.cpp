@@ -210,9 +210,20 @@ rdma_conn_param conn_param(const detail::cm_state &s, const cm_options &opts) {
                                : std::min(resp, 255));
   p.initiator_depth = static_cast<std::uint8_t>(
       opts.initiator_depth ? std::min<int>(opts.initiator_depth, init) : std::min(init, 255));
-  p.retry_count = 7;
+  p.retry_count = std::min<std::uint8_t>(opts.retry_count, 7);
   p.rnr_retry_count = 7;
   return p;
+}
+
+// Sets the id's ACK timeout when opts ask for one; before connect/accept,
+// since the QP takes it on its way to RTS.
+result<void> set_ack_timeout(rdma_cm_id *id, const cm_options &opts) {
+  if (opts.ack_timeout == 0)
+    return {};
+  std::uint8_t t = opts.ack_timeout;
+  if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &t, sizeof t))
+    return detail::last_error();
+  return {};
 }
 
 } // namespace
@@ -327,6 +338,8 @@ result<connection> connect(std::string_view host, std::uint16_t port, const cm_o
       return r.error();
     if (auto r = setup_qp(*s, opts); !r)
       return r.error();
+    if (auto r = set_ack_timeout(s->id(), opts); !r)
+      return r.error();
     rdma_conn_param p = conn_param(*s, opts);
     if (rdma_connect(s->id(), &p))
       return detail::last_error();
@@ -360,6 +373,8 @@ result<connection> connection_request::accept(const cm_options &opts) {
     return detail::empty_error();
   s_->answered = true;
   if (auto r = setup_qp(*s_, opts); !r)
+    return r.error();
+  if (auto r = set_ack_timeout(s_->id(), opts); !r)
     return r.error();
   rdma_conn_param p = conn_param(*s_, opts);
   if (rdma_accept(s_->id(), &p))

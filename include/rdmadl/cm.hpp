@@ -49,6 +49,14 @@ struct cm_options {
   std::chrono::milliseconds timeout{5000}; // for each step
   std::uint8_t responder_resources = 0;    // 0: device max_qp_rd_atom
   std::uint8_t initiator_depth = 0;        // 0: device max_qp_init_rd_atom
+  // How soon a peer that stopped answering turns into an error completion
+  // (IBV_WC_RETRY_EXC_ERR): each transmission waits 4.096 us * 2^ack_timeout
+  // for its acknowledgement (0: rdma_cm's choice from the route;
+  // RDMA_OPTION_ID_ACK_TIMEOUT, so before rdma-core 19 and Linux 4.17 a
+  // non-zero value fails with the errno), and is retried retry_count times
+  // (0 to 7, more is clamped).
+  std::uint8_t ack_timeout = 0;
+  std::uint8_t retry_count = 7;
 };
 
 namespace detail {
