@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 
+#include "channel_state.hpp"
 #include "detail.hpp"
 #include "rdmadl/multi_channel.hpp"
 #include "serial.hpp"
@@ -15,7 +16,10 @@ namespace {
 constexpr char list_magic[5] = "RDEL";
 constexpr std::uint8_t list_version = 1;
 constexpr std::size_t list_header = 12;
-enum kind { k_send, k_recv, k_write, k_read };
+using detail::k_read;
+using detail::k_recv;
+using detail::k_send;
+using detail::k_write;
 using clock = std::chrono::steady_clock;
 } // namespace
 
@@ -50,58 +54,6 @@ result<std::vector<endpoint>> parse_endpoints(std::span<const std::byte> b) {
   }
   return out;
 }
-
-struct detail::channel_state {
-  context ctx;
-  protection_domain pd;
-  completion_queue cq;
-  std::vector<queue_pair> qps;
-  connect_options conn;
-  std::chrono::milliseconds limit{10000};
-  bool connected = false;
-  std::atomic<bool> scope_open{false};
-  struct slot {
-    std::uint64_t id;
-    std::size_t peer;
-    bool done;
-    work_result r;
-  };
-  std::vector<slot> pending;         // posted in the open scope, not yet taken
-  std::vector<work_result> finished; // completed in the open scope, in order
-  std::uint64_t next_id = 1;
-
-  // Takes what the CQ has; marks the matching slots done.
-  status_code poll_some() noexcept {
-    completion wc[16];
-    auto n = cq.poll(wc);
-    if (!n)
-      return n.error();
-    for (std::size_t i = 0; i < *n; i++) {
-      for (auto &s : pending) {
-        if (s.id != wc[i].wr_id || s.done)
-          continue;
-        s.done = true;
-        s.r = work_result{s.peer, s.id, wc[i].status, wc[i].byte_len};
-        finished.push_back(s.r);
-        break;
-      }
-    }
-    return {};
-  }
-  bool all_done() const noexcept {
-    return std::all_of(pending.begin(), pending.end(), [](const slot &s) { return s.done; });
-  }
-  // Polls until everything pending is done or deadline passes.
-  status_code drain(clock::time_point deadline) noexcept {
-    while (!all_done()) {
-      if (auto st = poll_some(); !st.ok())
-        return st;
-      if (!all_done() && deadline != clock::time_point::max() && clock::now() >= deadline)
-        return errc::timed_out;
-    }
-    return {};
-  }
-};
 
 // ---- multi_channel ----
 
