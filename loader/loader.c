@@ -699,8 +699,18 @@ static char *build_reason(void) {
                       lib_error(v) ? lib_error(v) : "unknown error");
   }
   const char *path = lib_path(v);
-  char missing[64] = "";
-  if (v->nmissing)
+  /* Missing from the library is not the same as unusable: say how many of
+   * the missing ones a fallback serves. */
+  size_t emulated = 0;
+  for (size_t k = 0; k < RDMADL_NSYMS; k++)
+    if (rdmadl_sym_meta[k].lib == RDMADL_LIB_IBVERBS && rdmadl_sym_meta[k].emu &&
+        !__atomic_load_n(&rdmadl_fn[k], __ATOMIC_ACQUIRE))
+      emulated++;
+  char missing[96] = "";
+  if (v->nmissing && emulated)
+    snprintf(missing, sizeof missing, ": %zu of %zu symbols missing, %zu of them emulated",
+             v->nmissing, v->nsyms, emulated);
+  else if (v->nmissing)
     snprintf(missing, sizeof missing, ": %zu of %zu symbols missing", v->nmissing, v->nsyms);
   if (usable(c->state))
     return dup_printf("%s loaded (%s, %s%s); librdmacm %s", path ? path : v->requested,

@@ -151,7 +151,7 @@ TEST_CASE("fake: an IBVERBS_1.0/1.1-only library binds exactly those nodes") {
   CHECK(rdmadl_load() == 0);
   CHECK(rdmadl_lib_state(RDMADL_LIB_IBVERBS) == RDMADL_STATE_PARTIAL);
   CHECK(str(rdmadl_lib_version_node(RDMADL_LIB_IBVERBS)) == "IBVERBS_1.1");
-  size_t old = 0;
+  size_t old = 0, emulated = 0;
   for (size_t i = 0; const char *name = rdmadl_symbol_name(i, nullptr); i++) {
     const char *node = nullptr;
     int status = rdmadl_symbol_status(name, &node);
@@ -163,9 +163,16 @@ TEST_CASE("fake: an IBVERBS_1.0/1.1-only library binds exactly those nodes") {
     } else if (n.rfind("IBVERBS_", 0) == 0) {
       // The fallbacks need only IBVERBS_1.1 calls.
       CHECK(status == (emu_in_table(name) ? RDMADL_SYMBOL_EMULATED : RDMADL_SYMBOL_MISSING));
+      emulated += emu_in_table(name);
     }
   }
+  CHECK(emulated > 0);
   CHECK(rdmadl_lib_missing_count(RDMADL_LIB_IBVERBS) == RDMADL_TEST_IBV_SYMBOLS - old);
+  // The reason tells the emulated ones apart from the plainly missing.
+  CHECK(str(rdmadl_reason())
+            .find(std::to_string(RDMADL_TEST_IBV_SYMBOLS - old) + " of " +
+                  std::to_string(RDMADL_TEST_IBV_SYMBOLS) + " symbols missing, " +
+                  std::to_string(emulated) + " of them emulated") != std::string::npos);
 }
 
 TEST_CASE("fake: ibv_reg_mr_iova2 falls back to ibv_reg_mr when iova == addr") {
