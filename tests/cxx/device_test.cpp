@@ -1062,6 +1062,52 @@ bool check_cm() {
   return true;
 }
 
+// cm_options.ack_timeout and retry_count reach the queue pair: once the
+// server's QP is in the error state it answers nothing, and a send of the
+// client fails with RETRY_EXC_ERR after two tries of about 4 ms each. With
+// rdma_cm's own choice (about 2 s a try on RoCE, 7 retries) it would take
+// well over the 3 s allowed here.
+bool check_cm_ack_timeout() {
+  const std::string host = test_ip ? inet_ntoa(in_addr{test_ip}) : "127.0.0.1";
+  TRY(lst, listener::bind(host, 0));
+  std::atomic<int> stage{0}; // 1: server QP in error; 2: client done
+  std::thread server([&] {
+    auto req = lst->get_request(10s);
+    auto conn = req ? req->accept() : result<connection>(errc::empty_object);
+    if (!conn || !conn->qp().to_error()) {
+      stage = -1;
+      return;
+    }
+    stage = 1;
+    for (int i = 0; i < 3000 && stage.load() != 2; i++)
+      std::this_thread::sleep_for(10ms);
+  });
+  bool ok = [&] {
+    cm_options o;
+    o.ack_timeout = 10; // 4.096 us * 2^10: about 4 ms
+    o.retry_count = 1;
+    TRY(conn, connect(host, lst->port(), o));
+    for (int i = 0; i < 1000 && stage.load() == 0; i++)
+      std::this_thread::sleep_for(10ms);
+    EXPECT(stage.load() == 1);
+    std::vector<std::byte> buf(256);
+    TRY(mr, conn->pd().register_memory(buf));
+    TRY(s, mr->all());
+    auto t0 = std::chrono::steady_clock::now();
+    EXPECT_OK(conn->qp().post_send(*s, 1));
+    TRY(c, one(conn->cq(), 20s));
+    auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::fprintf(stderr, "  send to a silent peer: %s after %.3f s\n", c->error().message().c_str(),
+                 secs);
+    EXPECT(c->status == 12); // IBV_WC_RETRY_EXC_ERR
+    EXPECT(secs < 3.0);
+    return true;
+  }();
+  stage = 2;
+  server.join();
+  return ok;
+}
+
 bool check_cm_reject() {
   TRY(lst, listener::bind(test_ip ? inet_ntoa(in_addr{test_ip}) : "0.0.0.0", 0));
   std::uint16_t port = lst->port();
@@ -1235,6 +1281,7 @@ int main(int argc, char **argv) {
       {"mixed-posts", check_mixed_posts},
       {"cm-connect", check_cm},
       {"cm-reject", check_cm_reject},
+      {"cm-ack-timeout", check_cm_ack_timeout},
       {"async-events", check_async_events}, // last: it takes the port down
   };
   for (auto &c : checks) {
