@@ -73,8 +73,8 @@ struct connect_options {
   std::uint32_t mtu = 0;          // bytes; min(port active MTU, this)
   std::uint8_t max_rd_atomic = 0; // clamped to max_qp_rd_atom / max_qp_init_rd_atom
   std::uint8_t min_rnr_timer = 12;
-  std::uint8_t timeout = 14; // 4.096 us * 2^timeout
-  std::uint8_t retry_cnt = 7;
+  std::uint8_t timeout = 14;  // 4.096 us * 2^timeout
+  std::uint8_t retry_cnt = 6; // 7 is "for ever" on Soft-RoCE: a dead peer never shows
   std::uint8_t rnr_retry = 7;
   std::uint8_t sl = 0;
   std::uint8_t traffic_class = 0;
