@@ -15,6 +15,7 @@
 // node number (for "RDMADL-HOST-KILL NODE"). Each check is printed at once as
 // "RDMADL-CHECK ID:mc.NAME PASS|FAIL" (rank 2 dies before it could print
 // later). Exit status: 0 every check passed, 1 one failed, 2 bad usage.
+// RDMADL_VM_BREAK=mc.NAME breaks the byte check NAME (see same()).
 #include <unistd.h>
 
 #include <algorithm>
@@ -52,10 +53,17 @@ void fill(std::byte *p, unsigned from, unsigned to, unsigned ph) {
   for (std::size_t i = 0; i < slot; i++)
     p[i] = pattern(from, to, ph, i);
 }
-bool same(const std::byte *p, unsigned from, unsigned to, unsigned ph) {
+// Whether p holds that message. RDMADL_VM_BREAK=mc.NAME (the check's name)
+// flips one expected byte, to show that the tier fails.
+bool same(const char *check, const std::byte *p, unsigned from, unsigned to, unsigned ph) {
+  const char *brk = std::getenv("RDMADL_VM_BREAK");
+  bool flip = brk && std::string(brk) == std::string("mc.") + check;
   for (std::size_t i = 0; i < slot; i++)
-    if (p[i] != pattern(from, to, ph, i))
+    if (p[i] != (pattern(from, to, ph, i) ^ std::byte(flip && i == slot / 2))) {
+      std::printf("mc: %s: byte %zu from rank %u: got 0x%02x\n", check, i, from,
+                  std::to_integer<unsigned>(p[i]));
       return false;
+    }
   return true;
 }
 
@@ -195,7 +203,7 @@ int main(int argc, char **argv) {
     for (auto &r : rs)
       ok = ok && (r.byte_len == 0 || r.byte_len == slot);
     for (unsigned k = 0; k < 2; k++)
-      ok = ok && same(at(k), other[k], me, 1);
+      ok = ok && same("gather_recv", at(k), other[k], me, 1);
     check("gather_recv", ok, "results" + describe(rs));
   }
 
@@ -210,7 +218,7 @@ int main(int argc, char **argv) {
   if (!rs.empty()) {
     bool ok = all_ok(rs, 4);
     for (unsigned k = 0; k < 2; k++)
-      ok = ok && same(at(2 + k), other[k], 9, 2);
+      ok = ok && same("multicast", at(2 + k), other[k], 9, 2);
     check("multicast", ok, "results" + describe(rs));
   }
 
@@ -230,7 +238,7 @@ int main(int argc, char **argv) {
     check("scatter_write", all_ok(rs, 6), "results" + describe(rs));
     bool ok = true;
     for (unsigned k = 0; k < 2; k++)
-      ok = ok && same(at(4 + other[k]), other[k], me, 3);
+      ok = ok && same("write.target", at(4 + other[k]), other[k], me, 3);
     check("write.target", ok, "a peer's bytes are not in our window");
   }
   // ... and a gather of reads of what we wrote there.
@@ -243,7 +251,7 @@ int main(int argc, char **argv) {
   if (!rs.empty()) {
     bool ok = all_ok(rs, 2);
     for (unsigned k = 0; k < 2; k++)
-      ok = ok && same(at(12 + k), me, other[k], 3);
+      ok = ok && same("gather_read", at(12 + k), me, other[k], 3);
     check("gather_read", ok, "results" + describe(rs));
   }
   std::printf("mc: rank %u: phases done\n", me);
@@ -291,7 +299,7 @@ int main(int argc, char **argv) {
   }
   check("kill.peer_errors", n_dead == 2 && dead_failed == 2 && dead_retry >= 1,
         "want both requests to the dead peer failed, one of them by retry exhaustion");
-  check("kill.live_peer", live_ok == 2 && same(at(0), other[live], me, 4),
+  check("kill.live_peer", live_ok == 2 && same("kill.live_peer", at(0), other[live], me, 4),
         "the live peer's send and receive must complete, with its bytes");
   return failed ? 1 : 0;
 }
