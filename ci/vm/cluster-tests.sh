@@ -96,14 +96,24 @@ victim() {
   check "$id:killed" 1
 }
 
-# retry ID TRIES CMD...: a client of a server that may not listen yet.
+# retry ID SECS CONTACT CMD...: a client of a server that may not listen
+# yet: CMD runs again (every 0.5 s, for up to SECS) while it fails without
+# having reached the server, i.e. its output does not match the ERE CONTACT.
+# A client that reached the server and then failed is not run again: that
+# server has finished by then. (It used to be, up to 240 times: in a whole
+# .ci/run one rping client failed after its 10 pings, retried for minutes
+# against a finished server (REJECTED each time) while its partner went on,
+# and every side-channel wait of that pair and the next ones ran out: the
+# 4-node hang.)
 retry() {
-  id=$1 tries=$2 n=0
-  shift 2
+  id=$1 secs=$2 contact=$3
+  shift 3
+  end=$(($(date +%s) + secs))
   while :; do
     timeout 60 "$@" </dev/null >"/tmp/$id.out" 2>&1 && return 0
-    n=$((n + 1))
-    [ $n -lt "$tries" ] || return 1
+    st=$?
+    ! grep -qE "$contact" "/tmp/$id.out" || return $st
+    [ "$(date +%s)" -lt "$end" ] || return $st
     sleep 0.5
   done
 }
@@ -147,12 +157,12 @@ while read -r id kind srv cli port <&3; do
       [ $st -eq 0 ] || show "/tmp/$id.rp"
       ;;
     tools.client)
-      retry "$id" 240 ibv_rc_pingpong -d rxe0 -g "$RDMADL_TEST_GID_INDEX" -p "$port" -n 100 "$peer_ip"
+      retry "$id" 90 'remote address' ibv_rc_pingpong -d rxe0 -g "$RDMADL_TEST_GID_INDEX" -p "$port" -n 100 "$peer_ip"
       st=$?
       grep -h 'iters in' "/tmp/$id.out"
       check "$id:ibv_rc_pingpong.client" $st
       [ $st -eq 0 ] || show "/tmp/$id.out"
-      retry "$id" 240 rping -c -a "$peer_ip" -p $((port + 1)) -C 10 -v
+      retry "$id" 90 'ping data' rping -c -a "$peer_ip" -p $((port + 1)) -C 10 -v
       st=$?
       [ $st -ne 0 ] || [ "$(grep -c 'ping data: rdma-ping-' "/tmp/$id.out")" -eq 10 ] || st=1
       check "$id:rping.client" $st
