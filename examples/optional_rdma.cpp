@@ -130,13 +130,14 @@ std::uint64_t move_rdma(connection &c, bool sender, std::uint64_t size,
   unsigned got[4] = {}; // completions taken but not yet waited for, by id
   bool probing = false;
   auto last = std::chrono::steady_clock::now();
-  // Takes completions until one of id comes. A lost peer must show as an
+  // Takes completions until one with wr_id id comes. A lost peer must show as an
   // error completion, yet while we only wait for the peer's message nothing
   // of ours is in flight: so after each second without one, we read 8 bytes
   // of the peer's memory (one read at a time). A live peer's NIC answers
   // without its program; a dead peer leaves the read unanswered until the
   // transport gives up. A DISCONNECTED event (the peer's program closed)
-  // counts too; 20 s without any completion is the fallback.
+  // counts too. 20 s without a completion other than a probe's is only the
+  // fallback (reported as silence, exit status 4).
   auto wait_for = [&](std::uint64_t id, const char *what) {
     while (got[id] == 0) {
       auto n = c.cq().poll_wait(wc, 1s);
