@@ -9,8 +9,10 @@
 //
 // The ends talk over TCP port PORT first (what each can do, then the
 // checksum); the RDMA connection uses PORT + 1. Exit status: 0 moved and
-// verified, 1 failed, 2 bad usage, 3 the peer was lost mid-transfer (said on a
-// "peer lost: " line).
+// verified, 1 failed, 2 bad usage, 3 the peer was lost mid-transfer and the
+// transport said so (an error completion or a DISCONNECTED event; a "peer
+// lost: " line says which), 4 the peer was only presumed lost after 20 s
+// without a completion (a "peer silent: " line).
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -46,7 +48,15 @@ struct hello {
 
 struct lost { // thrown when the peer goes away mid-transfer
   std::string what;
+  bool silence = false; // presumed, not seen: no completion for 20 s
 };
+
+// A peer that stops answering turns a request in flight into an error
+// completion after (retry_count + 1) transmissions of 4.096 us * 2^ack_timeout
+// each: ~5 s here, well inside the 20 s of silence after which it is only
+// presumed lost, and long enough for a live peer in a slow VM.
+constexpr std::uint8_t ack_timeout = 18; // 1.07 s per transmission
+constexpr std::uint8_t retry_count = 4;
 
 std::uint64_t fnv1a(std::uint64_t h, const std::byte *p, std::size_t n) {
   for (std::size_t i = 0; i < n; i++)
@@ -107,54 +117,100 @@ int tcp_connect(const char *host, std::uint16_t port) {
 
 // Sends (size > 0) or receives the stream over an rdma_cm connection; returns
 // the checksum. Each 64 KiB chunk is answered by a small acknowledgement, so
-// a receive is always posted before the next chunk comes.
-std::uint64_t move_rdma(connection &c, bool sender, std::uint64_t size) {
-  std::vector<std::byte> data(chunk), ack(8);
+// a receive is always posted before the next chunk comes. peer_probe is 8
+// bytes of the peer's memory that this end may read.
+std::uint64_t move_rdma(connection &c, bool sender, std::uint64_t size,
+                        const remote_region &peer_probe) {
+  enum : std::uint64_t { recv_id = 1, send_id = 2, probe_id = 3 };
+  std::vector<std::byte> data(chunk), ack(8), probe(8);
   auto md = c.pd().register_memory(data).value();
   auto ma = c.pd().register_memory(ack).value();
+  auto mp = c.pd().register_memory(probe).value();
   completion wc[1];
-  // A lost peer shows as an error completion when a send of ours was in
-  // flight (the transport gives up retrying); when we only wait for the
-  // peer's message, nothing ever completes: 20 s of silence counts as lost.
-  auto next = [&](const char *what) {
-    if (!c.cq().poll_wait(wc, 20s))
-      throw lost{std::string("no completion within 20 s (") + what + ")"};
-    if (!wc[0].ok())
-      throw lost{std::string("error completion (") + what + ", status " +
-                 std::to_string(wc[0].status) + ")"};
+  unsigned got[4] = {}; // completions taken but not yet waited for, by id
+  bool probing = false;
+  auto last = std::chrono::steady_clock::now();
+  // Takes completions until one with wr_id id comes. A lost peer must show as an
+  // error completion, yet while we only wait for the peer's message nothing
+  // of ours is in flight: so after each second without one, we read 8 bytes
+  // of the peer's memory (one read at a time). A live peer's NIC answers
+  // without its program; a dead peer leaves the read unanswered until the
+  // transport gives up. A DISCONNECTED event (the peer's program closed)
+  // counts too. 20 s without a completion other than a probe's is only the
+  // fallback (reported as silence, exit status 4).
+  auto wait_for = [&](std::uint64_t id, const char *what) {
+    while (got[id] == 0) {
+      auto n = c.cq().poll_wait(wc, 1s);
+      auto now = std::chrono::steady_clock::now();
+      if (n && *n == 1) {
+        if (!wc[0].ok())
+          throw lost{std::string("error completion: ") + wc[0].error().message() + " (status " +
+                     std::to_string(wc[0].status) + ", " +
+                     (wc[0].wr_id == probe_id  ? "probe read"
+                      : wc[0].wr_id == send_id ? "send"
+                                               : "receive") +
+                     ") while waiting for the " + what};
+        if (wc[0].wr_id == probe_id) {
+          probing = false;
+          continue;
+        }
+        got[wc[0].wr_id]++;
+        last = now;
+        continue;
+      }
+      if (c.wait_disconnect(0ms))
+        throw lost{std::string("DISCONNECTED event while waiting for the ") + what};
+      if (now - last > 20s)
+        throw lost{std::string("no completion within 20 s (") + what + ")", true};
+      if (!probing && !c.qp().post_read(*mp.all(), peer_probe, probe_id))
+        throw lost{"post_read failed"};
+      probing = true;
+    }
+    got[id]--;
   };
   std::uint64_t h = 0xcbf29ce484222325ull, done = 0, shown = 0;
-  if (!sender && !c.qp().post_recv(*md.all(), 1))
+  if (!sender && !c.qp().post_recv(*md.all(), recv_id))
     throw lost{"post_recv failed"};
   while (done < size) {
     std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(chunk, size - done));
     if (sender) {
       fill(data.data(), n, done);
       h = fnv1a(h, data.data(), n);
-      if (!c.qp().post_recv(*ma.all(), 1) || !c.qp().post_send(*md.all(), 2))
+      if (!c.qp().post_recv(*ma.all(), recv_id) || !c.qp().post_send(*md.slice(0, n), send_id))
         throw lost{"post failed"};
-      next("chunk or acknowledgement");
-      next("chunk or acknowledgement");
+      wait_for(send_id, "chunk's completion");
+      wait_for(recv_id, "acknowledgement");
     } else {
-      do
-        next("chunk");
-      while (wc[0].wr_id != 1); // skip our earlier acknowledgements' completions
+      wait_for(recv_id, "chunk");
       h = fnv1a(h, data.data(), n);
-      if ((done + n < size && !c.qp().post_recv(*md.all(), 1)) || !c.qp().post_send(*ma.all(), 2))
+      if ((done + n < size && !c.qp().post_recv(*md.all(), recv_id)) ||
+          !c.qp().post_send(*ma.all(), send_id))
         throw lost{"post failed"};
+      wait_for(send_id, "acknowledgement's completion");
     }
     done += n;
-    if (!sender && done == size)
-      do // the last acknowledgement has reached the sender
-        next("last acknowledgement");
-      while (wc[0].wr_id != 2 || wc[0].opcode != wc_opcode::send);
-    if (sender && done - shown >= (4u << 20)) {
+    if (done - shown >= (4u << 20)) {
       std::printf("progress %llu\n", static_cast<unsigned long long>(done));
       std::fflush(stdout);
       shown = done;
     }
   }
+  while (probing) // the last probe's completion, before its buffer goes
+    if (auto n = c.cq().poll_wait(wc, 10s); !n || wc[0].wr_id == probe_id)
+      probing = false;
   return h;
+}
+
+// Each end gives the other 8 bytes of its memory to read (the probe above).
+remote_region trade_probe(int fd, const memory_region &mine) {
+  auto blob = mine.remote().value().serialize();
+  decltype(blob) theirs{};
+  io(fd, blob.data(), blob.size(), true);
+  io(fd, theirs.data(), theirs.size(), false);
+  auto r = remote_region::parse(theirs);
+  if (!r)
+    throw lost{"the peer's probe region: " + r.error().message()};
+  return *r;
 }
 
 std::uint64_t move_tcp(int fd, bool sender, std::uint64_t size) {
@@ -227,17 +283,22 @@ int main(int argc, char **argv) {
 
     auto t0 = std::chrono::steady_clock::now();
     std::uint64_t h = 0;
+    cm_options opts;
+    opts.ack_timeout = ack_timeout;
+    opts.retry_count = retry_count;
+    std::vector<std::byte> target(8); // what the peer's probes read
     if (!rdma) {
       h = move_tcp(fd, sender, size);
     } else if (sender) {
       char ready = 0; // the receiver listens on PORT + 1
       io(fd, &ready, 1, false);
-      auto conn = connect(host, static_cast<std::uint16_t>(port + 1));
+      auto conn = connect(host, static_cast<std::uint16_t>(port + 1), opts);
       if (!conn) {
         std::fprintf(stderr, "rdma_cm connect: %s\n", conn.error().message().c_str());
         return 1;
       }
-      h = move_rdma(*conn, true, size);
+      auto mt = conn->pd().register_memory(target, access::remote_read).value();
+      h = move_rdma(*conn, true, size, trade_probe(fd, mt));
       if (!conn->disconnect(10s))
         throw lost{"no DISCONNECTED event"};
     } else {
@@ -254,12 +315,13 @@ int main(int argc, char **argv) {
       char ready = 1;
       io(fd, &ready, 1, true);
       auto req = lst->get_request(30s);
-      auto conn = req ? req->accept() : result<connection>(req.error());
+      auto conn = req ? req->accept(opts) : result<connection>(req.error());
       if (!conn) {
         std::fprintf(stderr, "rdma_cm accept: %s\n", conn.error().message().c_str());
         return 1;
       }
-      h = move_rdma(*conn, false, size);
+      auto mt = conn->pd().register_memory(target, access::remote_read).value();
+      h = move_rdma(*conn, false, size, trade_probe(fd, mt));
       if (!conn->wait_disconnect(10s))
         throw lost{"no DISCONNECTED event"};
     }
@@ -277,8 +339,8 @@ int main(int argc, char **argv) {
     close(fd);
     return ok ? 0 : 1;
   } catch (const lost &e) {
-    std::printf("peer lost: %s\n", e.what.c_str());
+    std::printf("%s: %s\n", e.silence ? "peer silent" : "peer lost", e.what.c_str());
     close(fd);
-    return 3;
+    return e.silence ? 4 : 3;
   }
 }

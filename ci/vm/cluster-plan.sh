@@ -4,15 +4,21 @@
 # shellcheck shell=bash
 
 # cluster_plan SUITE...: plan lines "ID KIND SERVER CLIENT PORT" for nodes
-# 0..N-1 running SUITE 0..N-1 ("none": no rdma-core).
+# 0..N-1 running SUITE 0..N-1 ("none": no rdma-core). Kind mc names three
+# nodes: SERVER is "R0,R1,R2" (ranks 0 to 2; rank 2 is killed), CLIENT "-".
+# Every test has ports PORT to PORT+9 to itself.
 #  - every pair of RDMA nodes, in round-robin rounds (with 4 nodes two pairs
 #    run at once): Debian's ibv_rc_pingpong and rping, rc_ops and cm_pingpong
 #    in both directions, the C++ ping-pong and write/read examples;
+#  - with 4 RDMA nodes: a multi_channel over nodes 0, 1, 2 (scatter/gather,
+#    multicast, write/read; then node 2 is killed mid-scope), then node 3
+#    sends to node 0 and the host kills node 3 (the receiver survives);
 #  - when a node has no rdma-core (and node 0 has):
 #    optional_rdma from node 0 to every other node:
 #    RDMA to an RDMA node, TCP to a node without rdma-core, TCP to the first
 #    RDMA peer when that runs with RDMADL_DISABLE=1;
-#  - last, node 0 sends to the first RDMA peer, which the host then kills.
+#    last, node 0 sends to the first RDMA peer, which the host then kills
+#    (the sender survives).
 cluster_plan() {
   local -a s=("$@") rn=() a=()
   local i j k n=$# port=18600 first="" x
@@ -38,6 +44,11 @@ cluster_plan() {
     # Rotate all but the first.
     a=("${a[0]}" "${a[$((m - 1))]}" "${a[@]:1:$((m - 2))}")
   done
+  if [ ${#rn[@]} -ge 4 ]; then
+    echo "mc.n${rn[0]}-n${rn[1]}-n${rn[2]} mc ${rn[0]},${rn[1]},${rn[2]} - $port"
+    port=$((port + 10))
+    emit peer_death_rx peer_death_rx "${rn[0]}" "${rn[3]}"
+  fi
   # The product case needs a node without rdma-core in the cluster.
   [[ " ${s[*]} " == *" none "* ]] && [ "${s[0]}" != none ] || return 0
   for ((j = 1; j < n; j++)); do
@@ -51,8 +62,30 @@ cluster_plan() {
   [ -z "$first" ] || emit peer_death peer_death "$first" 0
 }
 
+# cluster_sides KIND SERVER CLIENT: "NODE ROLE" per node taking part.
+cluster_sides() {
+  local i=0 r
+  case $1 in
+    mc) for r in ${2//,/ }; do echo "$r rank$i"; i=$((i + 1)); done ;;
+    *) echo "$2 server"; echo "$3 client" ;;
+  esac
+}
+
+# cluster_killed KIND SERVER CLIENT: the node the host kills on request in
+# that test, if any.
+cluster_killed() {
+  case $1 in
+    peer_death) echo "$2" ;;
+    peer_death_rx) echo "$3" ;;
+    mc) echo "${2##*,}" ;;
+  esac
+}
+
 # cluster_owed KIND ROLE: the checks (without the "ID:" prefix) that side
-# must report; none for a server of peer_death (it is killed).
+# must report. The survivor of a peer death owes exit status 3 and a "peer
+# lost:" line naming an error completion or a DISCONNECTED event: silence
+# alone (status 4, "peer silent:") fails. A killed side owes what it can
+# print before it dies.
 cluster_owed() {
   case $1.$2 in
     tools.*) echo "ibv_rc_pingpong.$2 rping.$2" ;;
@@ -66,8 +99,14 @@ cluster_owed() {
     write_read.*) echo "write_read.exit" ;;
     optional_rdma.*) echo "optional_rdma.exit transport.rdma checksum" ;;
     optional_tcp.* | optional_disabled.*) echo "optional_rdma.exit transport.tcp checksum" ;;
-    peer_death.client) echo "peer_lost.exit3 peer_lost.reported" ;;
-    peer_death.server) ;;
+    peer_death.client | peer_death_rx.server) echo "peer_lost.exit3 peer_lost.by_transport" ;;
+    peer_death.server | peer_death_rx.client) ;;
+    mc.rank[012]) echo "mc.open mc.create mc.register mc.oob_exchange mc.handshake mc.gather_recv" \
+      "mc.multicast mc.scatter_write mc.write.target mc.gather_read" ;;&
+    mc.rank[01]) echo "mc.kill.post mc.kill.no_hang mc.kill.peer_errors mc.kill.live_peer" \
+      "mc_cluster.exit" ;;&
+    mc.rank0) echo "mc.kill.live_first" ;;
+    mc.*) ;;
     *) echo "unknown-kind-$1" ;;
   esac
 }

@@ -7,9 +7,11 @@
 #   ID KIND SERVER CLIENT PORT
 #
 # and plays its part in the tests that name it (SERVER and CLIENT are node
-# numbers; the node's address is 192.0.2.(10+N)), in plan order. A pair of
-# nodes meets through the programs' own TCP side channels (the client retries
-# until the server listens). Every check is printed as
+# numbers; the node's address is 192.0.2.(10+N); kind mc names three nodes
+# "R0,R1,R2" as SERVER), in plan order. The two nodes of a test first meet
+# (a TCP rendezvous on PORT+9, see meet) and only then start their programs,
+# which find each other through their own TCP side channels (the client
+# retries until the server listens). Every check is printed as
 # "RDMADL-CHECK ID:NAME PASS|FAIL"; the host knows which ones each side owes.
 me=$RDMADL_NODE
 myip=$RDMADL_NODE_IP
@@ -36,14 +38,82 @@ prog() {
   [ $st -eq 0 ] || show "/tmp/$id.err"
 }
 
-# retry ID TRIES CMD...: a client of a server that may not listen yet.
-retry() {
-  id=$1 tries=$2 n=0
+# meet ROLE PEER_IP PORT: the two nodes of a test wait for each other, up to
+# 400 s, before either starts its program. Without it, a server started as
+# soon as its node was free, while its client could still be busy with
+# another pair (4 nodes run two pairs at once, at their own pace): the
+# server's own wait for a client then depended on how long other pairs took
+# and, when it ran out, the late client met no listener (rdma_cm REJECTED,
+# side channels timing out) and the pair stayed out of step from then on.
+meet() {
+  if [ "$1" = server ]; then
+    timeout 400 nc -l -p "$3" </dev/null >/dev/null 2>&1
+  else
+    end=$(($(date +%s) + 400))
+    until nc -w 5 "$2" "$3" </dev/null >/dev/null 2>&1; do
+      [ "$(date +%s)" -lt "$end" ] || return 1
+      sleep 0.3
+    done
+  fi
+}
+
+# survive ID VICTIM CMD...: CMD is one end of a 1 GiB optional_rdma
+# transfer; once data flows (a "progress" line), the host is asked to kill
+# node VICTIM, the other end. CMD must then report how the transport told it
+# ("peer lost: error completion ..." or "... DISCONNECTED event ...") and
+# exit with 3, within 150 s; a peer only presumed lost after 20 s of silence
+# (status 4, "peer silent: ...") fails.
+survive() {
+  id=$1 victim=$2
   shift 2
+  timeout 150 "$@" </dev/null >"/tmp/$id.out" 2>"/tmp/$id.err" &
+  pid=$!
+  n=0
+  while [ $n -lt 600 ] && ! grep -q '^progress ' "/tmp/$id.out"; do
+    sleep 0.1
+    n=$((n + 1))
+  done
+  grep '^transport: ' "/tmp/$id.out"
+  echo "RDMADL-HOST-KILL $victim"
+  t0=$(up)
+  wait $pid
+  st=$?
+  echo "cluster-tests: the survivor ended with status $st, $(echo "$(up) $t0" | awk '{print $1 - $2}') s after the kill request"
+  grep -v '^progress ' "/tmp/$id.out"
+  check "$id:peer_lost.exit3" "$([ $st -eq 3 ] && echo 0 || echo 1)"
+  grep -qE '^peer lost: (error completion|DISCONNECTED event)' "/tmp/$id.out"
+  check "$id:peer_lost.by_transport" $?
+  [ $st -eq 3 ] || show "/tmp/$id.err"
+}
+
+# victim ID CMD...: the end whose QEMU the host kills; returning is a failure.
+victim() {
+  id=$1
+  shift
+  timeout 150 "$@" </dev/null >"/tmp/$id.out" 2>&1
+  echo "cluster-tests: still alive after a transfer meant to be cut short"
+  show "/tmp/$id.out"
+  check "$id:killed" 1
+}
+
+# retry ID SECS CONTACT CMD...: a client of a server that may not listen
+# yet: CMD runs again (every 0.5 s, for up to SECS) while it fails without
+# having reached the server, i.e. its output does not match the ERE CONTACT.
+# A client that reached the server and then failed is not run again: that
+# server has finished by then. (It used to be, up to 240 times: in a whole
+# .ci/run one rping client failed after its 10 pings, retried for minutes
+# against a finished server (REJECTED each time) while its partner went on,
+# and every side-channel wait of that pair and the next ones ran out: the
+# 4-node hang.)
+retry() {
+  id=$1 secs=$2 contact=$3
+  shift 3
+  end=$(($(date +%s) + secs))
   while :; do
     timeout 60 "$@" </dev/null >"/tmp/$id.out" 2>&1 && return 0
-    n=$((n + 1))
-    [ $n -lt "$tries" ] || return 1
+    st=$?
+    ! grep -qE "$contact" "/tmp/$id.out" || return $st
+    [ "$(date +%s)" -lt "$end" ] || return $st
     sleep 0.5
   done
 }
@@ -51,35 +121,56 @@ retry() {
 echo "cluster-tests: node $me ($RDMADL_SUITE, $myip) of: $RDMADL_CLUSTER"
 while read -r id kind srv cli port <&3; do
   case $id in '' | \#*) continue ;; esac
-  if [ "$srv" = "$me" ]; then
+  if [ "$kind" = mc ]; then
+    rank=0 role=""
+    for r in $(echo "$srv" | tr , ' '); do
+      [ "$r" != "$me" ] || role=rank$rank
+      rank=$((rank + 1))
+    done
+    [ -n "$role" ] || continue
+    peer_ip=$(for r in $(echo "$srv" | tr , ' '); do ip_of "$r"; done | paste -sd, -)
+  elif [ "$srv" = "$me" ]; then
     role=server peer=$cli
   elif [ "$cli" = "$me" ]; then
     role=client peer=$srv
   else
     continue
   fi
-  peer_ip=$(ip_of "$peer")
+  [ "$kind" = mc ] || peer_ip=$(ip_of "$peer")
   echo "RDMADL-STEP $id $kind $role peer=$peer_ip up=$(up)s"
+  if [ "$kind" != mc ] && ! meet "$role" "$peer_ip" $((port + 9)); then
+    echo "cluster-tests: $id: node $peer never came to the rendezvous (400 s)"
+    check "$id:meet.$role" 1
+    continue
+  fi
   case $kind.$role in
     # Debian's own tools: a failure here is the VMs or rxe, not rdmadl.
+    # ibv_rc_pingpong sleeps on completion events (-e): busy polling on one
+    # vCPU competes with rxe's own kernel work (a server once never finished
+    # after its client had done the 100 iterations).
+    # Two programs in one test: the pair meets again between them, so a
+    # failure of the first (one end hung until its timeout, the other gave up
+    # earlier) cannot leave the second's server waiting for a gone client.
     tools.server)
-      timeout 180 ibv_rc_pingpong -d rxe0 -g "$RDMADL_TEST_GID_INDEX" -p "$port" -n 100 \
+      timeout 60 ibv_rc_pingpong -e -d rxe0 -g "$RDMADL_TEST_GID_INDEX" -p "$port" -n 100 \
         </dev/null >"/tmp/$id.pp" 2>&1
       st=$?
       check "$id:ibv_rc_pingpong.server" $st
       [ $st -eq 0 ] || show "/tmp/$id.pp"
-      timeout 180 rping -s -a "$myip" -p $((port + 1)) -C 10 </dev/null >"/tmp/$id.rp" 2>&1
+      meet server "$peer_ip" $((port + 8)) || echo "cluster-tests: $id: node $peer did not come to rping"
+      timeout 60 rping -s -a "$myip" -p $((port + 1)) -C 10 </dev/null >"/tmp/$id.rp" 2>&1
       st=$?
       check "$id:rping.server" $st
       [ $st -eq 0 ] || show "/tmp/$id.rp"
       ;;
     tools.client)
-      retry "$id" 240 ibv_rc_pingpong -d rxe0 -g "$RDMADL_TEST_GID_INDEX" -p "$port" -n 100 "$peer_ip"
+      retry "$id" 90 'remote address' ibv_rc_pingpong -e -d rxe0 -g "$RDMADL_TEST_GID_INDEX" -p "$port" -n 100 "$peer_ip"
       st=$?
       grep -h 'iters in' "/tmp/$id.out"
       check "$id:ibv_rc_pingpong.client" $st
       [ $st -eq 0 ] || show "/tmp/$id.out"
-      retry "$id" 240 rping -c -a "$peer_ip" -p $((port + 1)) -C 10 -v
+      meet client "$peer_ip" $((port + 8)) || echo "cluster-tests: $id: node $peer did not come to rping"
+      retry "$id" 90 'ping data' rping -c -a "$peer_ip" -p $((port + 1)) -C 10 -v
       st=$?
       [ $st -ne 0 ] || [ "$(grep -c 'ping data: rdma-ping-' "/tmp/$id.out")" -eq 10 ] || st=1
       check "$id:rping.client" $st
@@ -110,35 +201,24 @@ while read -r id kind srv cli port <&3; do
       grep -q '^moved .*: ok$' "/tmp/$id.out"
       check "$id:checksum" $?
       ;;
-    # A peer that dies mid-transfer: once data flows, the client asks the host
-    # to kill the server's QEMU (RDMADL-HOST-KILL); it must see the loss
-    # (error completion or timeout), say so and exit with 3, within 150 s.
-    peer_death.server)
-      timeout 150 rdmadl-example-optional-rdma --listen "$port" </dev/null >"/tmp/$id.out" 2>&1
-      echo "cluster-tests: still alive after a transfer meant to be cut short"
-      show "/tmp/$id.out"
-      check "$id:killed" 1
-      ;;
+    # A peer that dies mid-transfer, seen from the sender (peer_death: the
+    # receiver is killed) and from the receiver (peer_death_rx).
+    peer_death.server) victim "$id" rdmadl-example-optional-rdma --listen "$port" ;;
     peer_death.client)
-      timeout 150 rdmadl-example-optional-rdma --connect "$peer_ip" "$port" --size 1073741824 \
-        </dev/null >"/tmp/$id.out" 2>"/tmp/$id.err" &
-      pid=$!
-      n=0
-      while [ $n -lt 600 ] && ! grep -q '^progress ' "/tmp/$id.out"; do
-        sleep 0.1
-        n=$((n + 1))
-      done
-      grep '^transport: ' "/tmp/$id.out"
-      echo "RDMADL-HOST-KILL $peer"
-      t0=$(up)
-      wait $pid
+      survive "$id" "$peer" rdmadl-example-optional-rdma --connect "$peer_ip" "$port" --size 1073741824
+      ;;
+    peer_death_rx.server) survive "$id" "$peer" rdmadl-example-optional-rdma --listen "$port" ;;
+    peer_death_rx.client)
+      victim "$id" rdmadl-example-optional-rdma --connect "$peer_ip" "$port" --size 1073741824
+      ;;
+    # A multi_channel over three nodes; it prints its own checks at once,
+    # and rank 0 asks the host to kill rank 2's node mid-scope.
+    mc.rank*)
+      timeout 240 rdmadl-mc-cluster --rank "${role#rank}" --nodes "$peer_ip" --port "$port" \
+        --kill "${srv##*,}" --id "$id" </dev/null 2>&1
       st=$?
-      echo "cluster-tests: the sender ended with status $st, $(echo "$(up) $t0" | awk '{print $1 - $2}') s after the kill request"
-      grep -v '^progress ' "/tmp/$id.out"
-      check "$id:peer_lost.exit3" "$([ $st -eq 3 ] && echo 0 || echo 1)"
-      grep -q '^peer lost: ' "/tmp/$id.out"
-      check "$id:peer_lost.reported" $?
-      [ $st -eq 3 ] || show "/tmp/$id.err"
+      [ "$role" != rank2 ] || echo "cluster-tests: rank 2 still alive after its test"
+      check "$id:mc_cluster.exit" $st
       ;;
     *)
       echo "cluster-tests: unknown test kind $kind"

@@ -7,22 +7,37 @@
  *   hub HUB-SOCKET NODE-SOCKET...
  *
  * Binds HUB-SOCKET and sends every frame it receives to every NODE-SOCKET but
- * the sender's (a node whose QEMU is not up yet, or has died, is skipped; a
- * node that does not take a frame within 2 s loses it, as on a wire).
- * Runs until SIGTERM/SIGINT; prints frame counts per node on stderr then.
+ * the sender's (a node whose QEMU is not up yet, or has died, is skipped).
+ * The hub never blocks on one node: a node's socket holds only
+ * net.unix.max_dgram_qlen frames (10 by default), so a frame a slow node
+ * cannot take yet waits in that node's own queue (QUEUE frames, in order;
+ * beyond that it is lost, as on a switch) while the other nodes' traffic
+ * flows on. Runs until SIGTERM/SIGINT; prints frame counts per node on
+ * stderr then.
  */
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
-enum { MAX_NODES = 16, FRAME = 65536 };
+enum { MAX_NODES = 16, FRAME = 65536, QUEUE = 512 };
+
+struct frame {
+  size_t len;
+  char data[];
+};
+
+/* The frames waiting for one node, oldest first. */
+struct queue {
+  struct frame *f[QUEUE];
+  unsigned head, count;
+};
 
 static volatile sig_atomic_t stop;
 
@@ -61,18 +76,43 @@ int main(int argc, char **argv) {
     fprintf(stderr, "hub: %s: %s\n", argv[1], strerror(errno));
     return 1;
   }
-  struct timeval tmo = {.tv_sec = 2, .tv_usec = 0};
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tmo, sizeof tmo);
-  struct sigaction sa = {.sa_handler = on_signal}; /* no SA_RESTART: recvfrom returns */
+  struct sigaction sa = {.sa_handler = on_signal}; /* no SA_RESTART: poll returns */
   sigaction(SIGTERM, &sa, NULL);
   sigaction(SIGINT, &sa, NULL);
+  static struct queue q[MAX_NODES];
   static char buf[FRAME];
+  unsigned long waited[MAX_NODES] = {0};
+  unsigned queued = 0; /* frames in all queues */
   while (!stop) {
+    /* With frames waiting, look again every 2 ms whether their node takes them. */
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (poll(&p, 1, queued ? 2 : -1) < 0) {
+      if (errno == EINTR)
+        continue;
+      fprintf(stderr, "hub: poll: %s\n", strerror(errno));
+      return 1;
+    }
+    for (int i = 0; i < n; i++) /* the oldest frames first */
+      while (q[i].count) {
+        struct frame *f = q[i].f[q[i].head];
+        ssize_t r =
+            sendto(fd, f->data, f->len, MSG_DONTWAIT, (struct sockaddr *)&node[i], sizeof node[i]);
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+          break;
+        if (r == (ssize_t)f->len)
+          out[i]++;
+        free(f);
+        q[i].head = (q[i].head + 1) % QUEUE;
+        q[i].count--;
+        queued--;
+      }
+    if (!(p.revents & POLLIN))
+      continue;
     struct sockaddr_un from;
     socklen_t flen = sizeof from;
-    ssize_t len = recvfrom(fd, buf, sizeof buf, 0, (struct sockaddr *)&from, &flen);
+    ssize_t len = recvfrom(fd, buf, sizeof buf, MSG_DONTWAIT, (struct sockaddr *)&from, &flen);
     if (len < 0) {
-      if (errno == EINTR)
+      if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)
         continue;
       fprintf(stderr, "hub: recvfrom: %s\n", strerror(errno));
       return 1;
@@ -88,15 +128,33 @@ int main(int argc, char **argv) {
     for (int i = 0; i < n; i++) {
       if (i == src)
         continue;
-      if (sendto(fd, buf, (size_t)len, 0, (struct sockaddr *)&node[i], sizeof node[i]) == len)
-        out[i]++;
-      else if (errno == EAGAIN || errno == EWOULDBLOCK)
-        slow[i]++; /* not down, but not reading: worth knowing */
+      if (q[i].count == 0) {
+        if (sendto(fd, buf, (size_t)len, MSG_DONTWAIT, (struct sockaddr *)&node[i],
+                   sizeof node[i]) == len) {
+          out[i]++;
+          continue;
+        }
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+          continue; /* not up, or gone */
+      }
+      struct frame *f = q[i].count < QUEUE ? malloc(sizeof *f + (size_t)len) : NULL;
+      if (!f) {
+        slow[i]++;
+        continue;
+      }
+      f->len = (size_t)len;
+      memcpy(f->data, buf, (size_t)len);
+      q[i].f[(q[i].head + q[i].count) % QUEUE] = f;
+      q[i].count++;
+      queued++;
+      waited[i]++;
     }
   }
   for (int i = 0; i < n; i++)
-    fprintf(stderr, "hub: node %d: %lu frames sent, %lu delivered, %lu lost to a full queue\n", i,
-            in[i], out[i], slow[i]);
+    fprintf(stderr,
+            "hub: node %d: %lu frames sent, %lu delivered (%lu of them after waiting in the "
+            "hub), %lu lost to a full queue\n",
+            i, in[i], out[i], waited[i], slow[i]);
   unlink(argv[1]);
   return 0;
 }

@@ -77,7 +77,7 @@ vm_accel 2
 # The uncompressed kernel (PVH entry) saves 3-4 s of decompression under TCG.
 kernel=$imgdir/vmlinux
 [ -f "$kernel" ] && [ "${RDMADL_VM_PVH:-1}" = 1 ] || kernel=$imgdir/vmlinuz
-append="console=ttyS0 panic=-1 oops=panic mitigations=off"
+append="console=ttyS0 panic=-1 oops=panic mitigations=off no_timer_check" # see cluster.sh
 [ $verbose = 1 ] || append+=" quiet"
 
 if [ -z "$log" ]; then

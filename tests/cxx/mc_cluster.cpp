@@ -1,0 +1,305 @@
+// SPDX-License-Identifier: MIT
+// rdmadl-mc-cluster: one node of a three-node multi_channel test on the
+// cluster tier (ci/vm/cluster-tests.sh). Rank R of IP0,IP1,IP2 builds a
+// multi_channel with two peers (the other ranks, in rank order), trades an
+// endpoint list and a remote region with each over rdmadl::oob, then, every
+// byte checked: a scatter of sends and a gather of receives, a multicast of
+// one buffer, a scatter of writes and a gather of reads. Last, rank 2 is
+// killed mid-scope (rank 0 asks the host for it): ranks 0 and 1 must get a
+// failed result for every request to it, with its peer index, and still
+// complete their requests to each other.
+//
+//   rdmadl-mc-cluster --rank R --nodes IP0,IP1,IP2 --port P --kill NODE --id ID
+//
+// oob ports: P+1+a+b for ranks a < b (a listens). NODE is rank 2's cluster
+// node number (for "RDMADL-HOST-KILL NODE"). Each check is printed at once as
+// "RDMADL-CHECK ID:mc.NAME PASS|FAIL" (rank 2 dies before it could print
+// later). Exit status: 0 every check passed, 1 one failed, 2 bad usage.
+// RDMADL_VM_BREAK=mc.NAME breaks the byte check NAME (see same()).
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <rdmadl/rdmadl.hpp>
+
+using namespace rdmadl;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr std::size_t slot = 256;
+const char *id = "";
+int failed = 0;
+
+bool check(const char *name, bool ok, const std::string &why = {}) {
+  if (!ok && !why.empty())
+    std::printf("mc: %s: %s\n", name, why.c_str());
+  std::printf("RDMADL-CHECK %s:mc.%s %s\n", id, name, ok ? "PASS" : "FAIL");
+  std::fflush(stdout);
+  failed += !ok;
+  return ok;
+}
+
+// Byte i of what rank `from` sends rank `to` in phase ph (to 9: a multicast).
+std::byte pattern(unsigned from, unsigned to, unsigned ph, std::size_t i) {
+  return std::byte((from * 61 + to * 17 + ph * 29 + i * 7) & 0xff);
+}
+void fill(std::byte *p, unsigned from, unsigned to, unsigned ph) {
+  for (std::size_t i = 0; i < slot; i++)
+    p[i] = pattern(from, to, ph, i);
+}
+// Whether p holds that message. RDMADL_VM_BREAK=mc.NAME (the check's name)
+// flips one expected byte, to show that the tier fails.
+bool same(const char *check, const std::byte *p, unsigned from, unsigned to, unsigned ph) {
+  const char *brk = std::getenv("RDMADL_VM_BREAK");
+  bool flip = brk && std::string(brk) == std::string("mc.") + check;
+  for (std::size_t i = 0; i < slot; i++)
+    if (p[i] != (pattern(from, to, ph, i) ^ std::byte(flip && i == slot / 2))) {
+      std::printf("mc: %s: byte %zu from rank %u: got 0x%02x\n", check, i, from,
+                  std::to_integer<unsigned>(p[i]));
+      return false;
+    }
+  return true;
+}
+
+std::string describe(const std::vector<work_result> &rs) {
+  std::string s;
+  for (auto &r : rs)
+    s += " [peer " + std::to_string(r.peer) + " id " + std::to_string(r.id) + ": " +
+         (r.ok() ? std::string("ok") : r.error().message()) + "]";
+  return s;
+}
+
+int usage() {
+  std::fprintf(stderr, "usage: rdmadl-mc-cluster --rank 0|1|2 --nodes IP0,IP1,IP2 --port P "
+                       "--kill NODE --id ID\n");
+  return 2;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  long rank = -1, port = 0, kill_node = -1;
+  std::vector<std::string> ip;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string k = argv[i], v = argv[i + 1];
+    char *end = nullptr;
+    if (k == "--rank")
+      rank = std::strtol(v.c_str(), &end, 10);
+    else if (k == "--port")
+      port = std::strtol(v.c_str(), &end, 10);
+    else if (k == "--kill")
+      kill_node = std::strtol(v.c_str(), &end, 10);
+    else if (k == "--id")
+      id = argv[i + 1];
+    else if (k == "--nodes")
+      for (std::size_t a = 0, b; a <= v.size(); a = b + 1)
+        ip.push_back(v.substr(a, (b = std::min(v.find(',', a), v.size())) - a));
+    else
+      return usage();
+    if (end && *end)
+      return usage();
+  }
+  if (argc != 11 || rank < 0 || rank > 2 || port < 1 || port > 65530 || kill_node < 0 ||
+      ip.size() != 3 || !*id)
+    return usage();
+  const unsigned me = static_cast<unsigned>(rank);
+  unsigned other[2]; // peer index k is rank other[k]
+  for (unsigned r = 0, k = 0; r < 3; r++)
+    if (r != me)
+      other[k++] = r;
+
+  auto ctx = context::open();
+  if (!check("open", bool(ctx), ctx ? "" : ctx.error().message()))
+    return 1;
+  channel_options opts;
+  opts.peers = 2;
+  // A peer that stops answering fails a request in flight after 5
+  // transmissions of 1.07 s each (the default would take minutes).
+  opts.connect.timeout = 18;
+  opts.connect.retry_cnt = 4;
+  auto mc = multi_channel::create(*ctx, opts);
+  if (!check("create", bool(mc), mc ? "" : mc.error().message()))
+    return 1;
+  std::vector<std::byte> mem(16 * slot);
+  auto mr = mc->pd().register_memory(mem, access::remote_write | access::remote_read);
+  if (!check("register", bool(mr), mr ? "" : mr.error().message()))
+    return 1;
+  // Layout, in slots: 0-1 received (phase 1), 2-3 multicast received, 4-6
+  // the window peers write into (slot 4 + writer's rank), 7-8 sent, 9
+  // multicast sent, 10-11 written, 12-13 read back, 14-15 small notes.
+  auto at = [&](std::size_t s) { return mem.data() + s * slot; };
+  auto sl = [&](std::size_t s, std::size_t len = slot) { return *mr->slice(s * slot, len); };
+
+  // Out of band: with each peer, our endpoint for it and our window.
+  std::vector<endpoint> theirs(2);
+  remote_region window[2];
+  std::string why;
+  for (unsigned a = 0; a < 3; a++)
+    for (unsigned b = a + 1; b < 3; b++) {
+      if (me != a && me != b)
+        continue;
+      unsigned k = me == a ? (b == other[0] ? 0 : 1) : (a == other[0] ? 0 : 1);
+      endpoint ep = mc->local_endpoint(k).value();
+      auto blob = serialize_endpoints({&ep, 1});
+      auto w = mr->remote(4 * slot, 3 * slot).value().serialize();
+      blob.insert(blob.end(), w.begin(), w.end());
+      auto got =
+          oob::exchange(ip[a], static_cast<std::uint16_t>(port + 1 + a + b), me == a, blob, 300s);
+      auto eps =
+          got && got->size() > w.size()
+              ? parse_endpoints(std::span(*got).first(got->size() - w.size()))
+              : result<std::vector<endpoint>>(got ? make_error_code(errc::bad_size) : got.error());
+      auto reg = eps ? remote_region::parse(std::span(*got).last(w.size()))
+                     : result<remote_region>(eps.error());
+      if (!reg || eps->size() != 1) {
+        why += "with rank " + std::to_string(me == a ? b : a) + ": " +
+               (reg ? std::string("not one endpoint") : reg.error().message()) + "; ";
+        continue;
+      }
+      theirs[k] = (*eps)[0];
+      window[k] = *reg;
+    }
+  if (!check("oob_exchange", why.empty(), why))
+    return 1;
+  auto hs = mc->handshake(theirs);
+  if (!check("handshake", bool(hs), hs ? "" : hs.error().message()))
+    return 1;
+
+  // Runs one phase in a scope: post(scope) posts, then everything is waited for.
+  auto phase = [&](const char *name, auto post) -> std::vector<work_result> {
+    auto s = mc->scope();
+    std::string err = post(s);
+    auto rs = err.empty() ? s.wait_all(60s) : result<std::vector<work_result>>(errc::timed_out);
+    if (!err.empty() || !rs) {
+      check(name, false, err.empty() ? "wait_all: " + rs.error().message() : err);
+      return {};
+    }
+    return *rs;
+  };
+  auto all_ok = [](const std::vector<work_result> &rs, std::size_t n) {
+    bool ok = rs.size() == n;
+    for (auto &r : rs)
+      ok = ok && r.ok() && r.peer < 2;
+    return ok;
+  };
+
+  // 1. Scatter of sends, gather of receives: peer k gets its own bytes.
+  for (unsigned k = 0; k < 2; k++)
+    fill(at(7 + k), me, other[k], 1);
+  auto rs = phase("gather_recv", [&](polling_scope &s) -> std::string {
+    for (unsigned k = 0; k < 2; k++)
+      if (!s.post_recv(k, sl(k)) || !s.post_send(k, sl(7 + k)))
+        return "post to peer " + std::to_string(k) + " failed";
+    return {};
+  });
+  if (!rs.empty()) {
+    bool ok = all_ok(rs, 4);
+    for (auto &r : rs)
+      ok = ok && (r.byte_len == 0 || r.byte_len == slot);
+    for (unsigned k = 0; k < 2; k++)
+      ok = ok && same("gather_recv", at(k), other[k], me, 1);
+    check("gather_recv", ok, "results" + describe(rs));
+  }
+
+  // 2. Multicast: one buffer sent to both peers.
+  fill(at(9), me, 9, 2);
+  rs = phase("multicast", [&](polling_scope &s) -> std::string {
+    for (unsigned k = 0; k < 2; k++)
+      if (!s.post_recv(k, sl(2 + k)) || !s.post_send(k, sl(9)))
+        return "post to peer " + std::to_string(k) + " failed";
+    return {};
+  });
+  if (!rs.empty()) {
+    bool ok = all_ok(rs, 4);
+    for (unsigned k = 0; k < 2; k++)
+      ok = ok && same("multicast", at(2 + k), other[k], 9, 2);
+    check("multicast", ok, "results" + describe(rs));
+  }
+
+  // 3. Scatter of writes into each peer's window (our slot of it), each
+  // followed by a note: when a peer's note is here, its write is too.
+  for (unsigned k = 0; k < 2; k++)
+    fill(at(10 + k), me, other[k], 3);
+  rs = phase("scatter_write", [&](polling_scope &s) -> std::string {
+    for (unsigned k = 0; k < 2; k++)
+      if (!s.post_recv(k, sl(14 + k, 8)) ||
+          !s.post_write(k, sl(10 + k), *window[k].slice(me * slot, slot)) ||
+          !s.post_send(k, sl(14 + k, 8)))
+        return "post to peer " + std::to_string(k) + " failed";
+    return {};
+  });
+  if (!rs.empty()) {
+    check("scatter_write", all_ok(rs, 6), "results" + describe(rs));
+    bool ok = true;
+    for (unsigned k = 0; k < 2; k++)
+      ok = ok && same("write.target", at(4 + other[k]), other[k], me, 3);
+    check("write.target", ok, "a peer's bytes are not in our window");
+  }
+  // ... and a gather of reads of what we wrote there.
+  rs = phase("gather_read", [&](polling_scope &s) -> std::string {
+    for (unsigned k = 0; k < 2; k++)
+      if (!s.post_read(k, sl(12 + k), *window[k].slice(me * slot, slot)))
+        return "post to peer " + std::to_string(k) + " failed";
+    return {};
+  });
+  if (!rs.empty()) {
+    bool ok = all_ok(rs, 2);
+    for (unsigned k = 0; k < 2; k++)
+      ok = ok && same("gather_read", at(12 + k), me, other[k], 3);
+    check("gather_read", ok, "results" + describe(rs));
+  }
+  std::printf("mc: rank %u: phases done\n", me);
+  std::fflush(stdout);
+
+  // 4. Rank 2 dies mid-scope. It posts nothing more, so a send to it waits
+  // (receiver not ready) until it is gone, then fails.
+  if (me == 2) {
+    sleep(120);
+    check("killed", false, "still alive 120 s after the phases");
+    return 1;
+  }
+  const unsigned live = other[0] == 2 ? 1 : 0, dead = 1 - live;
+  fill(at(7), me, other[live], 4);
+  auto s = mc->scope();
+  auto hr = s.post_recv(live, sl(0));
+  bool posted =
+      hr && s.post_recv(dead, sl(1)) && s.post_send(dead, sl(8)) && s.post_send(live, sl(7));
+  if (!check("kill.post", posted, "post failed"))
+    return 1;
+  if (me == 0) {
+    // The live peer's message: it too has its requests to rank 2 posted.
+    auto r = s.wait(*hr, 120s);
+    if (!check("kill.live_first", r && r->ok(), r ? r->error().message() : r.error().message()))
+      return 1;
+    std::printf("RDMADL-HOST-KILL %ld\n", kill_node);
+    std::fflush(stdout);
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  auto all = s.wait_all(60s);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!check("kill.no_hang", bool(all), all ? "" : "wait_all: " + all.error().message()))
+    return 1;
+  std::printf("mc: rank %u: wait_all returned %zu results in %.1f s:%s\n", me, all->size(), secs,
+              describe(*all).c_str());
+  std::size_t live_ok = 0, dead_failed = 0, dead_retry = 0, n_dead = 0;
+  for (auto &r : *all) {
+    if (r.peer == live)
+      live_ok += r.ok();
+    if (r.peer == dead) {
+      n_dead++;
+      dead_failed += !r.ok();
+      dead_retry += r.status == 12; // IBV_WC_RETRY_EXC_ERR: the transport gave up
+    }
+  }
+  check("kill.peer_errors", n_dead == 2 && dead_failed == 2 && dead_retry >= 1,
+        "want both requests to the dead peer failed, one of them by retry exhaustion");
+  check("kill.live_peer", live_ok == 2 && same("kill.live_peer", at(0), other[live], me, 4),
+        "the live peer's send and receive must complete, with its bytes");
+  return failed ? 1 : 0;
+}
