@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <deque>
@@ -42,8 +43,9 @@ struct cm_peer_id {
 struct cm_group {
   std::shared_ptr<cm_chan> ch = std::make_shared<cm_chan>();
   std::vector<std::shared_ptr<cm_peer_id>> ids; // by peer index; null until made
-  std::vector<bool> up;                         // connected, by peer index
-  std::deque<cm_peer_event> queued;             // taken while waiting for something else
+  // Connected, by peer index; read by cm_connected() from any thread.
+  std::unique_ptr<std::atomic<bool>[]> up;
+  std::deque<cm_peer_event> queued; // taken while waiting for something else
   std::chrono::milliseconds linger{1000};
 
   rdma_event_channel *native() const noexcept { return ch->ch.native_handle(); }
@@ -351,13 +353,23 @@ result<void> accept_peers(detail::channel_state &s, detail::cm_group &g, listene
     node->id = id;
     node->ch = g.ch;
     g.ids[peer] = node;
-    if (rdma_migrate_id(id, g.native()))
-      return detail::last_error();
-    if (auto r = add_qp(s, g, peer, o, total); !r)
+    // A request this side cannot take is rejected, so its client learns it
+    // now rather than at its timeout.
+    if (rdma_migrate_id(id, g.native())) {
+      auto ec = detail::last_error();
+      rdma_reject(id, nullptr, 0);
+      return ec;
+    }
+    if (auto r = add_qp(s, g, peer, o, total); !r) {
+      rdma_reject(id, nullptr, 0);
       return r;
+    }
     rdma_conn_param cp = conn_param(s, o, {});
-    if (rdma_accept(id, &cp))
-      return detail::last_error();
+    if (rdma_accept(id, &cp)) {
+      auto ec = detail::last_error();
+      rdma_reject(id, nullptr, 0);
+      return ec;
+    }
     if (auto r = expect(g, id, RDMA_CM_EVENT_ESTABLISHED, o.timeout); !r)
       return r;
     g.up[peer] = true;
@@ -434,7 +446,7 @@ result<multi_channel> multi_channel::create_cm(listener *from, const cm_channel_
     g.ch->ch = std::move(*ch);
     g.linger = o.disconnect_timeout;
     g.ids.resize(total);
-    g.up.assign(total, false);
+    g.up = std::make_unique<std::atomic<bool>[]>(total);
     s->qps.resize(total);
     s->limit = o.channel.scope_limit;
     for (std::size_t i = 0; i < addrs.size(); i++)
@@ -462,7 +474,7 @@ int multi_channel::cm_fd() const noexcept {
 }
 
 bool multi_channel::cm_connected(std::size_t peer) const noexcept {
-  return s_ && s_->cm && peer < s_->cm->up.size() && s_->cm->up[peer];
+  return s_ && s_->cm && peer < s_->cm->ids.size() && s_->cm->up[peer].load();
 }
 
 result<cm_peer_event> multi_channel::next_cm_event(std::chrono::milliseconds timeout) {

@@ -181,18 +181,19 @@ public:
   // each is sent opts.rank), then accepts opts.accept connections from
   // accept_from (peer C + rank - opts.first_rank for the client that sent
   // rank). All peers share one PD and one CQ, on the device of the first
-  // peer's rdma_cm id; returns connected. Errors, before any RDMA call:
-  // errc::out_of_range (no peer at all, or first_rank + accept past 2^32),
-  // errc::empty_object (accept > 0 and no listener),
-  // std::errc::address_not_available (an address with an empty or unknown
-  // host, or port 0), errc::not_honoured (channel.port or channel.gid set:
-  // rdma_cm picks them). Then: operation_not_supported (no stack),
-  // errc::timed_out (a step took longer than opts.timeout; when clients were
-  // refused meanwhile, errc::rank_refused instead), errc::rank_refused (an
-  // acceptor refused our rank), errc::rejected, errc::wrong_device (a peer's
-  // id is on another device than the first's), errc::unexpected_event, or
-  // the errno. A client whose rank is malformed, outside the range or
-  // already taken is rejected and the accepting goes on.
+  // peer's rdma_cm id; returns the channel connected (no handshake()).
+  // Errors found before any RDMA call: errc::out_of_range (no peer at all,
+  // or first_rank + accept past 2^32), errc::empty_object (accept > 0 and
+  // no listener), std::errc::address_not_available (an address with an
+  // empty or unknown host, or port 0), errc::not_honoured (channel.port or
+  // channel.gid set: rdma_cm picks them). Then: operation_not_supported (no
+  // stack), errc::timed_out (a step took longer than opts.timeout; if
+  // clients were refused meanwhile, errc::rank_refused instead),
+  // errc::rank_refused (an acceptor refused our rank), errc::rejected,
+  // errc::wrong_device (a peer's id is on another device than the first's;
+  // such a client is rejected), errc::unexpected_event, or the errno. A
+  // client whose rank is malformed, outside the range or already taken is
+  // rejected and the accepting goes on.
   static result<multi_channel> create_cm(listener *accept_from, const cm_channel_options &opts);
   // The rdma_cm event channel's fd (non-blocking; readable when an event is
   // waiting), for epoll/poll; -1 when not built with create_cm.

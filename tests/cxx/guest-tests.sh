@@ -25,4 +25,5 @@ else
   run cxx-example-write-read rdmadl-example-write-read
   run cxx-example-pingpong rdmadl-example-pingpong "$RDMADL_TEST_IP"
   run cxx-example-multi-peer rdmadl-example-multi-peer
+  run cxx-example-multi-peer-cm rdmadl-example-multi-peer --cm "$RDMADL_TEST_IP"
 fi
