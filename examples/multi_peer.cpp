@@ -2,8 +2,9 @@
 // A hub talking to three peers through one multi_channel: it multicasts a
 // question, gathers the answers, then writes a result into every peer's
 // memory. The peers are channels on the same device here; across machines
-// they would trade the same endpoint lists with oob::exchange.
-// Usage: rdmadl-example-multi-peer
+// they would trade the same endpoint lists with oob::exchange, or connect
+// through rdma_cm as --cm does.
+// Usage: rdmadl-example-multi-peer [--cm ADDRESS-OF-THE-RDMA-DEVICE]
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -15,23 +16,40 @@
 using namespace rdmadl;
 using namespace std::chrono_literals;
 
-int main() {
+int main(int argc, char **argv) {
   constexpr std::size_t n = 3, len = 64;
   auto ctx = context::open();
   if (!ctx)
     return std::printf("no RDMA: %s\n", ctx.error().message().c_str()), 1;
-  channel_options opts;
-  opts.peers = n;
-  auto hub = multi_channel::create(*ctx, opts).value();
-  channel peer[n] = {channel::create(*ctx).value(), channel::create(*ctx).value(),
-                     channel::create(*ctx).value()};
-  // Out of band: the hub's entry i goes to peer i, peer i's endpoint to the hub.
-  std::vector<endpoint> theirs;
-  for (std::size_t i = 0; i < n; i++) {
-    peer[i].handshake(hub.local_endpoint(i).value()).value();
-    theirs.push_back(peer[i].local_endpoint().value());
+  multi_channel hub;
+  channel peer[n];
+  if (argc > 2 && std::string(argv[1]) == "--cm") {
+    // rdma_cm: the hub accepts n peers; peer i connects with rank i, so it
+    // becomes the hub's peer i whatever the order of arrival.
+    auto lst = listener::bind(argv[2], 0).value();
+    cm_channel_options accept;
+    accept.accept = n;
+    std::thread hub_side([&] { hub = multi_channel::create_cm(&lst, accept).value(); });
+    for (std::size_t i = 0; i < n; i++) {
+      cm_channel_options o;
+      o.connect = {{argv[2], lst.port()}};
+      o.rank = static_cast<std::uint32_t>(i);
+      peer[i] = channel::create_cm(nullptr, o).value();
+    }
+    hub_side.join();
+  } else {
+    channel_options opts;
+    opts.peers = n;
+    hub = multi_channel::create(*ctx, opts).value();
+    // Out of band: the hub's entry i goes to peer i, peer i's endpoint to the hub.
+    std::vector<endpoint> theirs;
+    for (std::size_t i = 0; i < n; i++) {
+      peer[i] = channel::create(*ctx).value();
+      peer[i].handshake(hub.local_endpoint(i).value()).value();
+      theirs.push_back(peer[i].local_endpoint().value());
+    }
+    hub.handshake(theirs).value();
   }
-  hub.handshake(theirs).value();
 
   char hub_buf[n][len] = {"what is your number?"}, peer_buf[n][len] = {};
   auto hub_mr = hub.pd().register_memory(std::as_writable_bytes(std::span(hub_buf))).value();

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "rdmadl/multi_channel.hpp"
@@ -15,6 +16,7 @@
 namespace rdmadl::detail {
 
 enum channel_op { k_send, k_recv, k_write, k_read };
+struct cm_group;
 
 struct channel_state {
   context ctx;
@@ -67,6 +69,11 @@ struct channel_state {
     }
     return {};
   }
+
+  // rdma_cm (src/multi_channel_cm.cpp): the peers' ids and their event
+  // channel; null for a channel built out of band. Last, so it is destroyed
+  // (disconnecting every peer) while the queue pairs still exist.
+  std::shared_ptr<cm_group> cm;
 };
 
 } // namespace rdmadl::detail

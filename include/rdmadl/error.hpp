@@ -58,7 +58,11 @@
   X(batch_busy, device_or_resource_busy, "another send batch is open on this queue pair")          \
   X(bad_blob, invalid_argument,                                                                    \
     "serialised blob has a field serialize() never writes (reserved bytes, range)")                \
-  X(not_honoured, invalid_argument, "an option that this kind of object cannot honour was set")
+  X(not_honoured, invalid_argument, "an option that this kind of object cannot honour was set")    \
+  X(rank_refused, connection_refused,                                                              \
+    "rdma_cm peer refused: its rank was malformed, outside the accepted range or already taken")   \
+  X(wrong_device, no_such_device,                                                                  \
+    "an rdma_cm peer is on another device than the channel's first peer")
 
 namespace rdmadl {
 

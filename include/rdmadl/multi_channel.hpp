@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "rdmadl/cq.hpp"
@@ -72,6 +73,9 @@ RDMADL_CXX_API std::vector<std::byte> serialize_endpoints(std::span<const endpoi
 RDMADL_CXX_API result<std::vector<endpoint>> parse_endpoints(std::span<const std::byte> blob);
 
 class multi_channel;
+class listener;
+struct cm_channel_options;
+struct cm_peer_event;
 namespace detail {
 struct channel_state;
 }
@@ -170,6 +174,40 @@ public:
   result<void> multicast_send(std::span<const std::size_t> peers, const local_slice &buf,
                               std::chrono::milliseconds timeout);
 
+  // ---- rdma_cm: built from a listener and addresses (see cm_channel_options
+  // below and src/multi_channel_cm.cpp) ----
+
+  // Connects to every opts.connect address (peers 0 .. C-1, in that order;
+  // each is sent opts.rank), then accepts opts.accept connections from
+  // accept_from (peer C + rank - opts.first_rank for the client that sent
+  // rank). All peers share one PD and one CQ, on the device of the first
+  // peer's rdma_cm id; returns the channel connected (no handshake()).
+  // Errors found before any RDMA call: errc::out_of_range (no peer at all,
+  // or first_rank + accept past 2^32), errc::empty_object (accept > 0 and
+  // no listener), std::errc::address_not_available (an address with an
+  // empty or unknown host, or port 0), errc::not_honoured (channel.port or
+  // channel.gid set: rdma_cm picks them). Then: operation_not_supported (no
+  // stack), errc::timed_out (a step took longer than opts.timeout; if
+  // clients were refused meanwhile, errc::rank_refused instead),
+  // errc::rank_refused (an acceptor refused our rank), errc::rejected,
+  // errc::wrong_device (a peer's id is on another device than the first's;
+  // such a client is rejected), errc::unexpected_event, or the errno. A
+  // client whose rank is malformed, outside the range or already taken is
+  // rejected and the accepting goes on.
+  static result<multi_channel> create_cm(listener *accept_from, const cm_channel_options &opts);
+  // The rdma_cm event channel's fd (non-blocking; readable when an event is
+  // waiting), for epoll/poll; -1 when not built with create_cm.
+  int cm_fd() const noexcept;
+  // Takes one rdma_cm event of a peer, waiting up to timeout (0: do not
+  // wait). A peer that disconnects (or whose connection fails) is reported
+  // once, with its index; this side then disconnects it too, which flushes
+  // its queue pair. Errors: errc::timed_out (nothing waiting),
+  // errc::empty_object (not built with create_cm), or the errno.
+  result<cm_peer_event> next_cm_event(std::chrono::milliseconds timeout = {});
+  // Whether peer is still connected through rdma_cm (false for a channel
+  // built out of band, or after next_cm_event reported it disconnected).
+  bool cm_connected(std::size_t peer) const noexcept;
+
 private:
   result<std::vector<work_result>> run(std::span<const part> parts, int kind,
                                        std::chrono::milliseconds timeout);
@@ -180,6 +218,9 @@ private:
 class RDMADL_CXX_API channel {
 public:
   static result<channel> create(const context &ctx, channel_options opts = {});
+  // multi_channel::create_cm with exactly one peer (one address, or accept
+  // == 1); else errc::out_of_range. Events: base().next_cm_event().
+  static result<channel> create_cm(listener *accept_from, const cm_channel_options &opts);
   channel() noexcept = default;
   result<endpoint> local_endpoint() const { return mc_.local_endpoint(0); }
   result<void> handshake(const endpoint &remote) { return mc_.handshake({&remote, 1}); }
@@ -205,6 +246,61 @@ public:
 private:
   multi_channel mc_;
 };
+
+// ---- rdma_cm: peers from a listener and from addresses ----
+//
+// No out-of-band exchange: a node connects to the addresses it knows and
+// accepts the rest. Each connecting side sends a rank (12 bytes of rdma_cm
+// private data: "RDMC", version 1, 3 zero bytes, the rank as 4 bytes
+// little-endian); the accepting side turns it into a stable peer index.
+// A full mesh of K nodes: node k connects to nodes 0..k-1 and accepts nodes
+// k+1..K-1, so node j is peer j (j < k) or j - 1 (j > k) of node k; see
+// cm_mesh().
+
+struct cm_address {
+  std::string host; // name or numeric address
+  std::uint16_t port = 0;
+};
+
+struct cm_channel_options {
+  // send_depth, recv_depth (clamped to the device) and scope_limit apply;
+  // peers and connect are unused (the count is connect.size() + accept;
+  // rdma_cm sets the path and the rights); port and gid must stay at their
+  // defaults (else errc::not_honoured).
+  channel_options channel;
+  std::vector<cm_address> connect;         // peers 0 .. connect.size() - 1, in order
+  std::uint32_t rank = 0;                  // sent to every address connected to
+  std::size_t accept = 0;                  // peers connected from the listener
+  std::uint32_t first_rank = 0;            // accepted ranks: [first_rank, first_rank + accept)
+  std::chrono::milliseconds timeout{5000}; // each step (resolve, connect, each accept)
+  std::uint8_t ack_timeout = 0;            // as cm_options::ack_timeout
+  std::uint8_t retry_count = 7;            // as cm_options::retry_count
+  // How long destruction waits, in all, for peers to confirm the disconnect.
+  std::chrono::milliseconds disconnect_timeout{1000};
+};
+
+enum class cm_event_kind {
+  disconnected,     // the peer disconnected, or the connection broke
+  connection_error, // CONNECT_ERROR, UNREACHABLE
+  device_removal,
+  address_change,
+  timewait_exit, // the peer's queue pair may be reused
+  other,
+};
+
+struct cm_peer_event {
+  std::size_t peer = 0;
+  cm_event_kind kind = cm_event_kind::other;
+  int event = 0;  // enum rdma_cm_event_type
+  int status = 0; // the event's status (0 or a negated errno)
+};
+
+// The options of node rank of a full mesh of nodes.size() nodes (nodes[i]
+// is where node i listens): connect to nodes 0 .. rank-1, accept the
+// nodes.size() - 1 - rank after it; base gives the other fields. Errors:
+// errc::out_of_range (rank >= nodes.size()).
+RDMADL_CXX_API result<cm_channel_options>
+cm_mesh(std::size_t rank, std::span<const cm_address> nodes, cm_channel_options base = {});
 
 } // namespace rdmadl
 

@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <poll.h>
 #include <string>
 #include <sys/epoll.h>
 #include <sys/wait.h>
@@ -1228,6 +1229,321 @@ bool check_peer_exit() {
   return ok;
 }
 
+// ---- multi_channel over rdma_cm ----
+
+std::string cm_host() {
+  return test_ip ? inet_ntoa(in_addr{test_ip}) : "127.0.0.1";
+}
+
+// Every operation between a hub and its leaves (leaf i is the hub's peer i),
+// byte for byte: multicast, scatter_send, gather_receive, scatter_write,
+// gather_read, and the single blocking forms.
+bool exercise_hub(multi_channel &hub, std::vector<channel> &leaf) {
+  const std::size_t n = 3, len = 256;
+  EXPECT(leaf.size() == n && hub.peers() == n && hub.connected());
+  std::vector<std::byte> hb(n * len);
+  std::vector<std::vector<std::byte>> lb(n, std::vector<std::byte>(len));
+  TRY(hm, hub.pd().register_memory(hb, access::remote_write | access::remote_read));
+  std::vector<memory_region> lm;
+  for (std::size_t i = 0; i < n; i++) {
+    TRY(m, leaf[i].pd().register_memory(lb[i], access::remote_write | access::remote_read));
+    lm.push_back(std::move(*m));
+  }
+  auto hslice = [&](std::size_t i) { return hm->slice(i * len, len).value(); };
+  auto hpart = [&](std::size_t i) { return std::span(hb).subspan(i * len, len); };
+  auto expect = [&](unsigned seed) {
+    std::vector<std::byte> v(len);
+    fill(v, seed);
+    return v;
+  };
+  // multicast: one buffer to every leaf; scatter_send: a slice to each.
+  for (int round = 0; round < 2; round++) {
+    for (std::size_t i = 0; i < n; i++)
+      fill(hpart(i), 100 + static_cast<unsigned>(round * 10 + (round ? i : 0)));
+    auto s0 = leaf[0].scope(), s1 = leaf[1].scope(), s2 = leaf[2].scope();
+    polling_scope *sc[] = {&s0, &s1, &s2};
+    std::vector<work_handle> h;
+    for (std::size_t i = 0; i < n; i++) {
+      TRY(r, sc[i]->post_recv(0, *lm[i].all()));
+      h.push_back(*r);
+    }
+    if (round == 0) {
+      std::vector<std::size_t> all;
+      for (std::size_t i = 0; i < n; i++)
+        all.push_back(i);
+      EXPECT_OK(hub.multicast_send(all, hslice(0), 5s));
+    } else {
+      std::vector<multi_channel::part> parts;
+      for (std::size_t i = 0; i < n; i++)
+        parts.push_back({i, hslice(i), {}});
+      EXPECT_OK(hub.scatter_send(parts, 5s));
+    }
+    for (std::size_t i = 0; i < n; i++) {
+      TRY(w, sc[i]->wait(h[i], 5s));
+      EXPECT(w->ok() && w->byte_len == len);
+      EXPECT(same(lb[i], expect(100 + static_cast<unsigned>(round * 10 + (round ? i : 0)))));
+    }
+  }
+  // gather_receive: every leaf sends (from another thread), the hub collects.
+  for (std::size_t i = 0; i < n; i++)
+    fill(lb[i], 130 + static_cast<unsigned>(i));
+  {
+    std::atomic<int> sent{0};
+    std::thread senders([&] {
+      for (std::size_t i = 0; i < n; i++)
+        if (leaf[i].send(*lm[i].all(), 10s))
+          sent++;
+    });
+    std::vector<multi_channel::part> parts;
+    for (std::size_t i = 0; i < n; i++)
+      parts.push_back({i, hslice(i), {}});
+    auto got = hub.gather_receive(parts, 10s);
+    senders.join();
+    EXPECT(sent.load() == static_cast<int>(n));
+    EXPECT_OK(got);
+    EXPECT(got->size() == n);
+    for (std::size_t i = 0; i < n; i++)
+      EXPECT(same(hpart(i), expect(130 + static_cast<unsigned>(i))));
+  }
+  // scatter_write and gather_read: one-sided, to and from each leaf's region.
+  {
+    for (std::size_t i = 0; i < n; i++)
+      fill(hpart(i), 140 + static_cast<unsigned>(i));
+    std::vector<multi_channel::part> parts;
+    for (std::size_t i = 0; i < n; i++)
+      parts.push_back({i, hslice(i), lm[i].remote().value()});
+    EXPECT_OK(hub.scatter_write(parts, 5s));
+    for (std::size_t i = 0; i < n; i++)
+      EXPECT(same(lb[i], expect(140 + static_cast<unsigned>(i))));
+    for (std::size_t i = 0; i < n; i++)
+      fill(lb[i], 150 + static_cast<unsigned>(i));
+    EXPECT_OK(hub.gather_read(parts, 5s));
+    for (std::size_t i = 0; i < n; i++)
+      EXPECT(same(hpart(i), expect(150 + static_cast<unsigned>(i))));
+  }
+  // The single forms, peer by peer, both directions: a leaf writes into the
+  // hub's region too (its QP was accepted or connected by rdma_cm).
+  TRY(hub_region, hm->remote());
+  for (std::size_t i = 0; i < n; i++) {
+    fill(hpart(i), 160 + static_cast<unsigned>(i));
+    result<std::uint32_t> got = errc::timed_out;
+    std::thread rx([&] { got = leaf[i].receive(*lm[i].all(), 10s); });
+    auto sent = hub.send(i, hslice(i), 10s);
+    rx.join();
+    EXPECT_OK(sent);
+    EXPECT_OK(got);
+    EXPECT(*got == len && same(lb[i], expect(160 + static_cast<unsigned>(i))));
+    fill(hpart(i), 170 + static_cast<unsigned>(i));
+    EXPECT_OK(hub.write(i, hslice(i), lm[i].remote().value(), 5s));
+    EXPECT(same(lb[i], expect(170 + static_cast<unsigned>(i))));
+    fill(lb[i], 180 + static_cast<unsigned>(i));
+    EXPECT_OK(hub.read(i, hslice(i), lm[i].remote().value(), 5s));
+    EXPECT(same(hpart(i), expect(180 + static_cast<unsigned>(i))));
+    fill(lb[i], 190 + static_cast<unsigned>(i));
+    TRY(dst, hub_region->slice(i * len, len));
+    EXPECT_OK(leaf[i].write(*lm[i].all(), *dst, 5s));
+    EXPECT(same(hpart(i), expect(190 + static_cast<unsigned>(i))));
+  }
+  return true;
+}
+
+// A hub accepting three peers through one listener, each a channel
+// connecting from this process: stray ranks refused, peer index from the
+// rank (not the order of arrival), every operation, and a peer that
+// disconnects mid-life seen as its event.
+bool check_cm_multi_channel() {
+  constexpr std::size_t n = 3;
+  const std::string host = cm_host();
+  TRY(lst, listener::bind(host, 0));
+  cm_channel_options ho;
+  ho.accept = n;
+  ho.first_rank = 10; // clients send 10, 11, 12: peers 0, 1, 2
+  ho.timeout = 15s;
+  ho.channel.scope_limit = 2000ms;
+  ho.channel.send_depth = 32;
+  ho.channel.recv_depth = 16;
+  result<multi_channel> hub = errc::timed_out;
+  std::thread server([&] { hub = multi_channel::create_cm(&*lst, ho); });
+  auto client = [&](std::uint32_t rank) {
+    cm_channel_options co;
+    co.connect = {{host, lst->port()}};
+    co.rank = rank;
+    co.timeout = 15s;
+    auto t = std::chrono::steady_clock::now();
+    auto c = channel::create_cm(nullptr, co);
+    std::fprintf(stderr, "  client rank %u: %s (%.2f s)\n", rank,
+                 c ? "connected" : c.error().message().c_str(),
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count());
+    return c;
+  };
+  auto stray = client(13); // outside [10, 13)
+  auto c2 = client(12);    // arrives first, is still peer 2
+  auto dup = client(12);   // taken
+  auto c0 = client(10);
+  auto low = client(9);
+  auto c1 = client(11);
+  server.join();
+  EXPECT_OK(hub);
+  EXPECT(stray.error() == errc::rank_refused);
+  EXPECT(dup.error() == errc::rank_refused);
+  EXPECT(low.error() == errc::rank_refused);
+  EXPECT(dup.error() == std::errc::connection_refused);
+  EXPECT_OK(c0);
+  EXPECT_OK(c1);
+  EXPECT_OK(c2);
+  std::vector<channel> leaf;
+  leaf.push_back(std::move(*c0));
+  leaf.push_back(std::move(*c1));
+  leaf.push_back(std::move(*c2));
+  for (std::size_t i = 0; i < n; i++) {
+    EXPECT(hub->cm_connected(i));
+    TRY(ep, hub->local_endpoint(i)); // the path rdma_cm chose is known
+    EXPECT(!ep->gid_value.is_zero() && ep->qpn == hub->qp(i).qp_num());
+  }
+  // One PD for every peer: hub->pd() registered memory works with each.
+  if (!exercise_hub(*hub, leaf))
+    return false;
+
+  // The event loop's view: nothing yet; then leaf 1 goes away (its
+  // destructor disconnects) and the fd becomes readable with its event.
+  EXPECT(hub->cm_fd() >= 0);
+  EXPECT(hub->next_cm_event().error() == errc::timed_out);
+  auto t0 = std::chrono::steady_clock::now();
+  std::thread gone([&] { leaf[1] = channel(); });
+  pollfd pf{hub->cm_fd(), POLLIN, 0};
+  int ready = ::poll(&pf, 1, 10000);
+  auto ev = hub->next_cm_event(5s);
+  gone.join();
+  auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT(ready == 1);
+  EXPECT_OK(ev);
+  std::fprintf(stderr, "  event: peer %zu kind %d (rdma_cm %d, status %d)\n", ev->peer,
+               static_cast<int>(ev->kind), ev->event, ev->status);
+  EXPECT(ev->peer == 1 && ev->kind == cm_event_kind::disconnected);
+  EXPECT(took < 10s); // the leaf's destructor is bounded
+  EXPECT(!hub->cm_connected(1) && hub->cm_connected(0) && hub->cm_connected(2));
+  // Peer 1's queue pair is flushed; the others still work.
+  std::vector<std::byte> b(64);
+  TRY(bm, hub->pd().register_memory(b));
+  auto dead = hub->send(1, *bm->all(), 5s);
+  EXPECT(!dead);
+  std::fprintf(stderr, "  send to the gone peer: %s\n", dead.error().message().c_str());
+  for (std::size_t i : {std::size_t{0}, std::size_t{2}}) {
+    std::vector<std::byte> lbuf(64);
+    TRY(lmr, leaf[i].pd().register_memory(lbuf, access::remote_write));
+    fill(b, 200 + static_cast<unsigned>(i));
+    EXPECT_OK(hub->write(i, *bm->all(), lmr->remote().value(), 5s));
+    EXPECT(same(lbuf, b));
+  }
+  // The hub's own end disconnects the two left, within its bound.
+  t0 = std::chrono::steady_clock::now();
+  *hub = multi_channel();
+  EXPECT(std::chrono::steady_clock::now() - t0 < 5s);
+  return true;
+}
+
+// A full mesh of three multi_channels of two peers each over rdma_cm
+// loopback (cm_mesh): node k's peer p is node p (p < k) or p + 1, checked
+// by what each node receives from each peer, then one-sided writes.
+bool check_cm_mesh() {
+  constexpr std::size_t k = 3, len = 128;
+  const std::string host = cm_host();
+  std::vector<listener> lst;
+  std::vector<cm_address> nodes;
+  for (std::size_t i = 0; i < k; i++) {
+    TRY(l, listener::bind(host, 0));
+    nodes.push_back({host, l->port()});
+    lst.push_back(std::move(*l));
+  }
+  std::atomic<int> built{0}, finished{0}, good{0};
+  std::vector<std::string> why(k);
+  // Each node's region, so the others can write into it: slot j <- node j.
+  std::vector<std::vector<std::byte>> region(k, std::vector<std::byte>(k * len));
+  std::vector<remote_region> regions(k);
+  auto node = [&](std::size_t r) -> bool {
+    auto fail = [&](const char *what, std::error_code ec) {
+      why[r] = std::string(what) + ": " + ec.message();
+      return false;
+    };
+    auto o = cm_mesh(r, nodes);
+    if (!o)
+      return fail("cm_mesh", o.error());
+    o->timeout = 15s;
+    auto mc = multi_channel::create_cm(&lst[r], *o);
+    built++;
+    if (!mc)
+      return fail("create_cm", mc.error());
+    std::vector<std::byte> out(len), in((k - 1) * len);
+    fill(out, 300 + static_cast<unsigned>(r));
+    auto mo = mc->pd().register_memory(out);
+    auto mi = mc->pd().register_memory(in);
+    auto mr = mc->pd().register_memory(region[r], access::remote_write);
+    if (!mo || !mi || !mr)
+      return fail("register", std::make_error_code(std::errc::not_enough_memory));
+    regions[r] = mr->remote().value();
+    {
+      auto s = mc->scope();
+      for (std::size_t p = 0; p < k - 1; p++)
+        if (auto h = s.post_recv(p, mi->slice(p * len, len).value()); !h)
+          return fail("post_recv", h.error());
+      for (std::size_t p = 0; p < k - 1; p++)
+        if (auto h = s.post_send(p, *mo->all()); !h)
+          return fail("post_send", h.error());
+      auto all = s.wait_all(15s);
+      if (!all)
+        return fail("wait_all", all.error());
+      for (const auto &w : *all)
+        if (!w.ok())
+          return fail("completion", w.error());
+    }
+    for (std::size_t p = 0; p < k - 1; p++) {
+      std::size_t sender = p < r ? p : p + 1;
+      std::vector<std::byte> want(len);
+      fill(want, 300 + static_cast<unsigned>(sender));
+      if (!same(std::span(in).subspan(p * len, len), want))
+        return fail("peer index", std::make_error_code(std::errc::bad_message));
+    }
+    // Every node has published its region once all are built and have
+    // exchanged; then each writes its slot into every peer's region.
+    finished++;
+    auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (finished.load() < static_cast<int>(k) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(1ms);
+    for (std::size_t p = 0; p < k - 1; p++) {
+      std::size_t target = p < r ? p : p + 1;
+      auto dst = regions[target].slice(r * len, len);
+      if (!dst)
+        return fail("slice", dst.error());
+      if (auto w = mc->write(p, *mo->all(), *dst, 10s); !w)
+        return fail("write", w.error());
+    }
+    finished++; // second barrier: nobody disconnects while others still write
+    while (finished.load() < static_cast<int>(2 * k) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(1ms);
+    good++;
+    return true;
+  };
+  std::vector<std::thread> t;
+  for (std::size_t r = 0; r < k; r++)
+    t.emplace_back([&, r] { (void)node(r); });
+  for (auto &x : t)
+    x.join();
+  for (std::size_t r = 0; r < k; r++)
+    if (!why[r].empty())
+      std::fprintf(stderr, "  node %zu: %s\n", r, why[r].c_str());
+  EXPECT(built.load() == static_cast<int>(k));
+  EXPECT(good.load() == static_cast<int>(k));
+  for (std::size_t r = 0; r < k; r++)
+    for (std::size_t j = 0; j < k; j++) {
+      if (j == r)
+        continue;
+      std::vector<std::byte> want(len);
+      fill(want, 300 + static_cast<unsigned>(j));
+      EXPECT(same(std::span(region[r]).subspan(j * len, len), want));
+    }
+  return true;
+}
+
 // --absent: the library or kernel is missing; everything fails cleanly.
 int absent_main() {
   report("absent-available", !available());
@@ -1239,6 +1555,10 @@ int absent_main() {
   report("absent-event-channel", !e && e.error() == std::errc::operation_not_supported);
   auto k = connect("127.0.0.1", 1);
   report("absent-cm-connect", !k && k.error() == std::errc::operation_not_supported);
+  cm_channel_options co;
+  co.connect = {{"127.0.0.1", 1}};
+  auto mc = multi_channel::create_cm(nullptr, co);
+  report("absent-cm-multi-channel", !mc && mc.error() == std::errc::operation_not_supported);
   return failures ? 1 : 0;
 }
 
@@ -1287,6 +1607,8 @@ int main(int argc, char **argv) {
       {"cm-connect", check_cm},
       {"cm-reject", check_cm_reject},
       {"cm-ack-timeout", check_cm_ack_timeout},
+      {"cm-multi-channel", check_cm_multi_channel},
+      {"cm-mesh", check_cm_mesh},
       {"async-events", check_async_events}, // last: it takes the port down
   };
   for (auto &c : checks) {

@@ -168,3 +168,84 @@ TEST_CASE("oob: a peer that hangs up before sending its blob") {
   REQUIRE_FALSE(r);
   CHECK(r.error() == std::errc::connection_reset);
 }
+
+TEST_CASE(
+    "multi_channel over rdma_cm: without RDMA every call fails with operation_not_supported") {
+  if (stack() == stack_state::ready)
+    return; // a host with a device: covered by the Soft-RoCE tier
+  cm_channel_options o;
+  o.connect = {{"127.0.0.1", 7471}};
+  NOT_SUPPORTED(multi_channel::create_cm(nullptr, o));
+  NOT_SUPPORTED(channel::create_cm(nullptr, o));
+  NOT_SUPPORTED(listener::bind("127.0.0.1", 0));
+  listener none; // what a failed bind leaves
+  o.accept = 2;
+  NOT_SUPPORTED(multi_channel::create_cm(&none, o));
+  cm_channel_options only_accept;
+  only_accept.accept = 1;
+  NOT_SUPPORTED(channel::create_cm(&none, only_accept));
+  multi_channel mc;
+  CHECK(mc.cm_fd() == -1);
+  CHECK_FALSE(mc.cm_connected(0));
+  NOT_SUPPORTED(mc.next_cm_event());
+  NOT_SUPPORTED(mc.next_cm_event(10ms));
+}
+
+TEST_CASE("multi_channel over rdma_cm: bad arguments get their documented error first") {
+  // Checked before any RDMA call: the same answers with or without a stack.
+  cm_channel_options o;
+  CHECK(multi_channel::create_cm(nullptr, o).error() == errc::out_of_range); // no peer
+  CHECK(channel::create_cm(nullptr, o).error() == errc::out_of_range);
+  o.connect = {{"127.0.0.1", 7471}, {"127.0.0.1", 7472}};
+  CHECK(channel::create_cm(nullptr, o).error() == errc::out_of_range); // two peers
+  o.accept = 1;
+  CHECK(multi_channel::create_cm(nullptr, o).error() == errc::empty_object); // no listener
+  o.accept = 2;
+  o.first_rank = UINT32_MAX; // ranks past 2^32
+  CHECK(multi_channel::create_cm(nullptr, o).error() == errc::out_of_range);
+  o.accept = 0;
+  o.first_rank = 0;
+  for (const cm_address &bad :
+       {cm_address{"", 7471}, cm_address{"127.0.0.1", 0}, cm_address{"not an address", 7471}}) {
+    INFO(bad.host << ":" << bad.port);
+    cm_channel_options b;
+    b.connect = {{"127.0.0.1", 7471}, bad};
+    CHECK(multi_channel::create_cm(nullptr, b).error() == std::errc::address_not_available);
+  }
+  cm_channel_options pinned;
+  pinned.connect = {{"127.0.0.1", 7471}};
+  pinned.channel.port = 1;
+  CHECK(multi_channel::create_cm(nullptr, pinned).error() == errc::not_honoured);
+  pinned.channel.port = 0;
+  pinned.channel.gid.ipv4 = 0x0100007f;
+  CHECK(multi_channel::create_cm(nullptr, pinned).error() == errc::not_honoured);
+  // The new conditions compare equal to their std::errc.
+  CHECK(make_error_code(errc::rank_refused) == std::errc::connection_refused);
+  CHECK(make_error_code(errc::wrong_device) == std::errc::no_such_device);
+}
+
+TEST_CASE("cm_mesh: node k connects to the nodes before it and accepts the ones after") {
+  std::vector<cm_address> nodes{{"10.0.0.1", 1}, {"10.0.0.2", 2}, {"10.0.0.3", 3}, {"h4", 4}};
+  cm_channel_options base;
+  base.timeout = 1234ms;
+  for (std::size_t k = 0; k < nodes.size(); k++) {
+    INFO("node " << k);
+    auto o = cm_mesh(k, nodes, base);
+    REQUIRE(o);
+    CHECK(o->rank == k);
+    REQUIRE(o->connect.size() == k);
+    for (std::size_t j = 0; j < k; j++)
+      CHECK((o->connect[j].host == nodes[j].host && o->connect[j].port == nodes[j].port));
+    CHECK(o->accept == nodes.size() - 1 - k);
+    CHECK(o->first_rank == k + 1);
+    CHECK(o->timeout == 1234ms);
+    // Node j > k arrives with rank j and becomes peer k + (j - (k + 1)) = j - 1.
+    for (std::size_t j = k + 1; j < nodes.size(); j++)
+      CHECK(o->connect.size() + (j - o->first_rank) == j - 1);
+  }
+  CHECK(cm_mesh(4, nodes).error() == errc::out_of_range);
+  CHECK(cm_mesh(0, {}).error() == errc::out_of_range);
+  auto single = cm_mesh(0, std::span(nodes).first(1));
+  REQUIRE(single); // one node: no peer, so create_cm refuses it
+  CHECK(multi_channel::create_cm(nullptr, *single).error() == errc::out_of_range);
+}

@@ -1,0 +1,509 @@
+// SPDX-License-Identifier: MIT
+// multi_channel over rdma_cm: peers connected to addresses and accepted from
+// a listener, identified by the rank each connecting side sends, all on one
+// PD and one CQ; their rdma_cm events for an event loop.
+#include "rdmadl_verbs.h"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <netdb.h>
+#include <poll.h>
+#include <string>
+
+#include "channel_state.hpp"
+#include "detail.hpp"
+#include "nodes.hpp"
+#include "rdmadl/cm.hpp"
+#include "rdmadl/multi_channel.hpp"
+#include "serial.hpp"
+
+namespace rdmadl {
+
+namespace detail {
+
+// The one event channel every id of a multi_channel reports on.
+struct cm_chan {
+  event_channel ch;
+};
+
+// One peer's id; destroyed before the channel it reports on.
+struct cm_peer_id {
+  rdma_cm_id *id = nullptr;
+  std::shared_ptr<cm_chan> ch;
+  ~cm_peer_id() {
+    if (id)
+      rdma_destroy_id(id);
+  }
+};
+
+struct cm_group {
+  std::shared_ptr<cm_chan> ch = std::make_shared<cm_chan>();
+  std::vector<std::shared_ptr<cm_peer_id>> ids; // by peer index; null until made
+  // Connected, by peer index; read by cm_connected() from any thread.
+  std::unique_ptr<std::atomic<bool>[]> up;
+  std::deque<cm_peer_event> queued; // taken while waiting for something else
+  std::chrono::milliseconds linger{1000};
+
+  rdma_event_channel *native() const noexcept { return ch->ch.native_handle(); }
+  // The peer index of id, or ids.size().
+  std::size_t index_of(const rdma_cm_id *id) const noexcept {
+    for (std::size_t i = 0; i < ids.size(); i++)
+      if (ids[i] && ids[i]->id == id)
+        return i;
+    return ids.size();
+  }
+  // Disconnects every connected peer, then waits (up to linger in all) for
+  // their DISCONNECTED, so the peers' disconnects are answered.
+  ~cm_group();
+};
+
+} // namespace detail
+
+namespace {
+
+using ms = std::chrono::milliseconds;
+using clock = std::chrono::steady_clock;
+
+constexpr char hello_magic[5] = "RDMC";
+constexpr std::uint8_t hello_version = 1;
+constexpr std::size_t hello_size = 12;
+// Why a client was rejected (byte 8 of a reject's private data).
+enum refusal : std::uint8_t { r_malformed = 1, r_range = 2, r_taken = 3, r_device = 4 };
+
+std::array<std::byte, hello_size> hello(std::uint32_t v) {
+  std::array<std::byte, hello_size> b{};
+  detail::put_header(b.data(), hello_magic, hello_version);
+  detail::put_le(b.data() + 8, v);
+  return b;
+}
+// The value of a hello blob, or nothing if it is not one.
+bool parse_hello(std::span<const std::byte> b, std::uint32_t &v) {
+  if (b.size() < hello_size || std::memcmp(b.data(), hello_magic, 4) != 0 ||
+      b[4] != std::byte{hello_version})
+    return false;
+  v = detail::get_le<std::uint32_t>(b.data() + 8);
+  return true;
+}
+
+int cm_ms(ms t) noexcept {
+  return t.count() <= 0 ? 0 : t.count() > (1 << 30) ? (1 << 30) : static_cast<int>(t.count());
+}
+
+result<sockaddr_storage> resolve(const cm_address &a) {
+  if (a.host.empty() || a.port == 0)
+    return std::errc::address_not_available;
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  std::string port = std::to_string(a.port);
+  addrinfo *res = nullptr;
+  if (getaddrinfo(a.host.c_str(), port.c_str(), &hints, &res) != 0 || !res)
+    return std::errc::address_not_available;
+  sockaddr_storage ss{};
+  std::memcpy(&ss, res->ai_addr, std::min<std::size_t>(res->ai_addrlen, sizeof ss));
+  freeaddrinfo(res);
+  return ss;
+}
+
+cm_event_kind kind_of(int e) noexcept {
+  switch (e) {
+  case RDMA_CM_EVENT_DISCONNECTED:
+    return cm_event_kind::disconnected;
+  case RDMA_CM_EVENT_CONNECT_ERROR:
+  case RDMA_CM_EVENT_UNREACHABLE:
+    return cm_event_kind::connection_error;
+  case RDMA_CM_EVENT_DEVICE_REMOVAL:
+    return cm_event_kind::device_removal;
+  case RDMA_CM_EVENT_ADDR_CHANGE:
+    return cm_event_kind::address_change;
+  case RDMA_CM_EVENT_TIMEWAIT_EXIT:
+    return cm_event_kind::timewait_exit;
+  default:
+    return cm_event_kind::other;
+  }
+}
+
+// One event from ch within deadline; the caller acks it.
+result<rdma_cm_event *> take_event(rdma_event_channel *ch, clock::time_point deadline) {
+  for (;;) {
+    rdma_cm_event *ev = nullptr;
+    if (rdma_get_cm_event(ch, &ev) == 0)
+      return ev;
+    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+      return detail::last_error();
+    int left = detail::poll_timeout(deadline);
+    if (left == 0)
+      return errc::timed_out;
+    pollfd p{ch->fd, POLLIN, 0};
+    if (::poll(&p, 1, left) < 0 && errno != EINTR)
+      return detail::last_error();
+  }
+}
+
+// An event of a known peer, taken outside next_cm_event: a peer that is
+// gone is disconnected from this side too (flushing its queue pair), and the
+// event queued for next_cm_event.
+void note(detail::cm_group &g, std::size_t peer, const rdma_cm_event *ev) {
+  cm_peer_event e{peer, kind_of(ev->event), static_cast<int>(ev->event), ev->status};
+  if ((e.kind == cm_event_kind::disconnected || e.kind == cm_event_kind::connection_error ||
+       e.kind == cm_event_kind::device_removal) &&
+      g.up[peer]) {
+    g.up[peer] = false;
+    rdma_disconnect(g.ids[peer]->id);
+  }
+  g.queued.push_back(e);
+}
+
+std::error_code event_error(const rdma_cm_event *ev) {
+  switch (ev->event) {
+  case RDMA_CM_EVENT_REJECTED: {
+    std::uint32_t why = 0;
+    auto p = static_cast<const std::byte *>(ev->param.conn.private_data);
+    if (p && parse_hello({p, ev->param.conn.private_data_len}, why) && why != r_device)
+      return make_error_code(errc::rank_refused);
+    return make_error_code(errc::rejected);
+  }
+  case RDMA_CM_EVENT_ADDR_ERROR:
+  case RDMA_CM_EVENT_ROUTE_ERROR:
+  case RDMA_CM_EVENT_UNREACHABLE:
+  case RDMA_CM_EVENT_CONNECT_ERROR:
+    return ev->status < 0 ? errno_code(-ev->status)
+                          : std::make_error_code(std::errc::host_unreachable);
+  default:
+    return make_error_code(errc::unexpected_event);
+  }
+}
+
+// Waits for event want on id (peer index peer); events of the other peers
+// that come meanwhile are noted for next_cm_event.
+result<void> expect(detail::cm_group &g, rdma_cm_id *id, rdma_cm_event_type want, ms timeout) {
+  auto deadline = detail::deadline(timeout);
+  for (;;) {
+    auto ev = take_event(g.native(), deadline);
+    if (!ev)
+      return ev.error();
+    std::error_code ec;
+    bool mine = (*ev)->id == id;
+    if (mine) {
+      if ((*ev)->event != want)
+        ec = event_error(*ev);
+    } else if (std::size_t p = g.index_of((*ev)->id); p < g.ids.size()) {
+      note(g, p, *ev);
+    }
+    rdma_ack_cm_event(*ev);
+    if (mine)
+      return ec ? result<void>(ec) : result<void>();
+  }
+}
+
+// The shared PD and CQ, made on the first peer's device (the channel keeps
+// that id alive for as long as the context is used); every later peer must
+// be on the same device. Then peer's QP on them.
+result<void> add_qp(detail::channel_state &s, detail::cm_group &g, std::size_t peer,
+                    const cm_channel_options &o, std::size_t total) {
+  rdma_cm_id *id = g.ids[peer]->id;
+  if (!id->verbs)
+    return errc::unexpected_event;
+  if (!s.ctx) {
+    s.ctx = detail::borrow_context(id->verbs, g.ids[peer]);
+    auto pd = protection_domain::create(s.ctx);
+    if (!pd)
+      return pd.error();
+    s.pd = std::move(*pd);
+    auto dev = s.ctx.query_device();
+    if (!dev)
+      return dev.error();
+    cq_options co;
+    std::size_t depth =
+        total * (std::size_t{detail::clamp_to(o.channel.send_depth, dev->max_qp_wr)} +
+                 detail::clamp_to(o.channel.recv_depth, dev->max_qp_wr));
+    co.depth =
+        detail::clamp_to(static_cast<int>(std::min<std::size_t>(depth, 1u << 30)), dev->max_cqe);
+    co.extended = false;
+    auto cq = completion_queue::create(s.ctx, co);
+    if (!cq)
+      return cq.error();
+    s.cq = std::move(*cq);
+  } else if (s.ctx.native_handle() != id->verbs) {
+    return errc::wrong_device;
+  }
+  auto dev = s.ctx.query_device();
+  if (!dev)
+    return dev.error();
+  qp_options qo;
+  qo.send_depth = o.channel.send_depth;
+  qo.recv_depth = o.channel.recv_depth;
+  ibv_qp_init_attr a = detail::plain(detail::qp_init_attr(
+      *dev, qo, s.pd.native_handle(), s.cq.native_handle(), s.cq.native_handle()));
+  if (rdma_create_qp(id, s.pd.native_handle(), &a))
+    return detail::last_error();
+  auto n = std::make_shared<detail::qp_node>();
+  n->qp = id->qp;
+  n->kind = detail::qp_node::owner_kind::rdma_cm;
+  n->cm_id = id;
+  n->owner = g.ids[peer];
+  n->type = qp_type::rc;
+  n->pd = detail::access::node(s.pd);
+  n->send_cq = n->recv_cq = detail::access::node(s.cq);
+  n->port = id->port_num;
+  detail::access::set(s.qps[peer], std::move(n));
+  if (o.ack_timeout) {
+    std::uint8_t t = o.ack_timeout;
+    if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &t, sizeof t))
+      return detail::last_error();
+  }
+  return {};
+}
+
+rdma_conn_param conn_param(const detail::channel_state &s, const cm_channel_options &o,
+                           std::span<const std::byte> data) {
+  rdma_conn_param p{};
+  p.private_data = data.data();
+  p.private_data_len = static_cast<std::uint8_t>(data.size());
+  auto dev = s.ctx.query_device();
+  p.responder_resources =
+      static_cast<std::uint8_t>(std::clamp(dev ? dev->max_qp_rd_atom : 1, 1, 255));
+  p.initiator_depth =
+      static_cast<std::uint8_t>(std::clamp(dev ? dev->max_qp_init_rd_atom : 1, 1, 255));
+  p.retry_count = std::min<std::uint8_t>(o.retry_count, 7);
+  p.rnr_retry_count = 7;
+  return p;
+}
+
+// Rejects a connection request, saying why, and destroys its id.
+void refuse(rdma_cm_id *id, refusal why) {
+  auto b = hello(why);
+  rdma_reject(id, b.data(), static_cast<std::uint8_t>(b.size()));
+  rdma_destroy_id(id);
+}
+
+result<void> connect_peer(detail::channel_state &s, detail::cm_group &g, std::size_t peer,
+                          const sockaddr_storage &addr, const cm_channel_options &o,
+                          std::size_t total) {
+  auto node = std::make_shared<detail::cm_peer_id>();
+  node->ch = g.ch;
+  if (rdma_create_id(g.native(), &node->id, nullptr, RDMA_PS_TCP)) {
+    node->id = nullptr;
+    return detail::last_error();
+  }
+  g.ids[peer] = node;
+  rdma_cm_id *id = node->id;
+  sockaddr_storage dst = addr;
+  if (rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr *>(&dst), cm_ms(o.timeout)))
+    return detail::last_error();
+  if (auto r = expect(g, id, RDMA_CM_EVENT_ADDR_RESOLVED, o.timeout); !r)
+    return r;
+  if (rdma_resolve_route(id, cm_ms(o.timeout)))
+    return detail::last_error();
+  if (auto r = expect(g, id, RDMA_CM_EVENT_ROUTE_RESOLVED, o.timeout); !r)
+    return r;
+  if (auto r = add_qp(s, g, peer, o, total); !r)
+    return r;
+  auto me = hello(o.rank);
+  rdma_conn_param p = conn_param(s, o, me);
+  if (rdma_connect(id, &p))
+    return detail::last_error();
+  if (auto r = expect(g, id, RDMA_CM_EVENT_ESTABLISHED, o.timeout); !r)
+    return r;
+  g.up[peer] = true;
+  return {};
+}
+
+// Accepts o.accept clients from l, each at the index its rank gives.
+result<void> accept_peers(detail::channel_state &s, detail::cm_group &g, listener &l,
+                          const cm_channel_options &o, std::size_t total) {
+  const std::size_t base = o.connect.size();
+  rdma_event_channel *lch = l.native_handle()->channel;
+  std::error_code refused; // the first client refused, reported if time runs out
+  for (std::size_t done = 0; done < o.accept;) {
+    auto ev = take_event(lch, detail::deadline(o.timeout));
+    if (!ev)
+      return refused && ev.error() == errc::timed_out ? result<void>(refused) : ev.error();
+    if ((*ev)->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
+      auto ec = event_error(*ev);
+      rdma_ack_cm_event(*ev);
+      return ec;
+    }
+    rdma_cm_id *id = (*ev)->id;
+    std::uint32_t rank = 0;
+    auto p = static_cast<const std::byte *>((*ev)->param.conn.private_data);
+    bool ok = p && parse_hello({p, (*ev)->param.conn.private_data_len}, rank);
+    rdma_ack_cm_event(*ev);
+    refusal why = !ok                                                      ? r_malformed
+                  : rank < o.first_rank || rank - o.first_rank >= o.accept ? r_range
+                  : g.ids[base + (rank - o.first_rank)]                    ? r_taken
+                                                                           : refusal{};
+    if (why == refusal{} && s.ctx && s.ctx.native_handle() != id->verbs)
+      why = r_device;
+    if (why != refusal{}) {
+      refuse(id, why);
+      if (why == r_device)
+        return errc::wrong_device;
+      if (!refused)
+        refused = make_error_code(errc::rank_refused);
+      continue;
+    }
+    const std::size_t peer = base + (rank - o.first_rank);
+    auto node = std::make_shared<detail::cm_peer_id>();
+    node->id = id;
+    node->ch = g.ch;
+    g.ids[peer] = node;
+    // A request this side cannot take is rejected, so its client learns it
+    // now rather than at its timeout.
+    if (rdma_migrate_id(id, g.native())) {
+      auto ec = detail::last_error();
+      rdma_reject(id, nullptr, 0);
+      return ec;
+    }
+    if (auto r = add_qp(s, g, peer, o, total); !r) {
+      rdma_reject(id, nullptr, 0);
+      return r;
+    }
+    rdma_conn_param cp = conn_param(s, o, {});
+    if (rdma_accept(id, &cp)) {
+      auto ec = detail::last_error();
+      rdma_reject(id, nullptr, 0);
+      return ec;
+    }
+    if (auto r = expect(g, id, RDMA_CM_EVENT_ESTABLISHED, o.timeout); !r)
+      return r;
+    g.up[peer] = true;
+    done++;
+  }
+  return {};
+}
+
+template <class T> result<T> or_stack(result<T> r) {
+  if (!r && rdmadl::stack() != stack_state::ready)
+    return detail::stack_error(0);
+  return r;
+}
+
+} // namespace
+
+detail::cm_group::~cm_group() {
+  std::size_t waiting = 0;
+  for (std::size_t i = 0; i < ids.size(); i++)
+    if (up[i] && rdma_disconnect(ids[i]->id) == 0)
+      waiting++;
+  auto deadline = detail::deadline(linger);
+  while (waiting) {
+    auto ev = take_event(native(), deadline);
+    if (!ev)
+      break;
+    std::size_t p = index_of((*ev)->id);
+    if (p < ids.size() && up[p] && kind_of((*ev)->event) != cm_event_kind::other &&
+        kind_of((*ev)->event) != cm_event_kind::timewait_exit) {
+      up[p] = false;
+      waiting--;
+    }
+    rdma_ack_cm_event(*ev);
+  }
+}
+
+result<cm_channel_options> cm_mesh(std::size_t rank, std::span<const cm_address> nodes,
+                                   cm_channel_options base) {
+  if (rank >= nodes.size() || nodes.size() > UINT32_MAX)
+    return errc::out_of_range;
+  base.connect.assign(nodes.begin(), nodes.begin() + static_cast<std::ptrdiff_t>(rank));
+  base.rank = static_cast<std::uint32_t>(rank);
+  base.accept = nodes.size() - 1 - rank;
+  base.first_rank = static_cast<std::uint32_t>(rank + 1);
+  return base;
+}
+
+result<multi_channel> multi_channel::create_cm(listener *from, const cm_channel_options &o) {
+  const std::size_t total = o.connect.size() + o.accept;
+  if (total == 0 || o.accept > UINT32_MAX || o.first_rank + std::uint64_t{o.accept} > 1ull << 32)
+    return errc::out_of_range;
+  if (o.accept && !from)
+    return errc::empty_object;
+  const gid_selector default_gid;
+  if (o.channel.port != 0 || o.channel.gid.type != default_gid.type ||
+      o.channel.gid.ipv4 != default_gid.ipv4)
+    return errc::not_honoured;
+  std::vector<sockaddr_storage> addrs;
+  for (const auto &a : o.connect) {
+    auto r = resolve(a);
+    if (!r)
+      return r.error();
+    addrs.push_back(*r);
+  }
+  if (o.accept && !from->native_handle())
+    return detail::empty_error();
+  return or_stack([&]() -> result<multi_channel> {
+    auto ch = event_channel::create();
+    if (!ch)
+      return ch.error();
+    auto s = std::make_unique<detail::channel_state>();
+    s->cm = std::make_shared<detail::cm_group>();
+    auto &g = *s->cm;
+    g.ch->ch = std::move(*ch);
+    g.linger = o.disconnect_timeout;
+    g.ids.resize(total);
+    g.up = std::make_unique<std::atomic<bool>[]>(total);
+    s->qps.resize(total);
+    s->limit = o.channel.scope_limit;
+    for (std::size_t i = 0; i < addrs.size(); i++)
+      if (auto r = connect_peer(*s, g, i, addrs[i], o, total); !r)
+        return r.error();
+    if (o.accept)
+      if (auto r = accept_peers(*s, g, *from, o, total); !r)
+        return r.error();
+    // The port and source GID rdma_cm chose, for local_endpoint().
+    for (std::size_t i = 0; i < total; i++) {
+      auto &n = detail::access::node(s->qps[i]);
+      std::uint8_t port = g.ids[i]->id->port_num;
+      if (!detail::init_from_qp(*n, s->ctx, port, -1, {}).ok())
+        n->port = port;
+    }
+    s->connected = true;
+    multi_channel mc;
+    mc.s_ = std::move(s);
+    return mc;
+  }());
+}
+
+int multi_channel::cm_fd() const noexcept {
+  return s_ && s_->cm ? s_->cm->ch->ch.fd() : -1;
+}
+
+bool multi_channel::cm_connected(std::size_t peer) const noexcept {
+  return s_ && s_->cm && peer < s_->cm->ids.size() && s_->cm->up[peer].load();
+}
+
+result<cm_peer_event> multi_channel::next_cm_event(std::chrono::milliseconds timeout) {
+  if (!s_ || !s_->cm)
+    return detail::empty_error();
+  auto &g = *s_->cm;
+  auto deadline = detail::deadline(timeout);
+  while (g.queued.empty()) {
+    auto ev = take_event(g.native(), deadline);
+    if (!ev)
+      return ev.error();
+    if (std::size_t p = g.index_of((*ev)->id); p < g.ids.size())
+      note(g, p, *ev);
+    rdma_ack_cm_event(*ev);
+  }
+  auto e = g.queued.front();
+  g.queued.pop_front();
+  return e;
+}
+
+result<channel> channel::create_cm(listener *from, const cm_channel_options &opts) {
+  if (opts.connect.size() + opts.accept != 1)
+    return errc::out_of_range;
+  auto mc = multi_channel::create_cm(from, opts);
+  if (!mc)
+    return mc.error();
+  channel c;
+  c.mc_ = std::move(*mc);
+  return c;
+}
+
+} // namespace rdmadl
