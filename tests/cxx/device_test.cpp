@@ -843,11 +843,13 @@ bool check_multi_channel() {
     std::vector<multi_channel::part> parts;
     for (std::size_t i = 0; i < n; i++)
       parts.push_back({i, hslice(i), {}});
-    auto got = hub->gather_receive(parts, 10s);
+    std::array<work_result, n> got_parts{};
+    auto got = hub->gather_receive(parts, 10s, got_parts);
     senders.join();
     EXPECT(sent.load() == static_cast<int>(n));
     EXPECT_OK(got);
-    EXPECT(got->size() == n);
+    for (std::size_t i = 0; i < n; i++)
+      EXPECT(got_parts[i].ok() && got_parts[i].peer == i && got_parts[i].byte_len == len);
     for (std::size_t i = 0; i < n; i++)
       EXPECT(same(std::span(hb).subspan(i * len, len), expect(30 + static_cast<unsigned>(i))));
   }
@@ -879,6 +881,23 @@ bool check_multi_channel() {
   fill(std::span(hb).first(len), 61);
   std::this_thread::sleep_for(100ms);
   EXPECT(same(lb[1], expect(60)));
+  // A per-peer error: peer 1's rkey is wrong, so its write fails with a
+  // remote access error; the others land. (It leaves the hub's QP 1 in error.)
+  for (std::size_t i = 0; i < n; i++)
+    fill(std::span(hb).subspan(i * len, len), 70 + static_cast<unsigned>(i));
+  {
+    std::vector<multi_channel::part> parts;
+    for (std::size_t i = 0; i < n; i++)
+      parts.push_back({i, hslice(i), lm[i].remote().value()});
+    parts[1].remote.rkey ^= 0x80u;
+    std::array<work_result, n> res{};
+    auto r = hub->scatter_write(parts, 5s, res);
+    EXPECT(!r);
+    EXPECT(res[1].peer == 1 && res[1].status == 10); // IBV_WC_REM_ACCESS_ERR
+    EXPECT(!r && r.error() == res[1].error());
+    EXPECT(res[0].ok() && res[2].ok());
+    EXPECT(same(lb[0], expect(70)) && same(lb[2], expect(72)));
+  }
   // A scope whose receive never gets a message ends after scope_limit with
   // the request flushed, not hanging.
   auto t0 = std::chrono::steady_clock::now();
