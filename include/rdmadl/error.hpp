@@ -58,7 +58,9 @@
   X(batch_busy, device_or_resource_busy, "another send batch is open on this queue pair")          \
   X(bad_blob, invalid_argument,                                                                    \
     "serialised blob has a field serialize() never writes (reserved bytes, range)")                \
-  X(not_honoured, invalid_argument, "an option that this kind of object cannot honour was set")
+  X(not_honoured, invalid_argument, "an option that this kind of object cannot honour was set")    \
+  X(library_lacks, operation_not_supported,                                                        \
+    "the loaded libibverbs release lacks this call (a newer rdma-core has it)")
 
 namespace rdmadl {
 
