@@ -8,12 +8,14 @@
 #ifndef RDMADL_SRC_CHANNEL_STATE_HPP
 #define RDMADL_SRC_CHANNEL_STATE_HPP
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
+#include "detail.hpp"
 #include "rdmadl/multi_channel.hpp"
 
 namespace rdmadl::detail {
@@ -41,6 +43,7 @@ struct channel_state {
   std::uint64_t base = 1;              // the id of the open scope's first slot
   std::size_t outstanding = 0;         // slots of pending not yet done
   std::size_t first_failed = SIZE_MAX; // index in finished of the first error completion
+  std::array<completion, 16> wc;       // poll_some's buffer (not rebuilt per poll)
 
   // Opens a scope's bookkeeping (the caller owns scope_open).
   void begin() noexcept {
@@ -66,7 +69,6 @@ struct channel_state {
   // Takes what the CQ has; marks the matching slots done. A completion that
   // matches no slot (of a scope that ended on a poll error) is dropped.
   status_code poll_some() noexcept {
-    completion wc[16];
     auto n = cq.poll(wc);
     if (!n)
       return n.error();
@@ -84,6 +86,15 @@ struct channel_state {
     return {};
   }
   bool all_done() const noexcept { return outstanding == 0; }
+  // Polls until everything pending is done or timeout passes (the clock is
+  // read only when the first poll leaves something pending).
+  status_code drain(std::chrono::milliseconds timeout) noexcept {
+    if (all_done())
+      return {};
+    if (auto st = poll_some(); !st.ok() || all_done())
+      return st;
+    return drain(deadline(timeout));
+  }
   // Polls until everything pending is done or deadline passes.
   status_code drain(std::chrono::steady_clock::time_point deadline) noexcept {
     while (!all_done()) {

@@ -188,7 +188,7 @@ result<void> multi_channel::run(std::size_t n, int k, const PartAt &part_at,
     return sc.err_;
   auto &s = *s_;
   if (err.ok())
-    err = s.drain(detail::deadline(timeout));
+    err = s.drain(timeout);
   if (!err.ok() || !results.empty())
     s.settle(); // what the scope's end would do, so every outcome is known
   // Slot i is part i: this scope posted nothing else.
@@ -249,7 +249,7 @@ result<void> multi_channel::multicast_send(std::span<const std::size_t> to, cons
 }
 
 void detail::channel_state::settle() {
-  if (drain(detail::deadline(limit)).ok())
+  if (drain(limit).ok())
     return;
   // Whatever has not completed: its queue pair goes to the error state, so
   // the NIC stops and flushes it; take the flushed completions.
@@ -340,12 +340,17 @@ result<work_result> polling_scope::wait(work_handle h, std::chrono::milliseconds
   if (!slot)
     return errc::out_of_range;
   std::size_t index = static_cast<std::size_t>(slot - s.pending.data());
-  auto deadline = detail::deadline(timeout);
-  while (!s.pending[index].done) {
+  if (!s.pending[index].done) { // the clock is read only if one poll is not enough
     if (auto st = s.poll_some(); !st.ok())
       return st;
-    if (!s.pending[index].done && deadline != clock::time_point::max() && clock::now() >= deadline)
-      return errc::timed_out;
+    auto deadline = detail::deadline(timeout);
+    while (!s.pending[index].done) {
+      if (auto st = s.poll_some(); !st.ok())
+        return st;
+      if (!s.pending[index].done && deadline != clock::time_point::max() &&
+          clock::now() >= deadline)
+        return errc::timed_out;
+    }
   }
   return s.pending[index].r;
 }
