@@ -154,15 +154,17 @@ public:
                      std::chrono::milliseconds timeout);
   result<void> read(std::size_t peer, const local_slice &buf, const remote_region &src,
                     std::chrono::milliseconds timeout);
-  // One request per (peer, buffer) pair, all posted, then all awaited (a
-  // request still pending at timeout is flushed as at a scope's end). The
-  // error is the first failed completion (wc_category), errc::timed_out,
-  // or the post's error. results, when not empty, receives every part's
-  // outcome in part order: results[i] is parts[i]'s peer, work-completion
-  // status and received bytes; a part never posted (its post or an earlier
-  // one failed) has id 0 and status 5 (IBV_WC_WR_FLUSH_ERR). Errors before
-  // anything is posted: errc::bad_size (results shorter than parts). None of
-  // these allocates once the channel has run a batch of that size.
+  // One request per (peer, buffer) pair, all posted, then all awaited; what
+  // is still pending at timeout is handled as at a scope's end (awaited up
+  // to scope_limit more, then flushed). The error is the first failed
+  // completion (wc_category, in completion order), errc::timed_out, or a
+  // post's error. results, when not empty, receives every part's outcome in
+  // part order: results[i] is parts[i]'s peer, work-completion status and
+  // received bytes; a part never posted (its post or an earlier one failed)
+  // has id 0 and status 5 (IBV_WC_WR_FLUSH_ERR). Errors before anything is
+  // posted (results then untouched): errc::bad_size (results shorter than
+  // parts), errc::batch_busy (a scope is open). None of these allocates
+  // once the channel has run a batch of that size.
   struct part {
     std::size_t peer;
     local_slice buf;
