@@ -2150,6 +2150,8 @@ static void execute(struct fp_qp *q, const struct fakeprov_wr_record *r) {
 static int run_held(struct fp_qp *q, int n) {
   if (n > q->nheld)
     n = q->nheld;
+  if (n <= 0)
+    return 0; /* held may still be NULL */
   for (int i = 0; i < n; i++)
     execute(q, &q->held[i]);
   memmove(q->held, q->held + n, (size_t)(q->nheld - n) * sizeof(*q->held));
