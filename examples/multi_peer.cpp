@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 // A hub talking to three peers through one multi_channel: it multicasts a
-// question, gathers the answers, then writes a result into every peer's
-// memory. The peers are channels on the same device here; across machines
-// they would trade the same endpoint lists with oob::exchange, or connect
-// through rdma_cm as --cm does.
-// Usage: rdmadl-example-multi-peer [--cm ADDRESS-OF-THE-RDMA-DEVICE]
+// question and gathers the answers, with each peer's outcome. The peers are channels on the same
+// device here; across machines they would trade the same endpoint lists with oob::exchange, or
+// connect through rdma_cm as --cm does. Usage: rdmadl-example-multi-peer [--cm
+// ADDRESS-OF-THE-RDMA-DEVICE]
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -66,12 +66,15 @@ int main(int argc, char **argv) {
   std::vector<multi_channel::part> parts;
   for (std::size_t i = 0; i < n; i++)
     parts.push_back({i, *hub_mr.slice(i * len, len), {}});
-  hub.gather_receive(parts, 5s).value();
+  std::array<work_result, n> got; // each part's peer, status and length
+  auto r = hub.gather_receive(parts, 5s, got);
   for (auto &t : peers)
     t.join();
-  int wrong = 0;
+  if (!r)
+    std::printf("gather failed: %s\n", r.error().message().c_str());
+  int wrong = !r;
   for (std::size_t i = 0; i < n; i++) {
-    std::printf("hub got: %s\n", hub_buf[i]);
+    std::printf("hub got %u bytes from peer %zu: %s\n", got[i].byte_len, got[i].peer, hub_buf[i]);
     wrong += std::string(hub_buf[i]) !=
              "peer " + std::to_string(i) + " says " + std::to_string(10 * (i + 1));
   }

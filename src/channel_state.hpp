@@ -1,16 +1,22 @@
 // SPDX-License-Identifier: MIT
 // The state behind a multi_channel and its polling scopes, shared by the
 // out-of-band (multi_channel.cpp) and the rdma_cm ways of building one.
+//
+// The data path allocates nothing once warm: a scope's slots and results
+// live in vectors that are cleared, not freed, when the scope ends, and a
+// completion finds its slot in O(1) (wr_id - base is the slot's index).
 #ifndef RDMADL_SRC_CHANNEL_STATE_HPP
 #define RDMADL_SRC_CHANNEL_STATE_HPP
 
-#include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "detail.hpp"
 #include "rdmadl/multi_channel.hpp"
 
 namespace rdmadl::detail {
@@ -33,30 +39,63 @@ struct channel_state {
     bool done;
     work_result r;
   };
-  std::vector<slot> pending;         // posted in the open scope, not yet taken
+  std::vector<slot> pending;         // posted in the open scope (slot i has id base + i)
   std::vector<work_result> finished; // completed in the open scope, in order
   std::uint64_t next_id = 1;
+  std::uint64_t base = 1;              // the id of the open scope's first slot
+  std::size_t outstanding = 0;         // slots of pending not yet done
+  std::size_t first_failed = SIZE_MAX; // index in finished of the first error completion
+  std::array<completion, 16> wc;       // poll_some's buffer (not rebuilt per poll)
 
-  // Takes what the CQ has; marks the matching slots done.
+  // Opens a scope's bookkeeping (the caller owns scope_open).
+  void begin() noexcept {
+    pending.clear();
+    finished.clear();
+    base = next_id;
+    outstanding = 0;
+    first_failed = SIZE_MAX;
+  }
+  // The slot of id, or nullptr when id is not of the open scope.
+  slot *find(std::uint64_t id) noexcept {
+    std::uint64_t i = id - base; // wraps to huge for ids of earlier scopes
+    return i < pending.size() ? &pending[static_cast<std::size_t>(i)] : nullptr;
+  }
+  // Records a posted request (capacity is kept across scopes).
+  std::uint64_t add(std::size_t peer) {
+    std::uint64_t id = base + pending.size();
+    next_id = id + 1;
+    pending.push_back({id, peer, false, work_result{peer, id, 0, 0}});
+    outstanding++;
+    return id;
+  }
+  // Takes what the CQ has; marks the matching slots done. A completion that
+  // matches no slot (of a scope that ended on a poll error) is dropped.
   status_code poll_some() noexcept {
-    completion wc[16];
     auto n = cq.poll(wc);
     if (!n)
       return n.error();
     for (std::size_t i = 0; i < *n; i++) {
-      for (auto &s : pending) {
-        if (s.id != wc[i].wr_id || s.done)
-          continue;
-        s.done = true;
-        s.r = work_result{s.peer, s.id, wc[i].status, wc[i].byte_len};
-        finished.push_back(s.r);
-        break;
-      }
+      slot *s = find(wc[i].wr_id);
+      if (!s || s->done)
+        continue;
+      s->done = true;
+      outstanding--;
+      s->r = work_result{s->peer, s->id, wc[i].status, wc[i].byte_len};
+      if (!s->r.ok() && first_failed == SIZE_MAX)
+        first_failed = finished.size();
+      finished.push_back(s->r);
     }
     return {};
   }
-  bool all_done() const noexcept {
-    return std::all_of(pending.begin(), pending.end(), [](const slot &s) { return s.done; });
+  bool all_done() const noexcept { return outstanding == 0; }
+  // Polls until everything pending is done or timeout passes (the clock is
+  // read only when the first poll leaves something pending).
+  status_code drain(std::chrono::milliseconds timeout) noexcept {
+    if (all_done())
+      return {};
+    if (auto st = poll_some(); !st.ok() || all_done())
+      return st;
+    return drain(deadline(timeout));
   }
   // Polls until everything pending is done or deadline passes.
   status_code drain(std::chrono::steady_clock::time_point deadline) noexcept {
@@ -69,6 +108,10 @@ struct channel_state {
     }
     return {};
   }
+  // What a scope's end does: waits up to limit; then moves the queue pairs
+  // of what is still pending to the error state and takes the flushed
+  // completions (up to limit again).
+  void settle();
 
   // rdma_cm (src/multi_channel_cm.cpp): the peers' ids and their event
   // channel; null for a channel built out of band. Last, so it is destroyed

@@ -6,6 +6,7 @@
 #include "detail.hpp"
 #include "nodes.hpp"
 #include "rdmadl/memory.hpp"
+#include "rdmadl/runtime.hpp"
 #include "serial.hpp"
 
 namespace rdmadl {
@@ -97,12 +98,8 @@ protection_domain protection_domain::borrow(ibv_pd *pd) noexcept {
   return p;
 }
 
-result<memory_region> protection_domain::register_memory(std::span<std::byte> buf,
-                                                         access rights) const {
-  if (buf.empty())
-    return errc::empty_span;
-  if (!pd_)
-    return detail::empty_error();
+namespace {
+int access_flags(access rights) noexcept {
   unsigned flags = IBV_ACCESS_LOCAL_WRITE;
   if (has(rights, access::remote_write))
     flags |= IBV_ACCESS_REMOTE_WRITE;
@@ -110,8 +107,19 @@ result<memory_region> protection_domain::register_memory(std::span<std::byte> bu
     flags |= IBV_ACCESS_REMOTE_READ;
   if (has(rights, access::remote_atomic))
     flags |= IBV_ACCESS_REMOTE_ATOMIC;
+  return static_cast<int>(flags);
+}
+} // namespace
+
+result<memory_region> protection_domain::register_memory(std::span<std::byte> buf,
+                                                         access rights) const {
+  if (buf.empty())
+    return errc::empty_span;
+  if (!pd_)
+    return detail::empty_error();
+  const int flags = access_flags(rights);
   errno = 0;
-  ibv_mr *mr = ibv_reg_mr(pd_, buf.data(), buf.size(), static_cast<int>(flags));
+  ibv_mr *mr = ibv_reg_mr(pd_, buf.data(), buf.size(), flags);
   if (!mr) {
     if (errno == ENOMEM)
       return errc::memlock_limit;
@@ -124,6 +132,33 @@ result<memory_region> protection_domain::register_memory(std::span<std::byte> bu
   n->pd = n_;
   memory_region m;
   detail::access::set(m, std::move(n), buf.data(), buf.size(), rights);
+  return m;
+}
+
+result<memory_region> protection_domain::register_dmabuf(int fd, std::uint64_t offset,
+                                                         std::size_t length, std::uint64_t iova,
+                                                         access rights) const {
+  if (length == 0)
+    return errc::empty_span;
+  if (fd < 0)
+    return std::errc::bad_file_descriptor;
+  if (length > UINT64_MAX - offset || length > UINT64_MAX - iova)
+    return errc::out_of_range;
+  if (!pd_)
+    return detail::empty_error();
+  // The loader's stub would fail with EOPNOTSUPP too; asking first is what
+  // tells "this rdma-core is too old" from "this device refuses".
+  if (!rdmadl::supports(feature::dmabuf_mr))
+    return errc::library_lacks;
+  errno = 0;
+  ibv_mr *mr = ibv_reg_dmabuf_mr(pd_, offset, length, iova, fd, access_flags(rights));
+  if (!mr)
+    return detail::last_error();
+  auto n = std::make_shared<detail::mr_node>();
+  n->mr = mr;
+  n->pd = n_;
+  memory_region m;
+  detail::access::set(m, std::move(n), reinterpret_cast<std::byte *>(iova), length, rights);
   return m;
 }
 

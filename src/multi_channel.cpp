@@ -145,81 +145,118 @@ result<void> multi_channel::handshake(std::span<const endpoint> remote) {
   return {};
 }
 
-result<std::vector<work_result>> multi_channel::run(std::span<const part> parts, int k,
-                                                    std::chrono::milliseconds timeout) {
-  auto sc = scope();
-  for (const auto &p : parts) {
-    auto h = sc.post(p.peer, k, p.buf, &p.remote);
-    if (!h)
-      return h.error();
+namespace {
+constexpr int wc_flush_err = 5; // IBV_WC_WR_FLUSH_ERR
+
+struct one_part {
+  std::size_t peer;
+  const local_slice *buf;
+  const remote_region *remote;
+  one_part operator()(std::size_t) const noexcept { return *this; }
+};
+struct each_part {
+  std::span<const multi_channel::part> parts;
+  one_part operator()(std::size_t i) const noexcept {
+    return {parts[i].peer, &parts[i].buf, &parts[i].remote};
   }
-  auto all = sc.wait_all(timeout);
-  if (!all)
-    return all.error();
-  for (const auto &r : *all)
-    if (!r.ok())
-      return r.error();
-  return all;
+};
+struct each_peer {
+  std::span<const std::size_t> peers;
+  const local_slice *buf;
+  one_part operator()(std::size_t i) const noexcept { return {peers[i], buf, nullptr}; }
+};
+} // namespace
+
+template <class PartAt>
+result<void> multi_channel::run(std::size_t n, int k, const PartAt &part_at,
+                                std::chrono::milliseconds timeout, std::span<work_result> results,
+                                std::uint32_t *byte_len) {
+  if (!results.empty() && results.size() < n)
+    return errc::bad_size;
+  auto sc = scope();
+  status_code err;
+  std::size_t posted = 0;
+  for (; posted < n; posted++) {
+    one_part p = part_at(posted);
+    auto h = sc.post(p.peer, k, *p.buf, p.remote);
+    if (!h) {
+      err = h.error();
+      break;
+    }
+  }
+  if (!sc.err_.ok())
+    return sc.err_;
+  auto &s = *s_;
+  if (err.ok())
+    err = s.drain(timeout);
+  if (!err.ok() || !results.empty())
+    s.settle(); // what the scope's end would do, so every outcome is known
+  // Slot i is part i: this scope posted nothing else.
+  for (std::size_t i = 0; i < results.size() && i < n; i++)
+    results[i] = i < posted ? s.pending[i].r : work_result{part_at(i).peer, 0, wc_flush_err, 0};
+  if (!err.ok())
+    return err;
+  if (s.first_failed < s.finished.size())
+    return s.finished[s.first_failed].error();
+  if (byte_len)
+    *byte_len = s.pending[0].r.byte_len;
+  return {};
 }
 
 result<void> multi_channel::send(std::size_t peer, const local_slice &buf,
                                  std::chrono::milliseconds timeout) {
-  part p{peer, buf, {}};
-  if (auto r = run({&p, 1}, k_send, timeout); !r)
-    return r.error();
-  return {};
+  return run(1, k_send, one_part{peer, &buf, nullptr}, timeout, {});
 }
 result<std::uint32_t> multi_channel::receive(std::size_t peer, const local_slice &buf,
                                              std::chrono::milliseconds timeout) {
-  part p{peer, buf, {}};
-  auto r = run({&p, 1}, k_recv, timeout);
-  if (!r)
+  std::uint32_t len = 0;
+  if (auto r = run(1, k_recv, one_part{peer, &buf, nullptr}, timeout, {}, &len); !r)
     return r.error();
-  return r->front().byte_len;
+  return len;
 }
 result<void> multi_channel::write(std::size_t peer, const local_slice &buf,
                                   const remote_region &dst, std::chrono::milliseconds timeout) {
-  part p{peer, buf, dst};
-  if (auto r = run({&p, 1}, k_write, timeout); !r)
-    return r.error();
-  return {};
+  return run(1, k_write, one_part{peer, &buf, &dst}, timeout, {});
 }
 result<void> multi_channel::read(std::size_t peer, const local_slice &buf, const remote_region &src,
                                  std::chrono::milliseconds timeout) {
-  part p{peer, buf, src};
-  if (auto r = run({&p, 1}, k_read, timeout); !r)
-    return r.error();
-  return {};
+  return run(1, k_read, one_part{peer, &buf, &src}, timeout, {});
 }
 result<void> multi_channel::scatter_send(std::span<const part> parts,
-                                         std::chrono::milliseconds timeout) {
-  if (auto r = run(parts, k_send, timeout); !r)
-    return r.error();
-  return {};
+                                         std::chrono::milliseconds timeout,
+                                         std::span<work_result> results) {
+  return run(parts.size(), k_send, each_part{parts}, timeout, results);
 }
-result<std::vector<work_result>> multi_channel::gather_receive(std::span<const part> parts,
-                                                               std::chrono::milliseconds timeout) {
-  return run(parts, k_recv, timeout);
+result<void> multi_channel::gather_receive(std::span<const part> parts,
+                                           std::chrono::milliseconds timeout,
+                                           std::span<work_result> results) {
+  return run(parts.size(), k_recv, each_part{parts}, timeout, results);
 }
 result<void> multi_channel::scatter_write(std::span<const part> parts,
-                                          std::chrono::milliseconds timeout) {
-  if (auto r = run(parts, k_write, timeout); !r)
-    return r.error();
-  return {};
+                                          std::chrono::milliseconds timeout,
+                                          std::span<work_result> results) {
+  return run(parts.size(), k_write, each_part{parts}, timeout, results);
 }
 result<void> multi_channel::gather_read(std::span<const part> parts,
-                                        std::chrono::milliseconds timeout) {
-  if (auto r = run(parts, k_read, timeout); !r)
-    return r.error();
-  return {};
+                                        std::chrono::milliseconds timeout,
+                                        std::span<work_result> results) {
+  return run(parts.size(), k_read, each_part{parts}, timeout, results);
 }
 result<void> multi_channel::multicast_send(std::span<const std::size_t> to, const local_slice &buf,
-                                           std::chrono::milliseconds timeout) {
-  std::vector<part> parts;
-  parts.reserve(to.size());
-  for (std::size_t p : to)
-    parts.push_back(part{p, buf, {}});
-  return scatter_send(parts, timeout);
+                                           std::chrono::milliseconds timeout,
+                                           std::span<work_result> results) {
+  return run(to.size(), k_send, each_peer{to, &buf}, timeout, results);
+}
+
+void detail::channel_state::settle() {
+  if (drain(limit).ok())
+    return;
+  // Whatever has not completed: its queue pair goes to the error state, so
+  // the NIC stops and flushes it; take the flushed completions.
+  for (const auto &p : pending)
+    if (!p.done)
+      (void)qps[p.peer].to_error();
+  (void)drain(detail::deadline(limit));
 }
 
 // ---- polling_scope ----
@@ -233,31 +270,21 @@ polling_scope::polling_scope(detail::channel_state *s) noexcept : s_(s) {
   owner_ = s_->scope_open.compare_exchange_strong(expected, true);
   if (!owner_)
     err_ = errc::batch_busy;
+  else
+    s_->begin();
 }
 
 polling_scope::~polling_scope() {
   if (!owner_)
     return;
-  auto &s = *s_;
-  if (!s.drain(detail::deadline(s.limit)).ok()) {
-    // Whatever has not completed: its queue pair goes to the error state, so
-    // the NIC stops and flushes it; take the flushed completions.
-    for (const auto &p : s.pending)
-      if (!p.done)
-        (void)s.qps[p.peer].to_error();
-    (void)s.drain(detail::deadline(s.limit));
-  }
-  s.pending.clear();
-  s.finished.clear();
-  s.scope_open.store(false);
+  s_->settle();
+  s_->pending.clear(); // capacity kept for the next scope
+  s_->finished.clear();
+  s_->scope_open.store(false);
 }
 
 std::size_t polling_scope::pending() const noexcept {
-  if (!owner_)
-    return 0;
-  const auto &p = s_->pending;
-  return static_cast<std::size_t>(
-      std::count_if(p.begin(), p.end(), [](const auto &s) { return !s.done; }));
+  return owner_ ? s_->outstanding : 0;
 }
 
 result<work_handle> polling_scope::post(std::size_t peer, int k, const local_slice &buf,
@@ -267,7 +294,7 @@ result<work_handle> polling_scope::post(std::size_t peer, int k, const local_sli
   auto &s = *s_;
   if (peer >= s.qps.size())
     return errc::out_of_range;
-  std::uint64_t id = s.next_id++;
+  std::uint64_t id = s.base + s.pending.size();
   queue_pair &qp = s.qps[peer];
   result<void> posted;
   switch (k) {
@@ -286,7 +313,7 @@ result<work_handle> polling_scope::post(std::size_t peer, int k, const local_sli
   }
   if (!posted)
     return posted.error();
-  s.pending.push_back({id, peer, false, {}});
+  s.add(peer);
   return work_handle{id};
 }
 
@@ -309,17 +336,21 @@ result<work_result> polling_scope::wait(work_handle h, std::chrono::milliseconds
   if (!err_.ok())
     return err_;
   auto &s = *s_;
-  auto it =
-      std::find_if(s.pending.begin(), s.pending.end(), [&](const auto &p) { return p.id == h.id; });
-  if (it == s.pending.end())
+  auto *slot = s.find(h.id);
+  if (!slot)
     return errc::out_of_range;
-  auto deadline = detail::deadline(timeout);
-  std::size_t index = static_cast<std::size_t>(it - s.pending.begin());
-  while (!s.pending[index].done) {
+  std::size_t index = static_cast<std::size_t>(slot - s.pending.data());
+  if (!s.pending[index].done) { // the clock is read only if one poll is not enough
     if (auto st = s.poll_some(); !st.ok())
       return st;
-    if (!s.pending[index].done && deadline != clock::time_point::max() && clock::now() >= deadline)
-      return errc::timed_out;
+    auto deadline = detail::deadline(timeout);
+    while (!s.pending[index].done) {
+      if (auto st = s.poll_some(); !st.ok())
+        return st;
+      if (!s.pending[index].done && deadline != clock::time_point::max() &&
+          clock::now() >= deadline)
+        return errc::timed_out;
+    }
   }
   return s.pending[index].r;
 }

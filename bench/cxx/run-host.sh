@@ -10,13 +10,22 @@
 #   cxx_prepared  one send_request built before the loop, queue_pair::post()
 #   c_fair        hand-written C filling its ibv_send_wr on every post
 #   c_prebuilt    hand-written C posting one ibv_send_wr built before the loop
-# The last line is "postpoll-host: cxx=N cxx_prepared=N c_fair=N c_prebuilt=N".
+# Then the channel layer against the raw queue_pair API, the same way, with
+# rdmadl-bench-channel-host (its receives complete at once on the fake NIC):
+#   write      one awaited 8-byte RDMA write (channel::write vs post_write+poll)
+#   sendrecv   a receive and a send, both awaited (a scope vs post+poll)
+#   scatter3   one write to each of three peers, all awaited (scatter_write
+#              with per-part outcomes vs three post_write + polls)
+# The last two lines are "postpoll-host: cxx=N cxx_prepared=N c_fair=N
+# c_prebuilt=N" and "channel-host: write=CH/QP sendrecv=CH/QP scatter3=CH/QP"
+# (instructions per operation, channel / queue_pair).
 set -euo pipefail
 build=${1:?usage: run-host.sh BUILD_DIR}
 bin=$build/bench/cxx
 nic=$bin/fake_nic/libibverbs.so.1
 command -v valgrind >/dev/null || { echo "run-host: valgrind is not installed" >&2; exit 1; }
-for f in "$nic" "$bin/rdmadl-bench-postpoll-cxx" "$bin/rdmadl-bench-postpoll-c"; do
+for f in "$nic" "$bin/rdmadl-bench-postpoll-cxx" "$bin/rdmadl-bench-postpoll-c" \
+  "$bin/rdmadl-bench-channel-host"; do
   [ -e "$f" ] || { echo "run-host: $f missing (build the bench targets)" >&2; exit 1; }
 done
 tmp=$(mktemp -d)
@@ -27,7 +36,7 @@ instructions() {
   RDMADL_IBVERBS_PATH=$nic RDMADL_RDMACM_PATH=$tmp/none/librdmacm.so.1 \
     valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" "$1" "$2" "$3" \
     >"$tmp/out" 2>"$tmp/err" || { cat "$tmp/err" >&2; exit 1; }
-  grep -q "^iters $2 polls $2\$" "$tmp/out" || { cat "$tmp/out" "$tmp/err" >&2; exit 1; }
+  grep -qE "^iters $2 (polls $2|ok)\$" "$tmp/out" || { cat "$tmp/out" "$tmp/err" >&2; exit 1; }
   sed -n 's/^summary: //p' "$tmp/cg.out"
 }
 per_iter() { # PROGRAM MODE
@@ -41,3 +50,10 @@ prep=$(per_iter "$bin/rdmadl-bench-postpoll-cxx" prepared)
 fair=$(per_iter "$bin/rdmadl-bench-postpoll-c" fair)
 pre=$(per_iter "$bin/rdmadl-bench-postpoll-c" prebuilt)
 echo "postpoll-host: cxx=$cxx cxx_prepared=$prep c_fair=$fair c_prebuilt=$pre"
+line="channel-host:"
+for op in write sendrecv scatter3; do
+  ch=$(per_iter "$bin/rdmadl-bench-channel-host" "ch-$op")
+  qp=$(per_iter "$bin/rdmadl-bench-channel-host" "qp-$op")
+  line+=" $op=$ch/$qp"
+done
+echo "$line"

@@ -4,8 +4,10 @@
 # (default bookworm) once and, in that boot, runs perftest's ib_send_lat and
 # ib_write_bw and rdmadl's C++ equivalents (same device, RC, message size and
 # iteration count), then callgrind on the post+poll loops (C++ API vs
-# hand-written C verbs) when the host has valgrind. Prints the figures and
-# their ratios. Not a test: it never judges a figure.
+# hand-written C verbs) when the host has valgrind, and the channel layer
+# against the raw queue_pair API (rdmadl-bench-channel: the same ping-pong
+# and write-bandwidth loops both ways, run twice in alternating order).
+# Prints the figures and their ratios. Not a test: it never judges a figure.
 #
 # Every figure is one self-contained line "BENCH <name> <value|missing> ..."
 # (a failed step still prints its line, with its exit status); the raw output
@@ -21,7 +23,7 @@ ninja -C "$build" -j2 bench/all >/dev/null
 payload=$(mktemp -d)
 trap 'rm -rf "$payload"' EXIT
 mkdir -p "$payload/bin"
-cp "$build"/bench/cxx/rdmadl-bench-{cxx,postpoll-cxx,postpoll-c} "$payload/bin/"
+cp "$build"/bench/cxx/rdmadl-bench-{cxx,postpoll-cxx,postpoll-c,channel} "$payload/bin/"
 if [ -x /usr/bin/valgrind ] && [ -d /usr/libexec/valgrind ]; then
   # Only what callgrind needs: all of /usr/libexec/valgrind (48 MB) overflows
   # the guest's RAM while the initramfs unpacks. /usr/bin/valgrind is
@@ -71,6 +73,22 @@ perf perftest-lat "$lat_size" ib_send_lat -F -n "$iters" -s "$lat_size" -I 0
 cxx cxx-lat lat_us lat "$iters" "$lat_size"
 perf perftest-bw "$bw_size" ib_write_bw -F -n "$iters" -s "$bw_size" -t "$bw_depth" -Q 1
 cxx cxx-bw bw_gbps bw "$iters" "$bw_size"
+# chan NAME KEY ARGS...: one rdmadl-bench-channel run, as cxx above.
+chan() {
+  name=$1 key=$2
+  shift 2
+  out=$(timeout 120 rdmadl-bench-channel "$@" 2>&1)
+  rc=$?
+  echo "--- $name: rdmadl-bench-channel $* (rc=$rc)"
+  echo "$out"
+  v=$(echo "$out" | sed -n "s/^$key //p" | head -1)
+  echo "BENCH $name ${v:-missing} rc=$rc"
+}
+for round in 1 2; do
+  if [ $round = 1 ]; then order="qp ch"; else order="ch qp"; fi
+  for v in $order; do chan chan-lat-$v-$round lat_us lat $v "$iters" "$lat_size"; done
+  for v in $order; do chan chan-bw-$v-$round bw_gbps bw $v "$iters" "$bw_size"; done
+done
 if [ -d /payload/valgrind ]; then
   export VALGRIND_LIB=/payload/valgrind
   for p in cxx c; do
@@ -112,6 +130,8 @@ grep '^BENCH' "$log" | awk -v size_l="$lat_size" -v size_b="$bw_size" '
   $2 == "cxx-lat" && num($3) && num($4) { clat = $3; ctyp = $4 }
   $2 == "cxx-bw" && num($3) { cbw = $3 }
   $2 ~ /^callgrind-/ && num($3) { ir[$2] = $3; split($4, p, "="); polls[$2] = p[2] }
+  $2 ~ /^chan-lat-/ && num($3) && num($4) { split($2, k, "-"); cl[k[3]] += $3; cm[k[3]] += $4; cn[k[3]]++ }
+  $2 ~ /^chan-bw-/ && num($3) { split($2, k, "-"); cb[k[3]] += $3; cbn[k[3]]++ }
   function per(k1, k3) { return (ir[k3] - ir[k1]) / 2000 }
   function ppi(k1, k3) { return (num(polls[k3]) && num(polls[k1])) ? sprintf("%.2f", (polls[k3] - polls[k1]) / 2000) : "missing" }
   END {
@@ -121,6 +141,15 @@ grep '^BENCH' "$log" | awk -v size_l="$lat_size" -v size_b="$bw_size" '
       show(typ, "%.2f"), show(ctyp, "%.2f"), (typ && ctyp) ? sprintf("%.2f", ctyp / typ) : "missing"
     printf "RDMA write bw: perftest %s Gb/s, C++ API %s Gb/s, ratio %s\n",
       show(bw, "%.3f"), show(cbw, "%.3f"), (bw && cbw) ? sprintf("%.2f", cbw / bw) : "missing"
+    lq = cn["qp"] ? cl["qp"] / cn["qp"] : 0; lc = cn["ch"] ? cl["ch"] / cn["ch"] : 0
+    mq = cn["qp"] ? cm["qp"] / cn["qp"] : 0; mc = cn["ch"] ? cm["ch"] / cn["ch"] : 0
+    bq = cbn["qp"] ? cb["qp"] / cbn["qp"] : 0; bc = cbn["ch"] ? cb["ch"] / cbn["ch"] : 0
+    printf "channel ping-pong, half round trip, average (mean of %d runs each): queue_pair %s us, channel %s us, ratio %s\n",
+      cn["ch"], lq ? sprintf("%.2f", lq) : "missing", lc ? sprintf("%.2f", lc) : "missing", (lq && lc) ? sprintf("%.2f", lc / lq) : "missing"
+    printf "channel ping-pong, half round trip, median:  queue_pair %s us, channel %s us, ratio %s\n",
+      mq ? sprintf("%.2f", mq) : "missing", mc ? sprintf("%.2f", mc) : "missing", (mq && mc) ? sprintf("%.2f", mc / mq) : "missing"
+    printf "channel write bw (batches of 128): queue_pair %s Gb/s, channel %s Gb/s, ratio %s\n",
+      bq ? sprintf("%.3f", bq) : "missing", bc ? sprintf("%.3f", bc) : "missing", (bq && bc) ? sprintf("%.2f", bc / bq) : "missing"
     c = ("callgrind-cxx-1000" in ir) && ("callgrind-cxx-3000" in ir)
     h = ("callgrind-c-1000" in ir) && ("callgrind-c-3000" in ir)
     printf "instructions per post+poll: C++ API %s (polls/iter %s), C verbs %s (polls/iter %s), ratio %s\n",

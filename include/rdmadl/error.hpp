@@ -62,7 +62,9 @@
   X(rank_refused, connection_refused,                                                              \
     "rdma_cm peer refused: its rank was malformed, outside the accepted range or already taken")   \
   X(wrong_device, no_such_device,                                                                  \
-    "an rdma_cm peer is on another device than the channel's first peer")
+    "an rdma_cm peer is on another device than the channel's first peer")                          \
+  X(library_lacks, operation_not_supported,                                                        \
+    "the loaded libibverbs release lacks this call (a newer rdma-core has it)")
 
 namespace rdmadl {
 

@@ -124,6 +124,21 @@ public:
   result<memory_region> register_memory(std::span<std::byte> buf,
                                         access rights = access::local) const;
 
+  // Registers [offset, offset + length) of the dma-buf fd (GPU or other
+  // device memory exported as a dma-buf), addressed as [iova, iova +
+  // length) by work requests and peers: the region's data() is that IOVA
+  // range, not memory this process may touch. The region does not own fd.
+  // Errors say which layer refused: errc::library_lacks (equal to
+  // operation_not_supported) when the loaded libibverbs has no
+  // ibv_reg_dmabuf_mr (rdma-core < 34, supports(feature::dmabuf_mr) false);
+  // otherwise the errno of the provider or kernel (EOPNOTSUPP: the device
+  // or its driver cannot register dma-bufs; EBADF, EINVAL: not a usable
+  // dma-buf or range). Before any call: errc::empty_span (length 0),
+  // std::errc::bad_file_descriptor (fd < 0), errc::out_of_range (offset +
+  // length or iova + length past 2^64).
+  result<memory_region> register_dmabuf(int fd, std::uint64_t offset, std::size_t length,
+                                        std::uint64_t iova, access rights = access::local) const;
+
   ::ibv_pd *native_handle() const noexcept { return pd_; }
   explicit operator bool() const noexcept { return pd_ != nullptr; }
 

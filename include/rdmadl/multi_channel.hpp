@@ -158,21 +158,34 @@ public:
                      std::chrono::milliseconds timeout);
   result<void> read(std::size_t peer, const local_slice &buf, const remote_region &src,
                     std::chrono::milliseconds timeout);
-  // One request per (peer, buffer) pair, all posted, then all awaited. The
-  // first failed completion is the error (with its peer in the results).
+  // One request per (peer, buffer) pair, all posted, then all awaited; what
+  // is still pending at timeout is handled as at a scope's end (awaited up
+  // to scope_limit more, then flushed). The error is the first failed
+  // completion (wc_category, in completion order), errc::timed_out, or a
+  // post's error. results, when not empty, receives every part's outcome in
+  // part order: results[i] is parts[i]'s peer, work-completion status and
+  // received bytes; a part never posted (its post or an earlier one failed)
+  // has id 0 and status 5 (IBV_WC_WR_FLUSH_ERR). Errors before anything is
+  // posted (results then untouched): errc::bad_size (results shorter than
+  // parts), errc::batch_busy (a scope is open). None of these allocates
+  // once the channel has run a batch of that size.
   struct part {
     std::size_t peer;
     local_slice buf;
     remote_region remote; // write / read only
   };
-  result<void> scatter_send(std::span<const part> parts, std::chrono::milliseconds timeout);
-  result<std::vector<work_result>> gather_receive(std::span<const part> parts,
-                                                  std::chrono::milliseconds timeout);
-  result<void> scatter_write(std::span<const part> parts, std::chrono::milliseconds timeout);
-  result<void> gather_read(std::span<const part> parts, std::chrono::milliseconds timeout);
-  // The same buffer sent to each of peers.
+  result<void> scatter_send(std::span<const part> parts, std::chrono::milliseconds timeout,
+                            std::span<work_result> results = {});
+  result<void> gather_receive(std::span<const part> parts, std::chrono::milliseconds timeout,
+                              std::span<work_result> results = {});
+  result<void> scatter_write(std::span<const part> parts, std::chrono::milliseconds timeout,
+                             std::span<work_result> results = {});
+  result<void> gather_read(std::span<const part> parts, std::chrono::milliseconds timeout,
+                           std::span<work_result> results = {});
+  // The same buffer sent to each of peers; results[i] is peers[i]'s outcome.
   result<void> multicast_send(std::span<const std::size_t> peers, const local_slice &buf,
-                              std::chrono::milliseconds timeout);
+                              std::chrono::milliseconds timeout,
+                              std::span<work_result> results = {});
 
   // ---- rdma_cm: built from a listener and addresses (see cm_channel_options
   // below and src/multi_channel_cm.cpp) ----
@@ -209,8 +222,12 @@ public:
   bool cm_connected(std::size_t peer) const noexcept;
 
 private:
-  result<std::vector<work_result>> run(std::span<const part> parts, int kind,
-                                       std::chrono::milliseconds timeout);
+  // Posts n requests (part_at(i) gives peer, buffer and remote region) in a
+  // scope of this channel and awaits them; defined in multi_channel.cpp.
+  template <class PartAt>
+  result<void> run(std::size_t n, int kind, const PartAt &part_at,
+                   std::chrono::milliseconds timeout, std::span<work_result> results,
+                   std::uint32_t *byte_len = nullptr);
   std::unique_ptr<detail::channel_state> s_;
 };
 

@@ -215,6 +215,7 @@ static const long knob_default[FAKEPROV_KNOB_COUNT] = {
     [FAKEPROV_CQ_EX] = FAKEPROV_EX_WORKS,
     [FAKEPROV_QP_EX] = FAKEPROV_EX_WORKS,
     [FAKEPROV_LOOPBACK] = 1,
+    [FAKEPROV_HOLD_SENDS] = 0,
 };
 static long knob[FAKEPROV_KNOB_COUNT];
 static int knobs_set;
@@ -413,6 +414,11 @@ struct fp_qp {
   int wr_err;
   struct fakeprov_wr_record *pending;
   int npending, pending_cap;
+  /* Send WRs posted but not executed yet (FAKEPROV_HOLD_SENDS), oldest first;
+   * held_polls[i]: polls of the send CQ left before held[i] runs (-1: never). */
+  struct fakeprov_wr_record *held;
+  long *held_polls;
+  int nheld, held_cap;
   struct ibv_qp_ex qpx; /* qp_base is the struct ibv_qp */
 };
 
@@ -1192,11 +1198,14 @@ static int pop_wc(struct fp_cq *q, struct ibv_wc *wc) {
   return 1;
 }
 
+static void poll_tick(struct fp_cq *cq);
+
 static int op_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc) {
   LOCK();
   struct fp_cq *q = cq_of(cq);
   int rc = -1;
   if (ALIVE(q, FAKEPROV_CQ, "poll_cq")) {
+    poll_tick(q);
     if (scripted_failure(FAKEPROV_OP_POLL_CQ))
       rc = -1;
     else if (n < 0)
@@ -1296,6 +1305,7 @@ static int ex_start_poll(struct ibv_cq_ex *cq, struct ibv_poll_cq_attr *attr) {
   int rc = EINVAL;
   struct fp_cq *q = live_ex(cq, "start_poll", 0);
   if (q) {
+    poll_tick(q);
     if (attr->comp_mask)
       rc = EINVAL;
     else if (q->in_poll) {
@@ -1665,6 +1675,7 @@ FAKE_API int ibv_destroy_qp(struct ibv_qp *qp) {
         q->srq->users--;
       q->ctx->children--;
       free_inbound(q);
+      q->nheld = 0; /* never executed: the QP is gone */
       kill_object(&q->h);
     }
   }
@@ -1705,6 +1716,7 @@ static int required_mask(enum ibv_qp_type t, int cur, int next) {
 }
 
 static void complete_flush(struct fp_qp *q);
+static int run_held(struct fp_qp *q, int n);
 
 FAKE_API int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask) {
   LOCK();
@@ -1769,6 +1781,7 @@ FAKE_API int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask
     free_inbound(q);
   } else if (next == IBV_QPS_ERR && cur != IBV_QPS_ERR) {
     complete_flush(q);
+    run_held(q, q->nheld); /* in the error state: flushed, no effect */
   }
   if (mod_log_len == mod_log_cap) {
     mod_log_cap = mod_log_cap ? 2 * mod_log_cap : 64;
@@ -2133,6 +2146,54 @@ static void execute(struct fp_qp *q, const struct fakeprov_wr_record *r) {
   push_wc(q->send_cq, &wc);
 }
 
+/* Executes the oldest N held WRs of Q, in order. */
+static int run_held(struct fp_qp *q, int n) {
+  if (n > q->nheld)
+    n = q->nheld;
+  if (n <= 0)
+    return 0; /* held may still be NULL */
+  for (int i = 0; i < n; i++)
+    execute(q, &q->held[i]);
+  memmove(q->held, q->held + n, (size_t)(q->nheld - n) * sizeof(*q->held));
+  memmove(q->held_polls, q->held_polls + n, (size_t)(q->nheld - n) * sizeof(*q->held_polls));
+  q->nheld -= n;
+  return n;
+}
+
+/* A poll of CQ: held WRs of the QPs sending to it count down; those at 0 run. */
+static void poll_tick(struct fp_cq *cq) {
+  for (struct fp_hdr *p = all; p; p = p->next) {
+    struct fp_qp *q = (struct fp_qp *)p;
+    if (p->dead || p->type != FAKEPROV_QP || q->send_cq != cq || !q->nheld)
+      continue;
+    int ready = 0;
+    for (int i = 0; i < q->nheld; i++)
+      if (q->held_polls[i] > 0)
+        q->held_polls[i]--;
+    while (ready < q->nheld && q->held_polls[ready] == 0)
+      ready++;
+    run_held(q, ready);
+  }
+}
+
+/* Executes a logged send WR now, or holds it (FAKEPROV_HOLD_SENDS). */
+static void send_or_hold(struct fp_qp *q, const struct fakeprov_wr_record *r) {
+  long hold = k(FAKEPROV_HOLD_SENDS);
+  if (!hold && !q->nheld) {
+    execute(q, r);
+    return;
+  }
+  if (q->nheld == q->held_cap) {
+    q->held_cap = q->held_cap ? 2 * q->held_cap : 16;
+    q->held = realloc(q->held, (size_t)q->held_cap * sizeof(*q->held));
+    q->held_polls = realloc(q->held_polls, (size_t)q->held_cap * sizeof(*q->held_polls));
+    if (!q->held || !q->held_polls)
+      abort();
+  }
+  q->held[q->nheld] = *r;
+  q->held_polls[q->nheld++] = hold > 0 ? hold : hold == 0 ? 1 : -1; /* 0: behind held ones */
+}
+
 static int opcode_ok(enum ibv_qp_type t, int op) {
   switch (op) {
   case IBV_WR_SEND:
@@ -2263,7 +2324,7 @@ static int op_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_se
   /* The WRs before the bad one are posted; the rest are not. */
   for (int j = 0; j < i; j++) {
     log_record(&recs[j]);
-    execute(q, &recs[j]);
+    send_or_hold(q, &recs[j]);
   }
   free(recs);
 out:
@@ -2567,7 +2628,7 @@ static int wr_complete(struct ibv_qp_ex *qpx) {
         q->pending[i].chain_index = i;
         q->pending[i].chain_length = q->npending;
         log_record(&q->pending[i]);
-        execute(q, &q->pending[i]);
+        send_or_hold(q, &q->pending[i]);
       }
     q->npending = 0;
   }
@@ -2770,6 +2831,28 @@ FAKE_API int fakeprov_cq_pending(const void *cq) {
   for (struct fp_hdr *p = all; p; p = p->next)
     if (!p->dead && p->type == FAKEPROV_CQ && (const void *)&((struct fp_cq *)p)->cq == cq)
       n = ((struct fp_cq *)p)->len;
+  UNLOCK();
+  return n;
+}
+
+FAKE_API int fakeprov_held(uint32_t qpn) {
+  LOCK();
+  int n = 0;
+  for (struct fp_hdr *p = all; p; p = p->next)
+    if (!p->dead && p->type == FAKEPROV_QP &&
+        (!qpn || ((struct fp_qp *)p)->qpx.qp_base.qp_num == qpn))
+      n += ((struct fp_qp *)p)->nheld;
+  UNLOCK();
+  return n;
+}
+
+FAKE_API int fakeprov_release(uint32_t qpn) {
+  LOCK();
+  int n = 0;
+  for (struct fp_hdr *p = all; p; p = p->next)
+    if (!p->dead && p->type == FAKEPROV_QP &&
+        (!qpn || ((struct fp_qp *)p)->qpx.qp_base.qp_num == qpn))
+      n += run_held((struct fp_qp *)p, ((struct fp_qp *)p)->nheld);
   UNLOCK();
   return n;
 }

@@ -101,6 +101,10 @@ enum fakeprov_knob {
   FAKEPROV_CQ_EX,               /* FAKEPROV_EX_WORKS */
   FAKEPROV_QP_EX,               /* FAKEPROV_EX_WORKS */
   FAKEPROV_LOOPBACK,            /* 1: deliver between fake QPs (see fakeprov_wr_record) */
+  /* 0: a send WR runs (effects, completion) when posted. N > 0: it is held
+   * and runs at the Nth poll of its send CQ after the post; -1: held until
+   * fakeprov_release() or its QP goes to the error state (then flushed). */
+  FAKEPROV_HOLD_SENDS,
   FAKEPROV_KNOB_COUNT
 };
 
@@ -192,7 +196,9 @@ struct fakeprov_modify_record {
   X(size_t, fakeprov_modify_log, (uint32_t qpn, struct fakeprov_modify_record * out, size_t max))  \
   X(int, fakeprov_qp_state, (uint32_t qpn))                                                        \
   X(int, fakeprov_cq_pending, (const void *cq))                                                    \
-  X(uint32_t, fakeprov_last_qpn, (void))
+  X(uint32_t, fakeprov_last_qpn, (void))                                                           \
+  X(int, fakeprov_held, (uint32_t qpn))                                                            \
+  X(int, fakeprov_release, (uint32_t qpn))
 
 /* fakeprov_reset: clears scripted failures and completions, the logs, the
  * violation and overrun counts, and sets every knob to its default. Live
@@ -221,7 +227,10 @@ struct fakeprov_modify_record {
  * fakeprov_qp_state: the QP's state (enum ibv_qp_state), -1 if no such QP.
  * fakeprov_cq_pending: completions queued on CQ (a struct ibv_cq *), -1 if
  * not a live fake CQ.
- * fakeprov_last_qpn: the number of the QP created last (0 if none). */
+ * fakeprov_last_qpn: the number of the QP created last (0 if none).
+ * fakeprov_held: send WRs of QP QPN (0: of every QP) held and not yet run
+ * (FAKEPROV_HOLD_SENDS): the ones whose buffers the fake may still touch.
+ * fakeprov_release: runs them now, oldest first; returns how many ran. */
 #define FAKEPROV_DECLARE(ret, name, params) ret name params;
 FAKEPROV_FUNCTIONS(FAKEPROV_DECLARE)
 #undef FAKEPROV_DECLARE

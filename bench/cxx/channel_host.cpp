@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: MIT
+// rdmadl-bench-channel-host ITERS MODE: ITERS operations through a channel
+// or through the raw queue_pair API, on bench/cxx/fake_nic.c (its receives
+// complete at once), for callgrind (bench/cxx/run-host.sh): the difference
+// of two runs divided by the ITERS difference is the caller's instructions
+// per operation. MODE is
+//   qp-write / ch-write      one signaled 8-byte RDMA write, awaited
+//                            (queue_pair::post_write + poll until it is
+//                            there, vs multi_channel::write)
+//   qp-sendrecv / ch-sendrecv  a receive and a send on one peer, both
+//                            awaited (a ping-pong's half: post_recv,
+//                            post_send, poll both, vs a scope doing the same)
+//   qp-scatter3 / ch-scatter3  one 8-byte write to each of three peers, all
+//                            awaited (three post_write + poll, vs
+//                            multi_channel::scatter_write of three parts
+//                            with every part's outcome)
+// Prints "iters N ok" when every operation succeeded.
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
+#include <unistd.h>
+
+#include "rdmadl/rdmadl.hpp"
+
+using namespace rdmadl;
+using namespace std::chrono_literals;
+
+namespace {
+// Polls cq until want completions arrived; false on an error completion.
+bool take(completion_queue &cq, std::size_t want) {
+  std::array<completion, 4> c;
+  while (want) {
+    auto n = cq.poll(c);
+    if (!n)
+      return false;
+    for (std::size_t i = 0; i < *n; i++)
+      if (!c[i].ok())
+        return false;
+    want -= *n;
+  }
+  return true;
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  alarm(250);
+  long iters = argc > 1 ? std::atol(argv[1]) : 1000;
+  std::string_view mode = argc > 2 ? argv[2] : "ch-write";
+  constexpr std::size_t peers = 3;
+  auto ctx = context::open("").value();
+  channel_options o;
+  o.peers = peers;
+  auto mc = multi_channel::create(ctx, o).value();
+  std::array<endpoint, peers> eps;
+  for (std::size_t i = 0; i < peers; i++)
+    eps[i] = mc.local_endpoint(i).value();
+  mc.handshake(eps).value(); // loopback: each QP to itself
+  static std::byte buf[256];
+  auto mr = mc.pd().register_memory(buf, access::remote_write).value();
+  auto s = mr.slice(0, 8).value();
+  auto r = mr.slice(8, 8).value();
+  auto dst = mr.remote(64, 8).value();
+  std::array<multi_channel::part, peers> parts;
+  for (std::size_t i = 0; i < peers; i++)
+    parts[i] = {i, s, dst};
+  std::array<work_result, peers> res;
+  completion_queue &cq = mc.cq();
+  long good = 0;
+  for (long i = 0; i < iters; i++) {
+    bool ok = false;
+    if (mode == "qp-write") {
+      ok = mc.qp(0).post_write(s, dst, 1) && take(cq, 1);
+    } else if (mode == "ch-write") {
+      ok = bool(mc.write(0, s, dst, 1s));
+    } else if (mode == "qp-sendrecv") {
+      ok = mc.qp(0).post_recv(r, 1) && mc.qp(0).post_send(s, 2) && take(cq, 2);
+    } else if (mode == "ch-sendrecv") {
+      auto sc = mc.scope();
+      auto hr = sc.post_recv(0, r);
+      auto hs = sc.post_send(0, s);
+      if (hr && hs) {
+        auto wr = sc.wait(*hr, 1s), ws = sc.wait(*hs, 1s);
+        ok = wr && wr->ok() && ws && ws->ok();
+      }
+    } else if (mode == "qp-scatter3") {
+      ok = mc.qp(0).post_write(s, dst, 1) && mc.qp(1).post_write(s, dst, 2) &&
+           mc.qp(2).post_write(s, dst, 3) && take(cq, 3);
+    } else if (mode == "ch-scatter3") {
+      ok = bool(mc.scatter_write(parts, 1s, res));
+    } else {
+      std::fprintf(stderr, "rdmadl-bench-channel-host: unknown mode\n");
+      return 2;
+    }
+    good += ok;
+  }
+  std::printf("iters %ld %s\n", iters, good == iters ? "ok" : "FAILED");
+  return good == iters ? 0 : 1;
+}
