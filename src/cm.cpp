@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "cm_common.hpp"
 #include "detail.hpp"
 #include "nodes.hpp"
 #include "rdmadl/cm.hpp"
@@ -42,15 +43,28 @@ void cm_state_deleter::operator()(cm_state *s) const noexcept {
   delete s;
 }
 
-} // namespace detail
+int cm_timeout(std::chrono::milliseconds t) noexcept {
+  return t.count() <= 0 ? 0 : t.count() > (1 << 30) ? (1 << 30) : static_cast<int>(t.count());
+}
 
-namespace {
+result<sockaddr_storage> resolve_address(std::string_view host, std::uint16_t port, bool passive) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0);
+  std::string h(host), p = std::to_string(port);
+  addrinfo *res = nullptr;
+  int rc = getaddrinfo(h.empty() ? nullptr : h.c_str(), p.c_str(), &hints, &res);
+  if (rc != 0 || !res)
+    return std::errc::address_not_available;
+  sockaddr_storage ss{};
+  std::memcpy(&ss, res->ai_addr, std::min<std::size_t>(res->ai_addrlen, sizeof ss));
+  freeaddrinfo(res);
+  return ss;
+}
 
-using ms = std::chrono::milliseconds;
-
-// Waits up to timeout for the next event on ch. The caller acks it.
-result<rdma_cm_event *> next_event(rdma_event_channel *ch, ms timeout) {
-  auto deadline = detail::deadline(timeout);
+result<rdma_cm_event *> take_cm_event(rdma_event_channel *ch,
+                                      std::chrono::steady_clock::time_point deadline) {
   for (;;) {
     rdma_cm_event *ev = nullptr;
     if (rdma_get_cm_event(ch, &ev) == 0)
@@ -66,12 +80,7 @@ result<rdma_cm_event *> next_event(rdma_event_channel *ch, ms timeout) {
   }
 }
 
-// rdma_cm's millisecond timeouts are ints.
-int cm_timeout(ms t) noexcept {
-  return t.count() <= 0 ? 0 : t.count() > (1 << 30) ? (1 << 30) : static_cast<int>(t.count());
-}
-
-std::error_code event_error(const rdma_cm_event *ev) {
+std::error_code cm_event_error(const rdma_cm_event *ev) {
   switch (ev->event) {
   case RDMA_CM_EVENT_REJECTED:
     return make_error_code(errc::rejected);
@@ -86,15 +95,21 @@ std::error_code event_error(const rdma_cm_event *ev) {
   }
 }
 
+} // namespace detail
+
+namespace {
+
+using ms = std::chrono::milliseconds;
+
 // Waits for want; copies the event's private data into data when asked.
 result<void> expect(rdma_event_channel *ch, rdma_cm_event_type want, ms timeout,
                     std::vector<std::byte> *data = nullptr) {
-  auto ev = next_event(ch, timeout);
+  auto ev = detail::take_cm_event(ch, detail::deadline(timeout));
   if (!ev)
     return ev.error();
   std::error_code ec;
   if ((*ev)->event != want) {
-    ec = event_error(*ev);
+    ec = detail::cm_event_error(*ev);
   } else if (data && (*ev)->param.conn.private_data) {
     auto p = static_cast<const std::byte *>((*ev)->param.conn.private_data);
     data->assign(p, p + (*ev)->param.conn.private_data_len);
@@ -103,22 +118,6 @@ result<void> expect(rdma_event_channel *ch, rdma_cm_event_type want, ms timeout,
   if (ec)
     return ec;
   return {};
-}
-
-result<sockaddr_storage> resolve(std::string_view host, std::uint16_t port, bool passive) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0);
-  std::string h(host), p = std::to_string(port);
-  addrinfo *res = nullptr;
-  int rc = getaddrinfo(h.empty() ? nullptr : h.c_str(), p.c_str(), &hints, &res);
-  if (rc != 0 || !res)
-    return std::errc::address_not_available;
-  sockaddr_storage ss{};
-  std::memcpy(&ss, res->ai_addr, std::min<std::size_t>(res->ai_addrlen, sizeof ss));
-  freeaddrinfo(res);
-  return ss;
 }
 
 // PD, CQ and QP on the id's device, honouring opts.qp (SRQ, WR API) and
@@ -192,12 +191,6 @@ void learn_path(detail::cm_state &s) noexcept {
 
 // Any failure while RDMA cannot work here is reported as that (equal to
 // operation_not_supported), not as the errno of the step that noticed.
-template <class T> result<T> or_stack(result<T> r) {
-  if (!r && rdmadl::stack() != stack_state::ready)
-    return detail::stack_error(0);
-  return r;
-}
-
 rdma_conn_param conn_param(const detail::cm_state &s, const cm_options &opts) {
   rdma_conn_param p{};
   p.private_data = opts.private_data.data();
@@ -313,7 +306,7 @@ result<void> connection::wait_disconnect(std::chrono::milliseconds timeout) {
 }
 
 result<connection> connect(std::string_view host, std::uint16_t port, const cm_options &opts) {
-  return or_stack([&]() -> result<connection> {
+  return detail::or_stack([&]() -> result<connection> {
     auto ch = event_channel::create();
     if (!ch)
       return ch.error();
@@ -324,10 +317,10 @@ result<connection> connect(std::string_view host, std::uint16_t port, const cm_o
       s->idn->id = nullptr;
       return detail::last_error();
     }
-    auto addr = resolve(host, port, false);
+    auto addr = detail::resolve_address(host, port, false);
     if (!addr)
       return addr.error();
-    int tmo = cm_timeout(opts.timeout);
+    int tmo = detail::cm_timeout(opts.timeout);
     if (rdma_resolve_addr(s->id(), nullptr, reinterpret_cast<sockaddr *>(&*addr), tmo))
       return detail::last_error();
     if (auto r = expect(s->ch(), RDMA_CM_EVENT_ADDR_RESOLVED, opts.timeout); !r)
@@ -402,7 +395,7 @@ result<void> connection_request::reject(std::span<const std::byte> data) {
 // ---- listener ----
 
 result<listener> listener::bind(std::string_view host, std::uint16_t port, int backlog) {
-  return or_stack([&]() -> result<listener> {
+  return detail::or_stack([&]() -> result<listener> {
     auto ch = event_channel::create();
     if (!ch)
       return ch.error();
@@ -412,7 +405,7 @@ result<listener> listener::bind(std::string_view host, std::uint16_t port, int b
       l.id_ = nullptr;
       return detail::last_error();
     }
-    auto addr = resolve(host, port, true);
+    auto addr = detail::resolve_address(host, port, true);
     if (!addr)
       return addr.error();
     if (rdma_bind_addr(l.id_, reinterpret_cast<sockaddr *>(&*addr)))
@@ -440,11 +433,11 @@ std::uint16_t listener::port() const noexcept {
 result<connection_request> listener::get_request(std::chrono::milliseconds timeout) {
   if (!id_)
     return detail::empty_error();
-  auto ev = next_event(ch_.native_handle(), timeout);
+  auto ev = detail::take_cm_event(ch_.native_handle(), detail::deadline(timeout));
   if (!ev)
     return ev.error();
   if ((*ev)->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
-    auto ec = event_error(*ev);
+    auto ec = detail::cm_event_error(*ev);
     rdma_ack_cm_event(*ev);
     return ec;
   }

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "channel_state.hpp"
+#include "cm_common.hpp"
 #include "detail.hpp"
 #include "nodes.hpp"
 #include "rdmadl/cm.hpp"
@@ -89,25 +90,11 @@ bool parse_hello(std::span<const std::byte> b, std::uint32_t &v) {
   return true;
 }
 
-int cm_ms(ms t) noexcept {
-  return t.count() <= 0 ? 0 : t.count() > (1 << 30) ? (1 << 30) : static_cast<int>(t.count());
-}
-
+// An address to connect to; an empty host or port 0 is no address.
 result<sockaddr_storage> resolve(const cm_address &a) {
   if (a.host.empty() || a.port == 0)
     return std::errc::address_not_available;
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICSERV;
-  std::string port = std::to_string(a.port);
-  addrinfo *res = nullptr;
-  if (getaddrinfo(a.host.c_str(), port.c_str(), &hints, &res) != 0 || !res)
-    return std::errc::address_not_available;
-  sockaddr_storage ss{};
-  std::memcpy(&ss, res->ai_addr, std::min<std::size_t>(res->ai_addrlen, sizeof ss));
-  freeaddrinfo(res);
-  return ss;
+  return detail::resolve_address(a.host, a.port, false);
 }
 
 cm_event_kind kind_of(int e) noexcept {
@@ -128,23 +115,6 @@ cm_event_kind kind_of(int e) noexcept {
   }
 }
 
-// One event from ch within deadline; the caller acks it.
-result<rdma_cm_event *> take_event(rdma_event_channel *ch, clock::time_point deadline) {
-  for (;;) {
-    rdma_cm_event *ev = nullptr;
-    if (rdma_get_cm_event(ch, &ev) == 0)
-      return ev;
-    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-      return detail::last_error();
-    int left = detail::poll_timeout(deadline);
-    if (left == 0)
-      return errc::timed_out;
-    pollfd p{ch->fd, POLLIN, 0};
-    if (::poll(&p, 1, left) < 0 && errno != EINTR)
-      return detail::last_error();
-  }
-}
-
 // An event of a known peer, taken outside next_cm_event: a peer that is
 // gone is disconnected from this side too (flushing its queue pair), and the
 // event queued for next_cm_event.
@@ -159,24 +129,16 @@ void note(detail::cm_group &g, std::size_t peer, const rdma_cm_event *ev) {
   g.queued.push_back(e);
 }
 
+// A rejection that carries a rank refusal is errc::rank_refused; the rest
+// as for any rdma_cm event.
 std::error_code event_error(const rdma_cm_event *ev) {
-  switch (ev->event) {
-  case RDMA_CM_EVENT_REJECTED: {
+  if (ev->event == RDMA_CM_EVENT_REJECTED) {
     std::uint32_t why = 0;
     auto p = static_cast<const std::byte *>(ev->param.conn.private_data);
     if (p && parse_hello({p, ev->param.conn.private_data_len}, why) && why != r_device)
       return make_error_code(errc::rank_refused);
-    return make_error_code(errc::rejected);
   }
-  case RDMA_CM_EVENT_ADDR_ERROR:
-  case RDMA_CM_EVENT_ROUTE_ERROR:
-  case RDMA_CM_EVENT_UNREACHABLE:
-  case RDMA_CM_EVENT_CONNECT_ERROR:
-    return ev->status < 0 ? errno_code(-ev->status)
-                          : std::make_error_code(std::errc::host_unreachable);
-  default:
-    return make_error_code(errc::unexpected_event);
-  }
+  return detail::cm_event_error(ev);
 }
 
 // Waits for event want on id (peer index peer); events of the other peers
@@ -184,7 +146,7 @@ std::error_code event_error(const rdma_cm_event *ev) {
 result<void> expect(detail::cm_group &g, rdma_cm_id *id, rdma_cm_event_type want, ms timeout) {
   auto deadline = detail::deadline(timeout);
   for (;;) {
-    auto ev = take_event(g.native(), deadline);
+    auto ev = detail::take_cm_event(g.native(), deadline);
     if (!ev)
       return ev.error();
     std::error_code ec;
@@ -294,11 +256,12 @@ result<void> connect_peer(detail::channel_state &s, detail::cm_group &g, std::si
   g.ids[peer] = node;
   rdma_cm_id *id = node->id;
   sockaddr_storage dst = addr;
-  if (rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr *>(&dst), cm_ms(o.timeout)))
+  if (rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr *>(&dst),
+                        detail::cm_timeout(o.timeout)))
     return detail::last_error();
   if (auto r = expect(g, id, RDMA_CM_EVENT_ADDR_RESOLVED, o.timeout); !r)
     return r;
-  if (rdma_resolve_route(id, cm_ms(o.timeout)))
+  if (rdma_resolve_route(id, detail::cm_timeout(o.timeout)))
     return detail::last_error();
   if (auto r = expect(g, id, RDMA_CM_EVENT_ROUTE_RESOLVED, o.timeout); !r)
     return r;
@@ -321,7 +284,7 @@ result<void> accept_peers(detail::channel_state &s, detail::cm_group &g, listene
   rdma_event_channel *lch = l.native_handle()->channel;
   std::error_code refused; // the first client refused, reported if time runs out
   for (std::size_t done = 0; done < o.accept;) {
-    auto ev = take_event(lch, detail::deadline(o.timeout));
+    auto ev = detail::take_cm_event(lch, detail::deadline(o.timeout));
     if (!ev)
       return refused && ev.error() == errc::timed_out ? result<void>(refused) : ev.error();
     if ((*ev)->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
@@ -378,12 +341,6 @@ result<void> accept_peers(detail::channel_state &s, detail::cm_group &g, listene
   return {};
 }
 
-template <class T> result<T> or_stack(result<T> r) {
-  if (!r && rdmadl::stack() != stack_state::ready)
-    return detail::stack_error(0);
-  return r;
-}
-
 } // namespace
 
 detail::cm_group::~cm_group() {
@@ -393,7 +350,7 @@ detail::cm_group::~cm_group() {
       waiting++;
   auto deadline = detail::deadline(linger);
   while (waiting) {
-    auto ev = take_event(native(), deadline);
+    auto ev = detail::take_cm_event(native(), deadline);
     if (!ev)
       break;
     std::size_t p = index_of((*ev)->id);
@@ -436,7 +393,7 @@ result<multi_channel> multi_channel::create_cm(listener *from, const cm_channel_
   }
   if (o.accept && !from->native_handle())
     return detail::empty_error();
-  return or_stack([&]() -> result<multi_channel> {
+  return detail::or_stack([&]() -> result<multi_channel> {
     auto ch = event_channel::create();
     if (!ch)
       return ch.error();
@@ -483,7 +440,7 @@ result<cm_peer_event> multi_channel::next_cm_event(std::chrono::milliseconds tim
   auto &g = *s_->cm;
   auto deadline = detail::deadline(timeout);
   while (g.queued.empty()) {
-    auto ev = take_event(g.native(), deadline);
+    auto ev = detail::take_cm_event(g.native(), deadline);
     if (!ev)
       return ev.error();
     if (std::size_t p = g.index_of((*ev)->id); p < g.ids.size())
