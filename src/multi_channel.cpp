@@ -148,6 +148,86 @@ result<void> multi_channel::handshake(std::span<const endpoint> remote) {
 namespace {
 constexpr int wc_flush_err = 5; // IBV_WC_WR_FLUSH_ERR
 
+// Posts one request of kind k with wr_id id.
+[[gnu::always_inline]] inline result<void> post_one(queue_pair &qp, int k, const local_slice &buf,
+                                                    const remote_region *r,
+                                                    std::uint64_t id) noexcept {
+  switch (k) {
+  case k_send:
+    return qp.post_send(buf, id);
+  case k_recv:
+    return qp.post_recv(buf, id);
+  case k_write:
+    return qp.post_write(buf, *r, id);
+  default:
+    return qp.post_read(buf, *r, id);
+  }
+}
+
+// Polls s's CQ until the completion of id arrives (true, copied to *out)
+// or deadline passes (false); other completions are dropped, as a scope
+// drops what is not its own. The clock is read only once a poll comes back
+// without it.
+result<bool> await_id(detail::channel_state &s, std::uint64_t id, completion *out,
+                      std::chrono::milliseconds timeout) noexcept {
+  clock::time_point deadline{};
+  bool timed = false;
+  for (;;) {
+    auto n = s.cq.poll(s.wc);
+    if (!n)
+      return n.error();
+    for (std::size_t i = 0; i < *n; i++)
+      if (s.wc[i].wr_id == id) {
+        *out = s.wc[i];
+        return true;
+      }
+    if (!timed) {
+      deadline = detail::deadline(timeout);
+      timed = true;
+    } else if (deadline != clock::time_point::max() && clock::now() >= deadline) {
+      return false;
+    }
+  }
+}
+
+// One request, awaited, with a scope's guarantees (exclusive; what has not
+// completed in time is flushed before the return) but without its slots: a
+// blocking send/receive/write/read costs little more than post and poll.
+result<void> run_one(detail::channel_state &s, std::size_t peer, int k, const local_slice &buf,
+                     const remote_region *r, std::chrono::milliseconds timeout,
+                     std::uint32_t *byte_len) {
+  bool expected = false;
+  if (!s.scope_open.compare_exchange_strong(expected, true))
+    return errc::batch_busy;
+  struct close_scope {
+    std::atomic<bool> &open;
+    ~close_scope() { open.store(false); }
+  } closer{s.scope_open};
+  if (peer >= s.qps.size())
+    return errc::out_of_range;
+  const std::uint64_t id = s.next_id++; // below every later scope's base
+  if (auto posted = post_one(s.qps[peer], k, buf, r, id); !posted)
+    return posted.error();
+  completion c;
+  auto got = await_id(s, id, &c, timeout);
+  if (got && *got) {
+    if (!c.ok())
+      return c.error();
+    if (byte_len)
+      *byte_len = c.byte_len;
+    return {};
+  }
+  // Poll error or timeout: as a scope's end, wait up to scope_limit more,
+  // then move the queue pair to the error state and take the flush.
+  status_code err = got ? status_code(errc::timed_out) : got.error();
+  auto more = got ? await_id(s, id, &c, s.limit) : result<bool>(false);
+  if (!more || !*more) {
+    (void)s.qps[peer].to_error();
+    (void)await_id(s, id, &c, s.limit);
+  }
+  return err;
+}
+
 struct one_part {
   std::size_t peer;
   const local_slice *buf;
@@ -173,6 +253,10 @@ result<void> multi_channel::run(std::size_t n, int k, const PartAt &part_at,
                                 std::uint32_t *byte_len) {
   if (!results.empty() && results.size() < n)
     return errc::bad_size;
+  if (n == 1 && results.empty() && s_) {
+    one_part p = part_at(0);
+    return run_one(*s_, p.peer, k, *p.buf, p.remote, timeout, byte_len);
+  }
   auto sc = scope();
   status_code err;
   std::size_t posted = 0;
@@ -295,23 +379,7 @@ result<work_handle> polling_scope::post(std::size_t peer, int k, const local_sli
   if (peer >= s.qps.size())
     return errc::out_of_range;
   std::uint64_t id = s.base + s.pending.size();
-  queue_pair &qp = s.qps[peer];
-  result<void> posted;
-  switch (k) {
-  case k_send:
-    posted = qp.post_send(buf, id);
-    break;
-  case k_recv:
-    posted = qp.post_recv(buf, id);
-    break;
-  case k_write:
-    posted = qp.post_write(buf, *r, id);
-    break;
-  default:
-    posted = qp.post_read(buf, *r, id);
-    break;
-  }
-  if (!posted)
+  if (auto posted = post_one(s.qps[peer], k, buf, r, id); !posted)
     return posted.error();
   s.add(peer);
   return work_handle{id};

@@ -457,6 +457,16 @@ TEST_CASE("channel: scope_limit expiry moves the queue pair to error and takes t
   CHECK(fp().fakeprov_qp_state(q0) == IBV_QPS_ERR);
   CHECK(fp().fakeprov_held(0) == 0);
   CHECK_FALSE(has(s.peer_bytes(0, 0), "never"));
+  // A single blocking request (its own path, without a scope's slots) keeps
+  // the same promise: timed_out, its queue pair flushed, the CQ emptied,
+  // and the channel free for the next call.
+  const std::uint32_t q1 = s.qpn(1);
+  CHECK(s.hub.write(1, s.hub_at(0, 5), s.peer_remote(1, 0, 5), 10ms).error() == errc::timed_out);
+  CHECK(fp().fakeprov_qp_state(q1) == IBV_QPS_ERR);
+  CHECK(fp().fakeprov_held(q1) == 0);
+  CHECK(fp().fakeprov_cq_pending(s.hub.cq().native_handle()) == 0);
+  CHECK_FALSE(has(s.peer_bytes(1, 0), "never"));
+  CHECK(s.hub.write(1, s.hub_at(0, 5), s.peer_remote(1, 0, 5), 10ms).error() != errc::batch_busy);
 }
 
 TEST_CASE("channel: a second scope is busy; bad peers, short results and endpoint lists") {
