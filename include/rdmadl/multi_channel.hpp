@@ -291,7 +291,7 @@ struct cm_channel_options {
   std::uint32_t first_rank = 0;            // accepted ranks: [first_rank, first_rank + accept)
   std::chrono::milliseconds timeout{5000}; // each step (resolve, connect, each accept)
   std::uint8_t ack_timeout = 0;            // as cm_options::ack_timeout
-  std::uint8_t retry_count = 7;            // as cm_options::retry_count
+  std::uint8_t retry_count = 6;            // as cm_options::retry_count (7: for ever on rxe)
   // How long destruction waits, in all, for peers to confirm the disconnect.
   std::chrono::milliseconds disconnect_timeout{1000};
 };
