@@ -32,23 +32,49 @@
 #include <string.h>
 #include <time.h>
 
-/* Every function this program uses, bound with dlsym. */
-#define FFI_FUNCTIONS(X)                                                                           \
-  X(rdmadl_load)                                                                                   \
-  X(rdmadl_reason)                                                                                 \
-  X(rdmadl_symbol_status)                                                                          \
-  X(ibv_get_device_list)                                                                           \
-  X(ibv_free_device_list)                                                                          \
-  X(ibv_get_device_name)                                                                           \
-  X(ibv_open_device)                                                                               \
-  X(ibv_close_device) X(ibv_query_port) X(ibv_query_gid) X(ibv_alloc_pd) X(ibv_dealloc_pd)         \
-      X(ibv_reg_mr) X(ibv_dereg_mr) X(ibv_create_cq) X(ibv_destroy_cq) X(ibv_create_qp)            \
-          X(ibv_destroy_qp) X(ibv_modify_qp) X(ibv_post_send) X(ibv_post_recv) X(ibv_poll_cq)      \
-              X(ibv_create_cq_ex) X(ibv_cq_ex_to_cq) X(ibv_start_poll) X(ibv_next_poll)            \
-                  X(ibv_end_poll) X(ibv_wc_read_opcode) X(ibv_wc_read_byte_len)                    \
-                      X(ibv_wc_read_qp_num) X(ibv_create_qp_ex) X(ibv_qp_to_qp_ex) X(ibv_wr_start) \
-                          X(ibv_wr_rdma_write) X(ibv_wr_send) X(ibv_wr_set_sge) X(ibv_wr_complete) \
-                              X(ibv_wc_status_str)
+/* Every function this program uses, bound with dlsym. One a line, kept out
+ * of clang-format, whose layout of this list changed on every pass. */
+/* clang-format off */
+#define FFI_FUNCTIONS(X) \
+  X(rdmadl_load) \
+  X(rdmadl_reason) \
+  X(rdmadl_symbol_status) \
+  X(ibv_get_device_list) \
+  X(ibv_free_device_list) \
+  X(ibv_get_device_name) \
+  X(ibv_open_device) \
+  X(ibv_close_device) \
+  X(ibv_query_port) \
+  X(ibv_query_gid) \
+  X(ibv_alloc_pd) \
+  X(ibv_dealloc_pd) \
+  X(ibv_reg_mr) \
+  X(ibv_dereg_mr) \
+  X(ibv_create_cq) \
+  X(ibv_destroy_cq) \
+  X(ibv_create_qp) \
+  X(ibv_destroy_qp) \
+  X(ibv_modify_qp) \
+  X(ibv_post_send) \
+  X(ibv_post_recv) \
+  X(ibv_poll_cq) \
+  X(ibv_create_cq_ex) \
+  X(ibv_cq_ex_to_cq) \
+  X(ibv_start_poll) \
+  X(ibv_next_poll) \
+  X(ibv_end_poll) \
+  X(ibv_wc_read_opcode) \
+  X(ibv_wc_read_byte_len) \
+  X(ibv_wc_read_qp_num) \
+  X(ibv_create_qp_ex) \
+  X(ibv_qp_to_qp_ex) \
+  X(ibv_wr_start) \
+  X(ibv_wr_rdma_write) \
+  X(ibv_wr_send) \
+  X(ibv_wr_set_sge) \
+  X(ibv_wr_complete) \
+  X(ibv_wc_status_str)
+/* clang-format on */
 
 #define FFI_POINTER(name) static __typeof__(&name) f_##name;
 FFI_FUNCTIONS(FFI_POINTER)
