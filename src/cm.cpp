@@ -12,6 +12,7 @@
 
 #include "cm_common.hpp"
 #include "detail.hpp"
+#include "lookup.hpp"
 #include "nodes.hpp"
 #include "rdmadl/cm.hpp"
 
@@ -48,18 +49,12 @@ int cm_timeout(std::chrono::milliseconds t) noexcept {
 }
 
 result<sockaddr_storage> resolve_address(std::string_view host, std::uint16_t port, bool passive) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0);
-  std::string h(host), p = std::to_string(port);
-  addrinfo *res = nullptr;
-  int rc = getaddrinfo(h.empty() ? nullptr : h.c_str(), p.c_str(), &hints, &res);
-  if (rc != 0 || !res)
-    return std::errc::address_not_available;
+  auto res = lookup_address(host, port, passive);
+  if (!res)
+    return res.error();
   sockaddr_storage ss{};
-  std::memcpy(&ss, res->ai_addr, std::min<std::size_t>(res->ai_addrlen, sizeof ss));
-  freeaddrinfo(res);
+  std::memcpy(&ss, (*res)->ai_addr, std::min<std::size_t>((*res)->ai_addrlen, sizeof ss));
+  freeaddrinfo(*res);
   return ss;
 }
 
@@ -78,6 +73,15 @@ result<rdma_cm_event *> take_cm_event(rdma_event_channel *ch,
     if (::poll(&p, 1, left) < 0 && errno != EINTR)
       return detail::last_error();
   }
+}
+
+result<void> set_ack_timeout(rdma_cm_id *id, std::uint8_t ack_timeout) {
+  if (ack_timeout == 0)
+    return {};
+  if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &ack_timeout,
+                      sizeof ack_timeout))
+    return detail::last_error();
+  return {};
 }
 
 std::error_code cm_event_error(const rdma_cm_event *ev) {
@@ -208,17 +212,6 @@ rdma_conn_param conn_param(const detail::cm_state &s, const cm_options &opts) {
   return p;
 }
 
-// Sets the id's ACK timeout when opts ask for one; before connect/accept,
-// since the QP takes it on its way to RTS.
-result<void> set_ack_timeout(rdma_cm_id *id, const cm_options &opts) {
-  if (opts.ack_timeout == 0)
-    return {};
-  std::uint8_t t = opts.ack_timeout;
-  if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &t, sizeof t))
-    return detail::last_error();
-  return {};
-}
-
 } // namespace
 
 // ---- event_channel ----
@@ -331,7 +324,7 @@ result<connection> connect(std::string_view host, std::uint16_t port, const cm_o
       return r.error();
     if (auto r = setup_qp(*s, opts); !r)
       return r.error();
-    if (auto r = set_ack_timeout(s->id(), opts); !r)
+    if (auto r = detail::set_ack_timeout(s->id(), opts.ack_timeout); !r)
       return r.error();
     rdma_conn_param p = conn_param(*s, opts);
     if (rdma_connect(s->id(), &p))
@@ -367,7 +360,7 @@ result<connection> connection_request::accept(const cm_options &opts) {
   s_->answered = true;
   if (auto r = setup_qp(*s_, opts); !r)
     return r.error();
-  if (auto r = set_ack_timeout(s_->id(), opts); !r)
+  if (auto r = detail::set_ack_timeout(s_->id(), opts.ack_timeout); !r)
     return r.error();
   rdma_conn_param p = conn_param(*s_, opts);
   if (rdma_accept(s_->id(), &p))

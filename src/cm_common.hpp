@@ -28,6 +28,10 @@ result<sockaddr_storage> resolve_address(std::string_view host, std::uint16_t po
 // errc::timed_out, or the errno.
 result<rdma_cm_event *> take_cm_event(rdma_event_channel *ch,
                                       std::chrono::steady_clock::time_point deadline);
+// Sets id's ACK timeout (RDMA_OPTION_ID_ACK_TIMEOUT) unless it is 0 (keep
+// rdma_cm's); before connect/accept, since the QP takes it on its way to
+// RTS. Errors: the errno.
+result<void> set_ack_timeout(rdma_cm_id *id, std::uint8_t ack_timeout);
 // What an event other than the awaited one means: errc::rejected, the
 // status of an address, route or connect error, else
 // errc::unexpected_event.

@@ -214,12 +214,7 @@ result<void> add_qp(detail::channel_state &s, detail::cm_group &g, std::size_t p
   n->send_cq = n->recv_cq = detail::access::node(s.cq);
   n->port = id->port_num;
   detail::access::set(s.qps[peer], std::move(n));
-  if (o.ack_timeout) {
-    std::uint8_t t = o.ack_timeout;
-    if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &t, sizeof t))
-      return detail::last_error();
-  }
-  return {};
+  return detail::set_ack_timeout(id, o.ack_timeout);
 }
 
 rdma_conn_param conn_param(const detail::channel_state &s, const cm_channel_options &o,

@@ -12,6 +12,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include "lookup.hpp"
 #include "rdmadl/oob.hpp"
 
 namespace rdmadl::oob {
@@ -99,18 +100,6 @@ std::error_code recv_all(int fd, std::byte *p, std::size_t n, clock::time_point 
   return {};
 }
 
-result<addrinfo *> resolve(std::string_view host, std::uint16_t port, bool passive) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0);
-  std::string h(host), p = std::to_string(port);
-  addrinfo *res = nullptr;
-  if (getaddrinfo(h.empty() ? nullptr : h.c_str(), p.c_str(), &hints, &res) != 0 || !res)
-    return std::errc::address_not_available;
-  return res;
-}
-
 int nonblocking_socket(const addrinfo *a) noexcept {
   int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
   return fd;
@@ -123,7 +112,7 @@ result<std::vector<std::byte>> exchange(std::string_view host, std::uint16_t por
   if (mine.size() > max_blob)
     return errc::bad_size;
   const auto deadline = timeout.count() <= 0 ? clock::now() : clock::now() + timeout;
-  auto res = resolve(host, port, listen);
+  auto res = detail::lookup_address(host, port, listen);
   if (!res)
     return res.error();
   std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> ai(*res, freeaddrinfo);
@@ -192,3 +181,19 @@ result<std::vector<std::byte>> exchange(std::string_view host, std::uint16_t por
 }
 
 } // namespace rdmadl::oob
+
+namespace rdmadl::detail {
+
+result<addrinfo *> lookup_address(std::string_view host, std::uint16_t port, bool passive) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0);
+  std::string h(host), p = std::to_string(port);
+  addrinfo *res = nullptr;
+  if (getaddrinfo(h.empty() ? nullptr : h.c_str(), p.c_str(), &hints, &res) != 0 || !res)
+    return std::errc::address_not_available;
+  return res;
+}
+
+} // namespace rdmadl::detail
