@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Re-imports the bundled RDMA headers from Debian's packages at the versions
-# pinned in VERSION: rdma-core's public headers (libibverbs-dev, librdmacm-dev)
-# and the kernel RDMA UAPI headers they include (linux-libc-dev's rdma/*.h).
+# pinned in VERSION: rdma-core's public headers (libibverbs-dev, librdmacm-dev,
+# libibumad-dev) and the kernel RDMA UAPI headers they include (linux-libc-dev's rdma/*.h).
 # Usage: third_party/rdma-headers/import.sh [--latest]
 #   --latest  take the suite's current versions and rewrite VERSION
 set -euo pipefail
@@ -16,6 +16,7 @@ trap 'rm -rf "$work"' EXIT
 "$fetch" "$SUITE" "$work/debs" \
   "$(pin "${1:-}" libibverbs-dev "$RDMA_CORE_DEB")" \
   "$(pin "${1:-}" librdmacm-dev "$RDMA_CORE_DEB")" \
+  "$(pin "${1:-}" libibumad-dev "$RDMA_CORE_DEB")" \
   "$(pin "${1:-}" linux-libc-dev "$LINUX_LIBC_DEV_DEB")" >/dev/null
 for deb in "$work"/debs/*.deb; do dpkg-deb -x "$deb" "$work/root"; done
 inc=$work/root/usr/include
