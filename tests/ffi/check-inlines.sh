@@ -10,7 +10,11 @@
 # unused inline function kept (-fkeep-inline-functions, or clang's
 # -femit-all-decls), nm -l says which functions that header itself defines
 # (not the ones it includes), and -E -dM lists the macros. Alone, so that a
-# function two headers define under #ifndef is seen in both.
+# function two headers define under #ifndef is seen in both. Every other
+# header under INCLUDE_DIR that has the word "inline" in it (in any case: an
+# inline function needs it, or a macro like MLX5DV_ALWAYS_INLINE) is compiled
+# the same way and must define no inline function: a header bundled later
+# that defines one fails here until the table lists it.
 # RDMA_STATIC_PROVIDERS is defined so that the static-linking-only parts are
 # seen too, and always_inline is defined away (to unused, both spellings:
 # verbs.h writes __always_inline__, mlx5dv.h and mlx4dv.h always_inline) so
@@ -34,19 +38,26 @@ if "$cc" -dM -E - </dev/null | grep -Eq '^#define (__x86_64__|__i386__) '; then
 else
   x86=0
 fi
-: >"$tmp/inlines"
-: >"$tmp/all.c"
 while read -r token path; do
   [ -r "$inc/$path" ] || { echo "check-inlines: $table lists $path, which $inc lacks" >&2; exit 2; }
+  echo "#include <$path>"
+done <"$tmp/headers" >"$tmp/all.c"
+# Every header of the bundle: "TOKEN path", TOKEN "-" when the table lacks it.
+(cd "$inc" && find . -name '*.h' | sed 's|^\./||') | LC_ALL=C sort | awk '
+    NR == FNR { token[$2] = $1; next }
+    { print ($1 in token ? token[$1] : "-"), $1 }' "$tmp/headers" - >"$tmp/bundle"
+: >"$tmp/found"
+while read -r token path; do
+  [ "$token" != - ] || grep -qi inline "$inc/$path" || continue
   echo "#include <$path>" >"$tmp/probe.c"
-  echo "#include <$path>" >>"$tmp/all.c"
   # shellcheck disable=SC2086 # flags are words
   "$cc" $flags $keep -c "$tmp/probe.c" -o "$tmp/probe.o"
-  nm -l --defined-only "$tmp/probe.o" | awk -v h="$token" -v p="/$path" 'NF >= 4 && ($2 == "t" || $2 == "T") {
+  nm -l --defined-only "$tmp/probe.o" | awk -v h="$token" -v p="$path" 'NF >= 4 && ($2 == "t" || $2 == "T") {
       file = $4; sub(/:[0-9]+$/, "", file)
-      if (substr(file, length(file) - length(p) + 1) == p) print h, $3 }' >>"$tmp/inlines"
-done <"$tmp/headers"
-LC_ALL=C sort -u -o "$tmp/inlines" "$tmp/inlines"
+      if (substr(file, length(file) - length(p)) == "/" p) print h, p, $3 }' >>"$tmp/found"
+done <"$tmp/bundle"
+awk '$1 != "-" {print $1, $3}' "$tmp/found" | LC_ALL=C sort -u >"$tmp/inlines"
+awk '$1 == "-" {print $2, $3}' "$tmp/found" | LC_ALL=C sort -u >"$tmp/unlisted"
 # shellcheck disable=SC2086
 "$cc" $flags -E -dM "$tmp/all.c" >"$tmp/macros"
 sed -n 's/^#define \(\(ibv\|rdma\|mlx5dv\|mlx4dv\|efadv\|hnsdv\|manadv\|ionic_dv\|umad\)_[A-Za-z0-9_]*\)(.*/\1/p' \
@@ -66,6 +77,7 @@ report() { # FILE MESSAGE
     status=1
   fi
 }
+report "$tmp/unlisted" "inline functions of bundled headers ffi/inlines.def has no RDMADL_FFI_HEADER line for (path name)"
 comm -23 "$tmp/inlines" "$tmp/t-inlines" >"$tmp/a"
 report "$tmp/a" "inline functions of the bundled headers not in ffi/inlines.def (HEADER name)"
 comm -13 "$tmp/inlines" "$tmp/t-inlines" >"$tmp/b"
@@ -74,5 +86,5 @@ comm -23 "$tmp/macro-names" "$tmp/t-macros" >"$tmp/c"
 report "$tmp/c" "function-like macros of rdma-core's name spaces not in ffi/inlines.def as MACRO"
 comm -13 "$tmp/macro-names" "$tmp/t-macros" >"$tmp/d"
 report "$tmp/d" "MACRO entries of ffi/inlines.def the bundled headers do not define"
-echo "check-inlines: $(wc -l <"$tmp/headers") headers define $(wc -l <"$tmp/inlines") inline functions and $(wc -l <"$tmp/macro-names") function-like macros; table: $(wc -l <"$tmp/t-inlines") + $(wc -l <"$tmp/t-macros"): $([ $status = 0 ] && echo equal || echo DIFFERENT)"
+echo "check-inlines: $(wc -l <"$tmp/bundle") headers, $(wc -l <"$tmp/headers") listed, define $(wc -l <"$tmp/inlines") inline functions and $(wc -l <"$tmp/macro-names") function-like macros; table: $(wc -l <"$tmp/t-inlines") + $(wc -l <"$tmp/t-macros"): $([ $status = 0 ] && echo equal || echo DIFFERENT)"
 exit $status
