@@ -496,3 +496,66 @@ static const char *const cm_event_strs[] = {
     RDMADL_CM_EVENT(RDMA_CM_EVENT_ADDRINFO_ERROR),
 };
 RDMADL_STR_STUB(rdma_event_str, enum rdma_cm_event_type, cm_event_strs, "UNKNOWN EVENT")
+
+/* The rate conversions are pure table lookups in libibverbs (verbs.c); they
+ * answer from the same table without a library, errno untouched: rdma-core
+ * 65.0's rates (44.0 has the same), -1 (a rate with no whole multiple of
+ * 2.5 Gbit/s, or none at all) and IBV_RATE_MAX where it answers so. */
+static const struct {
+  enum ibv_rate rate;
+  int mult, mbps;
+} rates[] = {
+    {IBV_RATE_2_5_GBPS, 1, 2500},       {IBV_RATE_5_GBPS, 2, 5000},
+    {IBV_RATE_10_GBPS, 4, 10000},       {IBV_RATE_20_GBPS, 8, 20000},
+    {IBV_RATE_30_GBPS, 12, 30000},      {IBV_RATE_40_GBPS, 16, 40000},
+    {IBV_RATE_60_GBPS, 24, 60000},      {IBV_RATE_80_GBPS, 32, 80000},
+    {IBV_RATE_120_GBPS, 48, 120000},    {IBV_RATE_14_GBPS, -1, 14062},
+    {IBV_RATE_56_GBPS, -1, 56250},      {IBV_RATE_112_GBPS, -1, 112500},
+    {IBV_RATE_168_GBPS, -1, 168750},    {IBV_RATE_25_GBPS, -1, 25781},
+    {IBV_RATE_100_GBPS, -1, 103125},    {IBV_RATE_200_GBPS, -1, 206250},
+    {IBV_RATE_300_GBPS, -1, 309375},    {IBV_RATE_28_GBPS, 11, 28125},
+    {IBV_RATE_50_GBPS, 20, 53125},      {IBV_RATE_400_GBPS, 160, 425000},
+    {IBV_RATE_600_GBPS, 240, 637500},   {IBV_RATE_800_GBPS, 320, 850000},
+    {IBV_RATE_1200_GBPS, 480, 1275000},
+};
+enum { NRATES = sizeof rates / sizeof rates[0] };
+
+RDMADL_STUB_API int RDMADL_NAME(ibv_rate_to_mult)(enum ibv_rate rate) {
+  __typeof__(&ibv_rate_to_mult) f = RDMADL_FN(ibv_rate_to_mult);
+  if (f)
+    return f(rate);
+  for (size_t i = 0; i < NRATES; i++)
+    if (rates[i].rate == rate)
+      return rates[i].mult;
+  return -1;
+}
+
+RDMADL_STUB_API enum ibv_rate RDMADL_NAME(mult_to_ibv_rate)(int mult) {
+  __typeof__(&mult_to_ibv_rate) f = RDMADL_FN(mult_to_ibv_rate);
+  if (f)
+    return f(mult);
+  for (size_t i = 0; i < NRATES; i++)
+    if (rates[i].mult == mult && mult > 0)
+      return rates[i].rate;
+  return IBV_RATE_MAX;
+}
+
+RDMADL_STUB_API int RDMADL_NAME(ibv_rate_to_mbps)(enum ibv_rate rate) {
+  __typeof__(&ibv_rate_to_mbps) f = RDMADL_FN(ibv_rate_to_mbps);
+  if (f)
+    return f(rate);
+  for (size_t i = 0; i < NRATES; i++)
+    if (rates[i].rate == rate)
+      return rates[i].mbps;
+  return -1;
+}
+
+RDMADL_STUB_API enum ibv_rate RDMADL_NAME(mbps_to_ibv_rate)(int mbps) {
+  __typeof__(&mbps_to_ibv_rate) f = RDMADL_FN(mbps_to_ibv_rate);
+  if (f)
+    return f(mbps);
+  for (size_t i = 0; i < NRATES; i++)
+    if (rates[i].mbps == mbps)
+      return rates[i].rate;
+  return IBV_RATE_MAX;
+}

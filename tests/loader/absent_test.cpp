@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: MIT
 // Absent stack, table-driven: every one of the drop-in stubs, called with
 // zeroed arguments, fails the way its man page documents failure and sets
-// errno to EOPNOTSUPP (the string functions still return their strings).
+// errno to EOPNOTSUPP (the string functions still return their strings, the
+// rate conversions rdma-core's answers).
 // ctest runs it with RDMADL_DISABLE=1 and with override paths that do not
 // exist; the diagnostics must name that reason.
 #include "symbol_counts.h"
 #include <cerrno>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include <dlfcn.h>
 
@@ -54,6 +57,17 @@ const char *string_for_zero(const char *name) {
   return "RDMA_CM_EVENT_ADDR_RESOLVED";
 }
 
+// The pure table lookups of libibverbs: they answer without a library, as
+// it does, and leave errno alone. For 0 that answer is the man page's
+// failure value (-1, IBV_RATE_MAX), which the table's fail column says.
+bool pure(const char *name) {
+  for (const char *p :
+       {"ibv_rate_to_mult", "mult_to_ibv_rate", "ibv_rate_to_mbps", "mbps_to_ibv_rate"})
+    if (!std::strcmp(name, p))
+      return true;
+  return false;
+}
+
 template <fail K, class F> std::string run(const char *name, F *f) {
   if (!f)
     return "not exported";
@@ -81,6 +95,8 @@ template <fail K, class F> std::string run(const char *name, F *f) {
     if (!ok)
       return "wrong return value";
   }
+  if (pure(name))
+    return errno == 0 ? "" : "errno " + std::to_string(errno) + ", expected it untouched";
   if (errno != EOPNOTSUPP)
     return "errno " + std::to_string(errno) + ", expected EOPNOTSUPP";
   return "";
@@ -151,6 +167,52 @@ TEST_CASE("absent: string functions keep returning rdma-core's strings") {
   CHECK(std::string(ibv_port_state_str(IBV_PORT_ACTIVE)) == "active");
   CHECK(std::string(rdma_event_str(RDMA_CM_EVENT_ESTABLISHED)) == "RDMA_CM_EVENT_ESTABLISHED");
   CHECK(std::string(rdma_event_str(static_cast<rdma_cm_event_type>(999))) == "UNKNOWN EVENT");
+}
+
+// Every input of the four rate conversions against the real libibverbs named
+// by RDMADL_TEST_REAL_IBVERBS (ctest: rdma-core 44.0's, the first tested
+// release with 65.0's whole table; opened privately, so the names this
+// program calls stay rdmadl's).
+TEST_CASE("absent: the rate conversions answer as libibverbs does, for every input") {
+  CHECK(ibv_rate_to_mult(IBV_RATE_5_GBPS) == 2);
+  CHECK(ibv_rate_to_mbps(IBV_RATE_25_GBPS) == 25781);
+  CHECK(mult_to_ibv_rate(480) == IBV_RATE_1200_GBPS);
+  CHECK(mbps_to_ibv_rate(25000) == IBV_RATE_MAX);
+  const char *path = std::getenv("RDMADL_TEST_REAL_IBVERBS");
+  if (!path)
+    return;
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  REQUIRE_MESSAGE(h != nullptr, dlerror());
+  auto real_to_mult = reinterpret_cast<decltype(&ibv_rate_to_mult)>(dlsym(h, "ibv_rate_to_mult"));
+  auto real_from_mult = reinterpret_cast<decltype(&mult_to_ibv_rate)>(dlsym(h, "mult_to_ibv_rate"));
+  auto real_to_mbps = reinterpret_cast<decltype(&ibv_rate_to_mbps)>(dlsym(h, "ibv_rate_to_mbps"));
+  auto real_from_mbps = reinterpret_cast<decltype(&mbps_to_ibv_rate)>(dlsym(h, "mbps_to_ibv_rate"));
+  REQUIRE(real_to_mult);
+  REQUIRE(real_from_mult);
+  REQUIRE(real_to_mbps);
+  REQUIRE(real_from_mbps);
+  REQUIRE(real_to_mult != &ibv_rate_to_mult);
+  std::vector<int> inputs{INT_MIN, INT_MIN + 1, INT_MAX - 1, INT_MAX};
+  for (int i = -1000; i <= 1'300'000; i++)
+    inputs.push_back(i);
+  int differ = 0;
+  errno = 0;
+  for (int i : inputs) {
+    auto rate = static_cast<ibv_rate>(i);
+    if (ibv_rate_to_mult(rate) != real_to_mult(rate) ||
+        ibv_rate_to_mbps(rate) != real_to_mbps(rate) || mult_to_ibv_rate(i) != real_from_mult(i) ||
+        mbps_to_ibv_rate(i) != real_from_mbps(i)) {
+      if (differ++ < 10)
+        FAIL_CHECK("input " << i << ": rdmadl " << ibv_rate_to_mult(rate) << "/"
+                            << ibv_rate_to_mbps(rate) << "/" << mult_to_ibv_rate(i) << "/"
+                            << mbps_to_ibv_rate(i) << ", libibverbs " << real_to_mult(rate) << "/"
+                            << real_to_mbps(rate) << "/" << real_from_mult(i) << "/"
+                            << real_from_mbps(i));
+    }
+  }
+  CHECK(differ == 0);
+  CHECK(errno == 0);
+  dlclose(h);
 }
 
 TEST_CASE("absent: a successful call through a stub leaves errno alone") {
