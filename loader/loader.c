@@ -765,6 +765,51 @@ done:
   return r;
 }
 
+/* Why the ELF file PATH cannot be mapped whole, or NULL when it can (or is
+ * no ELF file of this process's class: dlopen then says what is wrong). A
+ * loadable segment that ends past the end of the file (a truncated copy)
+ * would be mapped anyway, and dlopen touching its missing pages dies of
+ * SIGBUS; the headers are read with pread, nothing is mapped. */
+static char *file_truncated(const char *path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0)
+    return NULL;
+  char *why = NULL;
+  struct stat st;
+  ElfW(Ehdr) eh;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+      pread(fd, &eh, sizeof eh, 0) != (ssize_t)sizeof eh ||
+      memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+      eh.e_ident[EI_CLASS] != (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32) ||
+      eh.e_phentsize != sizeof(ElfW(Phdr)))
+    goto done;
+  const unsigned long long size = (unsigned long long)st.st_size;
+  const unsigned long long ph_end =
+      (unsigned long long)eh.e_phoff + (unsigned long long)eh.e_phnum * sizeof(ElfW(Phdr));
+  if (ph_end > size) {
+    why = dup_printf("%s is truncated: its program headers end at byte %llu, the file has %llu",
+                     path, ph_end, size);
+    goto done;
+  }
+  for (unsigned i = 0; i < eh.e_phnum; i++) {
+    ElfW(Phdr) ph;
+    if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + i * sizeof ph)) != (ssize_t)sizeof ph)
+      break;
+    if (ph.p_type != PT_LOAD)
+      continue;
+    const unsigned long long end = (unsigned long long)ph.p_offset + ph.p_filesz;
+    if (end < ph.p_offset || end > size) {
+      why = dup_printf("%s is truncated: its loadable segment at offset %llu ends at byte %llu, "
+                       "the file has %llu",
+                       path, (unsigned long long)ph.p_offset, end, size);
+      break;
+    }
+  }
+done:
+  close(fd);
+  return why;
+}
+
 /* A provider library's file in the loaded libibverbs's own directory, where
  * its release installs it, or NULL when there is none. */
 static char *beside_ibverbs(const struct lib_info *lib) {
@@ -833,6 +878,17 @@ static void load_one(rdmadl_lib which, const char *override) {
     lib->open_name = lib->kind == KIND_PROVIDER ? beside_ibverbs(lib) : NULL;
     if (!lib->open_name)
       lib->open_name = (char *)lib->soname;
+  }
+  if (strchr(lib->open_name, '/')) {
+    char *why = file_truncated(lib->open_name);
+    if (why) {
+      lib->state = RDMADL_STATE_LOAD_FAILED;
+      lib->error = override ? dup_printf("%s=%s: %s", lib->env, override, why) : why;
+      if (override)
+        free(why);
+      DEBUGF("%s", lib->error);
+      return;
+    }
   }
   if (lib->kind == KIND_PROVIDER && strchr(lib->open_name, '/') && refuse_other_release(lib))
     return;

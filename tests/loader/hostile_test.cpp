@@ -4,6 +4,7 @@
 // in a chosen environment, working directory and stdin, with a time limit,
 // and checks what it printed. ctest passes the programs and the fakes
 // directory in HOSTILE_* variables; each case runs once per link mode.
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -15,7 +16,9 @@
 #include <string>
 #include <vector>
 
+#include <elf.h>
 #include <fcntl.h>
+#include <link.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -252,6 +255,38 @@ TEST_CASE("hostile: a wrong-architecture file in the current directory says what
   result c = probe({"RDMADL_IBVERBS_PATH=" + dir32 + "/libibverbs.so.1", no_cm});
   CHECK(c["state"] == "load-failed");
   CHECK(has(c["error"], "32-bit"));
+}
+
+TEST_CASE("hostile: a truncated library at the override path is refused, not mapped (no SIGBUS)") {
+  std::string elf = read_file(fakes() + "/fake_full/libibverbs.so.1");
+  REQUIRE(elf.size() > 8192);
+  std::string dir = scratch("truncated");
+  // 4 KB: the headers are there, the segments are not; one byte short: the
+  // last loadable segment lacks its end. (Section headers, past every
+  // segment, are never mapped: a file cut only there loads.)
+  ElfW(Ehdr) eh;
+  std::memcpy(&eh, elf.data(), sizeof eh);
+  size_t load_end = 0;
+  for (unsigned i = 0; i < eh.e_phnum; i++) {
+    ElfW(Phdr) ph;
+    std::memcpy(&ph, elf.data() + eh.e_phoff + i * sizeof ph, sizeof ph);
+    if (ph.p_type == PT_LOAD)
+      load_end = std::max<size_t>(load_end, ph.p_offset + ph.p_filesz);
+  }
+  REQUIRE(load_end > 4096);
+  for (size_t cut : {size_t{4096}, load_end - 1}) {
+    CAPTURE(cut);
+    std::string path = dir + "/libibverbs.so." + std::to_string(cut);
+    write_file(path, elf.substr(0, cut));
+    result r = probe({"RDMADL_IBVERBS_PATH=" + path, no_cm});
+    CHECK(r.status == 0);
+    CHECK(r["state"] == "load-failed");
+    CHECK(has(r["error"], "RDMADL_IBVERBS_PATH=" + path + ": " + path + " is truncated"));
+    CHECK(has(r["error"], "the file has " + std::to_string(cut)));
+  }
+  std::string whole = dir + "/libibverbs.so.1";
+  write_file(whole, elf.substr(0, load_end));
+  CHECK(probe({"RDMADL_IBVERBS_PATH=" + whole, no_cm})["state"] == "loaded");
 }
 
 TEST_CASE("hostile: a library whose dependency is missing is load-failed, not not-found") {
