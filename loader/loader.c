@@ -598,6 +598,23 @@ static const char *lib_error(struct lib_info *l);
 enum { LOAD_NONE, LOAD_RUNNING, LOAD_DONE };
 enum { DEADLOCK_SECONDS = 5 };
 
+/* Keeps the object this loader is in mapped for the rest of the process:
+ * the strings the diagnostics return (and every library path, error and
+ * state name) live in it, and a caller may keep them after dlclosing a
+ * plugin that embeds the static drop-in. The shared drop-in is linked
+ * -z nodelete for the same reason; the program itself is never unloaded. */
+static void pin_self(void) {
+  Dl_info info;
+  struct link_map *map = NULL;
+  if (!dladdr1((const void *)&pin_self, &info, (void **)&map, RTLD_DL_LINKMAP) || !map ||
+      !map->l_name || !map->l_name[0])
+    return;
+  void *h = dlopen(map->l_name, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
+  DEBUGF("%s pinned (RTLD_NODELETE): %s", map->l_name, h ? "yes" : dlerror());
+  if (h)
+    dlclose(h);
+}
+
 /* The uncontended load takes no lock: LOAD_NONE -> LOAD_RUNNING by
  * compare-and-swap, LOAD_DONE published with a store. Threads that must wait
  * announce themselves in nwaiters first, then sleep on load_cv; the loader
@@ -1161,9 +1178,12 @@ static int ensure_slow(const char *what) {
       return r;
   }
   __atomic_store_n(&loader, pthread_self(), __ATOMIC_RELEASE);
-  if (!__atomic_exchange_n(&atfork_registered, 1, __ATOMIC_RELAXED))
+  const int first = !__atomic_exchange_n(&atfork_registered, 1, __ATOMIC_RELAXED);
+  if (first)
     pthread_atfork(NULL, NULL, after_fork_child);
   int latched = load_all();
+  if (first)
+    pin_self();
   if (!latched)
     __atomic_store_n(&loader, (pthread_t)0, __ATOMIC_RELEASE);
   __atomic_store_n(&load_state, latched ? LOAD_DONE : LOAD_NONE, __ATOMIC_SEQ_CST);

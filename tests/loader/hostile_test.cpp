@@ -398,3 +398,16 @@ TEST_CASE("hostile: dlclosing a plugin that links the drop-in keeps rdmadl's str
   CHECK(has(r.out, "drop-in still mapped: yes"));
   CHECK(r.status == 0);
 }
+
+TEST_CASE("hostile: dlclosing a plugin that embeds the static drop-in keeps rdmadl's strings") {
+  const std::string plugin = need("HOSTILE_PLUGIN_STATIC");
+  // Not found, and disabled: each gives its own set of strings.
+  for (const char *env : {"RDMADL_IBVERBS_PATH=/nonexistent/libibverbs.so.1", "RDMADL_DISABLE=1"}) {
+    INFO("environment: " << std::string(env));
+    result r = run({need("HOSTILE_PLUGIN_HOST"), plugin, plugin}, {env, no_cm});
+    INFO(r.out << r.err);
+    CHECK_FALSE(r.hung);
+    CHECK(has(r.out, "drop-in still mapped: yes"));
+    CHECK(r.status == 0);
+  }
+}
