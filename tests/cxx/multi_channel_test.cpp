@@ -1,15 +1,10 @@
 // SPDX-License-Identifier: MIT
-// Channels without a device: the error contract, endpoint lists, and the
-// out-of-band exchange over loopback TCP.
+// Channels without a device: the error contract and endpoint lists (the
+// out-of-band exchange: oob_test.cpp).
 #include <doctest/doctest.h>
 
 #include <array>
 #include <chrono>
-#include <cstring>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <thread>
-#include <unistd.h>
 
 #include "rdmadl/rdmadl.hpp"
 
@@ -34,11 +29,6 @@ endpoint sample(std::uint32_t i) {
   e.qkey = 0x11111111;
   e.mtu = 1024;
   return e;
-}
-
-// A port per test process, so tiers running in parallel do not collide.
-std::uint16_t test_port(int k) {
-  return static_cast<std::uint16_t>(40000 + (getpid() % 5000) * 4 + k);
 }
 } // namespace
 
@@ -113,60 +103,6 @@ TEST_CASE("multi_channel: endpoint lists round-trip and malformed ones are refus
   CHECK(parse_endpoints(inner).error() == errc::bad_magic);
   for (auto *b : {&more, &magic, &newer, &inner})
     CHECK(parse_endpoints(*b).error() == std::errc::invalid_argument);
-}
-
-TEST_CASE("oob: two sides exchange their blobs over loopback TCP") {
-  const std::uint16_t port = test_port(0);
-  std::vector<std::byte> a(100), b(3000);
-  for (std::size_t i = 0; i < a.size(); i++)
-    a[i] = static_cast<std::byte>(i);
-  for (std::size_t i = 0; i < b.size(); i++)
-    b[i] = static_cast<std::byte>(255 - i % 256);
-  result<std::vector<std::byte>> got_by_server = errc::timed_out;
-  std::thread server([&] { got_by_server = oob::exchange("127.0.0.1", port, true, a, 5s); });
-  auto got_by_client = oob::exchange("127.0.0.1", port, false, b, 5s);
-  server.join();
-  REQUIRE(got_by_client);
-  REQUIRE(got_by_server);
-  CHECK(*got_by_client == a);
-  CHECK(*got_by_server == b);
-}
-
-TEST_CASE("oob: no peer in time, on either side, and an oversized blob") {
-  const std::uint16_t port = test_port(1);
-  std::vector<std::byte> blob(16);
-  auto start = std::chrono::steady_clock::now();
-  auto r = oob::exchange("127.0.0.1", port, false, blob, 200ms);
-  CHECK(r.error() == errc::timed_out);
-  CHECK(std::chrono::steady_clock::now() - start < 5s);
-  CHECK(oob::exchange("127.0.0.1", port, true, blob, 100ms).error() == errc::timed_out);
-  std::vector<std::byte> big(oob::max_blob + 1);
-  CHECK(oob::exchange("127.0.0.1", port, false, big, 100ms).error() == errc::bad_size);
-}
-
-TEST_CASE("oob: a peer that hangs up before sending its blob") {
-  const std::uint16_t port = test_port(2);
-  int l = ::socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(l >= 0);
-  int one = 1;
-  ::setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(l, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0);
-  REQUIRE(::listen(l, 1) == 0);
-  std::thread rude([&] {
-    int c = ::accept(l, nullptr, nullptr);
-    if (c >= 0)
-      ::close(c); // says nothing
-  });
-  std::vector<std::byte> blob(16);
-  auto r = oob::exchange("127.0.0.1", port, false, blob, 5s);
-  rude.join();
-  ::close(l);
-  REQUIRE_FALSE(r);
-  CHECK(r.error() == std::errc::connection_reset);
 }
 
 TEST_CASE(

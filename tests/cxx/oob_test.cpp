@@ -1,0 +1,278 @@
+// SPDX-License-Identifier: MIT
+// The out-of-band exchange over loopback TCP: both sides, timeouts (none at
+// all included), every address of a name, and a listener that outlives
+// strays until its deadline.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cstring>
+#include <dlfcn.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <string>
+#include <sys/socket.h>
+#include <thread>
+#include <unistd.h>
+
+#include "rdmadl/rdmadl.hpp"
+
+using namespace rdmadl;
+using namespace std::chrono_literals;
+
+// A name that resolves to ::1, then 127.0.0.1 (or the reverse), whatever the
+// host's resolver says: this program's getaddrinfo answers it and passes
+// every other name on to the C library's. rdmadl's lookup calls this one.
+namespace {
+constexpr const char *dual_v6_first = "oob-test-v6-first.invalid";
+constexpr const char *dual_v4_first = "oob-test-v4-first.invalid";
+using getaddrinfo_fn = int (*)(const char *, const char *, const addrinfo *, addrinfo **);
+getaddrinfo_fn next_getaddrinfo() {
+  static auto f = reinterpret_cast<getaddrinfo_fn>(dlsym(RTLD_NEXT, "getaddrinfo"));
+  return f;
+}
+} // namespace
+
+extern "C" __attribute__((visibility("default"))) int
+getaddrinfo(const char *node, const char *service, const addrinfo *hints, addrinfo **res) {
+  bool v6_first = node && !std::strcmp(node, dual_v6_first);
+  if (!node || (!v6_first && std::strcmp(node, dual_v4_first) != 0))
+    return next_getaddrinfo()(node, service, hints, res);
+  addrinfo h = hints ? *hints : addrinfo{};
+  h.ai_flags |= AI_NUMERICHOST;
+  addrinfo *a = nullptr, *b = nullptr;
+  int rc = next_getaddrinfo()(v6_first ? "::1" : "127.0.0.1", service, &h, &a);
+  if (rc != 0)
+    return rc;
+  rc = next_getaddrinfo()(v6_first ? "127.0.0.1" : "::1", service, &h, &b);
+  if (rc != 0) {
+    freeaddrinfo(a);
+    return rc;
+  }
+  addrinfo *last = a;
+  while (last->ai_next)
+    last = last->ai_next;
+  last->ai_next = b; // freeaddrinfo frees the chain node by node
+  *res = a;
+  return 0;
+}
+
+namespace {
+// A TCP port free on both 127.0.0.1 and ::1 just now.
+std::uint16_t free_port() {
+  for (int attempt = 0; attempt < 20; attempt++) {
+    int s = ::socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(s >= 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(s, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0);
+    socklen_t len = sizeof a;
+    REQUIRE(::getsockname(s, reinterpret_cast<sockaddr *>(&a), &len) == 0);
+    ::close(s);
+    int s6 = ::socket(AF_INET6, SOCK_STREAM, 0);
+    if (s6 < 0)
+      return ntohs(a.sin_port);
+    sockaddr_in6 a6{};
+    a6.sin6_family = AF_INET6;
+    a6.sin6_port = a.sin_port;
+    a6.sin6_addr = in6addr_loopback;
+    int rc = ::bind(s6, reinterpret_cast<sockaddr *>(&a6), sizeof a6);
+    ::close(s6);
+    if (rc == 0 || errno == EADDRNOTAVAIL)
+      return ntohs(a.sin_port);
+  }
+  FAIL("no free port");
+  return 0;
+}
+
+bool has_ipv6_loopback() {
+  int s = ::socket(AF_INET6, SOCK_STREAM, 0);
+  if (s < 0)
+    return false;
+  sockaddr_in6 a{};
+  a.sin6_family = AF_INET6;
+  a.sin6_addr = in6addr_loopback;
+  bool ok = ::bind(s, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0;
+  ::close(s);
+  return ok;
+}
+
+std::vector<std::byte> bytes(std::size_t n, int seed) {
+  std::vector<std::byte> v(n);
+  for (std::size_t i = 0; i < n; i++)
+    v[i] = static_cast<std::byte>((i * 7 + static_cast<std::size_t>(seed)) & 0xff);
+  return v;
+}
+
+// Runs a listener on LISTEN_HOST and a client on CONNECT_HOST with the given
+// timeouts; both must get the other's blob.
+void both_sides(const char *listen_host, const char *connect_host, std::chrono::milliseconds lt,
+                std::chrono::milliseconds ct) {
+  INFO("listener on \"" << std::string(listen_host) << "\", client to \""
+                        << std::string(connect_host) << "\"");
+  const std::uint16_t port = free_port();
+  auto a = bytes(100, 1), b = bytes(3000, 2);
+  result<std::vector<std::byte>> got_by_server = errc::timed_out;
+  std::thread server([&] { got_by_server = oob::exchange(listen_host, port, true, a, lt); });
+  auto got_by_client = oob::exchange(connect_host, port, false, b, ct);
+  server.join();
+  REQUIRE_MESSAGE(got_by_client, got_by_client.error().message());
+  REQUIRE_MESSAGE(got_by_server, got_by_server.error().message());
+  CHECK(*got_by_client == a);
+  CHECK(*got_by_server == b);
+}
+
+// A plain TCP client to 127.0.0.1:port (retrying until it listens, 5 s), or
+// -1. (No REQUIRE: the caller has a thread to join first.)
+int raw_connect(std::uint16_t port) {
+  for (int i = 0; i < 250; i++) {
+    int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s < 0)
+      return -1;
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(s, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0)
+      return s;
+    ::close(s);
+    std::this_thread::sleep_for(20ms);
+  }
+  return -1;
+}
+
+void write_to(int s, const void *p, std::size_t n) {
+  if (s >= 0)
+    (void)!::write(s, p, n);
+}
+
+void close_fd(int s) {
+  if (s >= 0)
+    ::close(s);
+}
+} // namespace
+
+TEST_CASE("oob: two sides exchange their blobs over loopback TCP") {
+  const std::uint16_t port = free_port();
+  std::vector<std::byte> a(100), b(3000);
+  for (std::size_t i = 0; i < a.size(); i++)
+    a[i] = static_cast<std::byte>(i);
+  for (std::size_t i = 0; i < b.size(); i++)
+    b[i] = static_cast<std::byte>(255 - i % 256);
+  result<std::vector<std::byte>> got_by_server = errc::timed_out;
+  std::thread server([&] { got_by_server = oob::exchange("127.0.0.1", port, true, a, 5s); });
+  auto got_by_client = oob::exchange("127.0.0.1", port, false, b, 5s);
+  server.join();
+  REQUIRE(got_by_client);
+  REQUIRE(got_by_server);
+  CHECK(*got_by_client == a);
+  CHECK(*got_by_server == b);
+}
+
+TEST_CASE("oob: no peer in time, on either side, and an oversized blob") {
+  const std::uint16_t port = free_port();
+  std::vector<std::byte> blob(16);
+  auto start = std::chrono::steady_clock::now();
+  auto r = oob::exchange("127.0.0.1", port, false, blob, 200ms);
+  CHECK(r.error() == errc::timed_out);
+  CHECK(std::chrono::steady_clock::now() - start < 5s);
+  CHECK(oob::exchange("127.0.0.1", port, true, blob, 100ms).error() == errc::timed_out);
+  std::vector<std::byte> big(oob::max_blob + 1);
+  CHECK(oob::exchange("127.0.0.1", port, false, big, 100ms).error() == errc::bad_size);
+}
+
+TEST_CASE("oob: a peer that hangs up before sending its blob") {
+  const std::uint16_t port = free_port();
+  int l = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(l >= 0);
+  int one = 1;
+  ::setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(l, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0);
+  REQUIRE(::listen(l, 1) == 0);
+  std::thread rude([&] {
+    int c = ::accept(l, nullptr, nullptr);
+    if (c >= 0)
+      ::close(c); // says nothing
+  });
+  std::vector<std::byte> blob(16);
+  auto r = oob::exchange("127.0.0.1", port, false, blob, 5s);
+  rude.join();
+  ::close(l);
+  REQUIRE_FALSE(r);
+  CHECK(r.error() == std::errc::connection_reset);
+}
+
+TEST_CASE("oob: milliseconds::max() is no limit, on either side") {
+  // now() + max overflowed: the wait had ended before it began.
+  both_sides("127.0.0.1", "127.0.0.1", std::chrono::milliseconds::max(), 10s);
+  both_sides("127.0.0.1", "127.0.0.1", 10s, std::chrono::milliseconds::max());
+}
+
+TEST_CASE("oob: a listener on \"\" takes IPv4 and IPv6 clients") {
+  both_sides("", "127.0.0.1", 10s, 10s);
+  if (!has_ipv6_loopback()) {
+    MESSAGE("no IPv6 loopback on this host: the IPv6 client is not tried");
+    return;
+  }
+  both_sides("", "::1", 10s, 10s);
+}
+
+TEST_CASE("oob: a client tries every address of the name") {
+  if (!has_ipv6_loopback()) {
+    MESSAGE("no IPv6 loopback on this host: nothing to choose from");
+    return;
+  }
+  // The listener is on one family; the name gives the other one first.
+  both_sides("127.0.0.1", dual_v6_first, 10s, 10s);
+  both_sides("::1", dual_v4_first, 10s, 10s);
+  // A listener on a name listens on each of its addresses.
+  both_sides(dual_v6_first, "127.0.0.1", 10s, 10s);
+  both_sides(dual_v6_first, "::1", 10s, 10s);
+}
+
+TEST_CASE("oob: a listener survives strays and bad blobs until its deadline") {
+  const std::uint16_t port = free_port();
+  auto mine = bytes(64, 3), theirs = bytes(5000, 4);
+  result<std::vector<std::byte>> got = errc::timed_out;
+  std::thread server([&] { got = oob::exchange("127.0.0.1", port, true, mine, 20s); });
+  // A port scanner: connects and closes at once.
+  int scan = raw_connect(port);
+  CHECK(scan >= 0);
+  close_fd(scan);
+  // A health check that says something else and hangs up.
+  int s = raw_connect(port);
+  write_to(s, "GET / HTTP/1.0\r\n\r\n", 18);
+  close_fd(s);
+  // A client announcing a blob over max_blob.
+  s = raw_connect(port);
+  const unsigned char huge[4] = {0xff, 0xff, 0xff, 0x7f};
+  write_to(s, huge, 4);
+  // One that connects and says nothing, and stays.
+  int silent = raw_connect(port);
+  // One that sends half a blob and goes.
+  int half = raw_connect(port);
+  const unsigned char len[4] = {100, 0, 0, 0};
+  write_to(half, len, 4);
+  write_to(half, "0123456789", 10);
+  close_fd(half);
+  std::this_thread::sleep_for(100ms);
+  auto r = oob::exchange("127.0.0.1", port, false, theirs, 10s);
+  server.join();
+  close_fd(s);
+  close_fd(silent);
+  REQUIRE_MESSAGE(r, r.error().message());
+  REQUIRE_MESSAGE(got, got.error().message());
+  CHECK(*r == mine);
+  CHECK(*got == theirs);
+  // And with nobody real before the deadline: timed_out, not a stray's error.
+  const std::uint16_t port2 = free_port();
+  std::thread lonely([&] { got = oob::exchange("127.0.0.1", port2, true, mine, 1s); });
+  close_fd(raw_connect(port2));
+  lonely.join();
+  REQUIRE_FALSE(got);
+  CHECK(got.error() == errc::timed_out);
+}
