@@ -154,11 +154,19 @@ for s in $suites; do
   libdir=$img/sysroot/usr/lib/x86_64-linux-gnu
   list=$payload/expected/$s.list
   : >"$list"
-  for lib in libibverbs librdmacm; do
-    f=$(readlink -f "$libdir/$lib.so.1") || f=""
-    if [ ! -f "$f" ]; then host_check "$s" "exports.$lib" 0 "no $lib.so.1 in $img/sysroot"; continue; fi
+  # libibverbs and librdmacm must be there; the providers' direct-verbs
+  # libraries and libibumad where the release ships them (loader_diag then
+  # expects each one it is told a node of to load, and the others not found).
+  for lib in libibverbs librdmacm libmlx5 libefa libmlx4 libhns libmana libionic libibumad; do
+    so=$lib.so.1
+    [ $lib != libibumad ] || so=$lib.so.3
+    f=$(readlink -f "$libdir/$so") || f=""
+    if [ ! -f "$f" ]; then
+      case $lib in libibverbs | librdmacm) host_check "$s" "exports.$lib" 0 "no $so in $img/sysroot" ;; esac
+      continue
+    fi
     exports "$f" >"$logs/$s.$lib.exports"
-    node=$(readelf --dyn-syms -W "$f" | grep -oE '(IBVERBS|RDMACM)_1\.[0-9]+' | sort -uV | tail -n 1)
+    node=$(readelf -V -W "$f" | sed -n 's/.*Name: \([A-Z0-9]*_1\.[0-9.]*\)$/\1/p' | sort -uV | tail -n 1)
     echo "@node $lib $node" >>"$list"
     # A public name rdmadl's table does not know is a new release's addition:
     # fail loudly, so loader/symbols.def gets it.
