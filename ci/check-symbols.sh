@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # check-symbols.sh RELEASES_DIR: loader/symbols.def against the real exports
-# of Debian's builds (from ci/fetch-releases.sh). The table must equal
+# of Debian's builds (from ci/fetch-releases.sh): libibverbs, librdmacm, the
+# providers' direct-verbs libraries and libibumad. The table must equal
 # rdma-core 65.0's exports exactly (name and version node), and every older
 # release's exports must be in it. A new rdma-core symbol fails loudly here.
 set -euo pipefail
@@ -9,22 +10,43 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 dir=${1:?usage: check-symbols.sh RELEASES_DIR}
 table=$(mktemp)
 trap 'rm -f "$table"' EXIT
-sed -n 's/^RDMADL_SYM(\([A-Z]*\), \([0-9]*\), [A-Z0-9]*, [A-Z]*, [^,]*, \([A-Za-z_0-9]*\), .*/\1 \2 \3/p' \
+prefix() {
+  case $1 in
+    IBV) echo IBVERBS_1. ;; CM) echo RDMACM_1. ;; MLX5) echo MLX5_1. ;; EFA) echo EFA_1. ;;
+    MLX4) echo MLX4_1. ;; HNS) echo HNS_1. ;; MANA) echo MANA_1. ;; IONIC) echo IONIC_1. ;;
+    UMAD) echo IBUMAD_1. ;; *) echo "check-symbols: unknown library $1" >&2; exit 1 ;;
+  esac
+}
+sed -n 's/^RDMADL_SYM(\([A-Z0-9]*\), \([0-9.]*\), [A-Z0-9]*, [A-Z]*, [^,]*, \([A-Za-z_0-9]*\), .*/\1 \2 \3/p' \
   "$root/loader/symbols.def" |
-  awk '{print $3, ($1 == "IBV" ? "IBVERBS_1." : "RDMACM_1.") $2}' | sort >"$table"
-[ "$(wc -l <"$table")" -eq 169 ] || { echo "check-symbols: table has $(wc -l <"$table") entries, expected 169" >&2; exit 1; }
+  while read -r lib minor name; do echo "$name $(prefix "$lib")$minor"; done | sort >"$table"
+rows=$(grep -c '^RDMADL_SYM(' "$root/loader/symbols.def")
+[ "$(wc -l <"$table")" -eq "$rows" ] || { echo "check-symbols: cannot read every row of loader/symbols.def" >&2; exit 1; }
 status=0
-# Every symbol newer than the oldest release tested (33.2: IBVERBS_1.11,
-# RDMACM_1.3), and every EMU entry, carries its decision in a comment line
-# right above it: "/* NAME: EMU ..." for an EMU entry, "/* NAME: EOPNOTSUPP ..."
-# for any other.
-undecided=$(awk '
+# Every symbol newer than the oldest release tested (33.2, whose exports give
+# each library's highest node; a library 33.2 does not ship at all counts as
+# newer), and every EMU entry, carries its decision in a comment line right
+# above it: "/* NAME: EMU ..." for an EMU entry, "/* NAME: EOPNOTSUPP ..." for
+# any other.
+oldest=$dir/bullseye/exports.txt
+[ -f "$oldest" ] || { echo "check-symbols: no $oldest" >&2; exit 1; }
+undecided=$(awk -v oldest="$oldest" '
+  BEGIN {
+    split("IBV IBVERBS_1. CM RDMACM_1. MLX5 MLX5_1. EFA EFA_1. MLX4 MLX4_1. HNS HNS_1. MANA MANA_1. IONIC IONIC_1. UMAD IBUMAD_1.", p, " ")
+    for (i = 1; i < 18; i += 2) { pfx[p[i]] = p[i + 1]; top[p[i]] = -1 }
+    while ((getline line < oldest) > 0) {
+      split(line, f, " ")
+      for (l in pfx)
+        if (index(f[2], pfx[l]) == 1 && substr(f[2], length(pfx[l]) + 1) + 0 > top[l])
+          top[l] = substr(f[2], length(pfx[l]) + 1) + 0
+    }
+  }
   /^RDMADL_SYM\(/ {
-    split($0, f, ", "); lib = substr(f[1], 12); minor = f[2] + 0; impl = f[4]; name = f[6]
-    newer = (lib == "IBV" && minor > 11) || (lib == "CM" && minor > 3)
+    split($0, f, ", "); lib = substr(f[1], 12); node = f[2]; impl = f[4]; name = f[6]
+    newer = node + 0 > top[lib] || (index(node, ".") && int(node) >= top[lib])
     want = (impl == "EMU") ? "EMU" : "EOPNOTSUPP"
     if ((newer || impl == "EMU") && index(prev, "/* " name ": " want " ") != 1)
-      print name " (" impl ", node minor " minor "): no \"/* " name ": " want " ...\" line above it"
+      print name " (" impl ", node " pfx[lib] node "): no \"/* " name ": " want " ...\" line above it"
   }
   {prev = $0}' "$root/loader/symbols.def")
 if [ -n "$undecided" ]; then

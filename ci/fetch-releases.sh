@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: MIT
 # fetch-releases.sh OUTDIR: Debian's rdma-core runtime of each suite, for the
 # tier-2 tests (real library, no devices) and the symbol check.
-#   OUTDIR/<suite>/lib/          libibverbs.so.1, librdmacm.so.1 and libnl
+#   OUTDIR/<suite>/lib/          libibverbs.so.1, librdmacm.so.1, the providers'
+#                                direct-verbs libraries (libmlx5.so.1, ...;
+#                                ibverbs-providers), libibumad.so.3 and libnl
 #   OUTDIR/<suite>/exports.txt   their public symbols (ci/release-exports.sh)
 # bullseye (33.2) and bookworm (44.0) run on this host's glibc and become
 # tier-2 tests; trixie (56.1) and sid (65.0) need glibc 2.38, so only their
@@ -18,12 +20,15 @@ for suite in bullseye bookworm trixie sid; do
     *) cm=librdmacm1t64; dest=$out/exports-only/$suite ;;
   esac
   work=$(mktemp -d)
-  "$here/lib/debfetch.sh" "$suite" "$work/debs" libibverbs1 "$cm" libnl-3-200 libnl-route-3-200 >/dev/null
+  "$here/lib/debfetch.sh" "$suite" "$work/debs" libibverbs1 "$cm" ibverbs-providers libibumad3 \
+    libnl-3-200 libnl-route-3-200 >/dev/null
   for deb in "$work"/debs/*.deb; do dpkg-deb -x "$deb" "$work/root"; done
   rm -rf "$dest" && mkdir -p "$dest/lib"
   # Older suites keep some of these in /lib, newer ones in /usr/lib.
   find "$work/root" \( -name 'libibverbs.so.*' -o -name 'librdmacm.so.*' -o -name 'libnl-3.so.*' \
-    -o -name 'libnl-route-3.so.*' \) -exec cp -a {} "$dest/lib/" \;
+    -o -name 'libnl-route-3.so.*' -o -name 'libmlx5.so.*' -o -name 'libefa.so.*' \
+    -o -name 'libmlx4.so.*' -o -name 'libhns.so.*' -o -name 'libmana.so.*' -o -name 'libionic.so.*' \
+    -o -name 'libibumad.so.*' \) -exec cp -a {} "$dest/lib/" \;
   "$here/release-exports.sh" "$dest/lib" >"$dest/exports.txt"
   dpkg-deb -f "$(ls "$work"/debs/libibverbs1_*.deb)" Version >"$dest/version"
   echo "fetch-releases: $suite rdma-core $(cat "$dest/version"): $(wc -l <"$dest/exports.txt") symbols"

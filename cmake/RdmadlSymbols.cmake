@@ -6,42 +6,73 @@
 #                      (the C++ API), so rdma-core's inline helpers call the
 #                      loader's hidden stubs and no ibv_*/rdma_* reference remains
 #   rdmadl-verbs.map   the drop-in shared library's version script: each name
-#                      at its node, IBVERBS_1.0..N and RDMACM_1.0..N chained
-#                      (except ibv_register_driver, see loader/hand.c)
+#                      at its node, each library's nodes chained as its own
+#                      map chains them (IBVERBS_1.0..N, RDMACM_1.0..N,
+#                      MLX5_1.0..N with MLX5_1.25.1 after MLX5_1.25, EFA_1.x,
+#                      ..., IBUMAD_1.x), except ibv_register_driver (see
+#                      loader/hand.c)
 #   rdmadl_symbols.txt "name node" per symbol, for tests and CI scripts
 #   rdmadl_hashes.h    #define RDMADL_GNU_HASH_<name> <ELF GNU hash of name>, so
 #                      the loader looks symbols up without hashing at run time
 # rdmadl_version_nodes(OUT PREFIX MAX_MINOR LOCAL_ALL OMIT PAIRS...): sets OUT
-# to version-script text for the chained nodes PREFIX0 .. PREFIX<MAX_MINOR>,
+# to version-script text for the chained nodes PREFIX0 .. PREFIX<MAX_MINOR>
+# (and any PREFIX<minor>.<sub> node a pair names, right after PREFIX<minor>),
 # each listing the names of PAIRS ("name node", as in rdmadl_symbols.txt) at
 # that node, except OMIT (a name, or ""); the first node hides everything else
 # ("local: *;") when LOCAL_ALL. Also used by tests/fakes for its libraries.
 function(rdmadl_version_nodes out prefix max_minor local_all omit)
   string(REPLACE "." "\\." rx "${prefix}")
-  set(text "")
+  set(nodes "")
   foreach(minor RANGE 0 ${max_minor})
+    list(APPEND nodes "${minor}")
+    set(subs "")
+    foreach(pair IN LISTS ARGN)
+      if(pair MATCHES " ${rx}${minor}\\.([0-9]+)$")
+        list(APPEND subs "${minor}.${CMAKE_MATCH_1}")
+      endif()
+    endforeach()
+    list(REMOVE_DUPLICATES subs)
+    list(SORT subs)
+    list(APPEND nodes ${subs})
+  endforeach()
+  set(text "")
+  set(prev "")
+  foreach(node IN LISTS nodes)
+    string(REPLACE "." "\\." node_rx "${node}")
     set(names "")
     foreach(pair IN LISTS ARGN)
-      if(pair MATCHES "^([A-Za-z_0-9]+) ${rx}${minor}$" AND NOT CMAKE_MATCH_1 STREQUAL omit)
+      if(pair MATCHES "^([A-Za-z_0-9]+) ${rx}${node_rx}$" AND NOT CMAKE_MATCH_1 STREQUAL omit)
         string(APPEND names "    ${CMAKE_MATCH_1};\n")
       endif()
     endforeach()
-    string(APPEND text "${prefix}${minor} {\n")
+    string(APPEND text "${prefix}${node} {\n")
     if(names)
       string(APPEND text "  global:\n${names}")
     endif()
-    if(local_all AND minor EQUAL 0)
+    if(local_all AND node STREQUAL "0")
       string(APPEND text "  local: *;\n")
     endif()
-    if(minor EQUAL 0)
+    if(prev STREQUAL "")
       string(APPEND text "};\n")
     else()
-      math(EXPR prev "${minor} - 1")
       string(APPEND text "} ${prefix}${prev};\n")
     endif()
+    set(prev "${node}")
   endforeach()
   set(${out} "${text}" PARENT_SCOPE)
 endfunction()
+
+# The table's library tokens and their version-node prefixes, in table order.
+set(RDMADL_LIB_TOKENS IBV CM MLX5 EFA MLX4 HNS MANA IONIC UMAD)
+set(RDMADL_PREFIX_IBV "IBVERBS_1.")
+set(RDMADL_PREFIX_CM "RDMACM_1.")
+set(RDMADL_PREFIX_MLX5 "MLX5_1.")
+set(RDMADL_PREFIX_EFA "EFA_1.")
+set(RDMADL_PREFIX_MLX4 "MLX4_1.")
+set(RDMADL_PREFIX_HNS "HNS_1.")
+set(RDMADL_PREFIX_MANA "MANA_1.")
+set(RDMADL_PREFIX_IONIC "IONIC_1.")
+set(RDMADL_PREFIX_UMAD "IBUMAD_1.")
 
 # rdmadl_gnu_hash(OUT NAME): the ELF GNU hash (h = h * 33 + c, from 5381,
 # modulo 2^32) of NAME, as 0x-prefixed hexadecimal.
@@ -66,21 +97,23 @@ function(rdmadl_symbols_generate def outdir)
   set(list "")
   set(hashes "/* Generated from loader/symbols.def by cmake/RdmadlSymbols.cmake. */\n")
   set(pairs "")
-  set(max_IBV 0)
-  set(max_CM 0)
+  foreach(lib IN LISTS RDMADL_LIB_TOKENS)
+    set(max_${lib} -1)
+  endforeach()
   foreach(line IN LISTS lines)
-    if(NOT line MATCHES "^RDMADL_SYM\\(([A-Z]+), ([0-9]+), [A-Z0-9]+, [A-Z]+, [^,]+, ([A-Za-z_0-9]+), ")
+    if(NOT line MATCHES
+       "^RDMADL_SYM\\(([A-Z0-9]+), ([0-9]+)(\\.[0-9])?, [A-Z0-9]+, [A-Z]+, [^,]+, ([A-Za-z_0-9]+), ")
       message(FATAL_ERROR "symbols.def: cannot parse: ${line}")
     endif()
     set(lib ${CMAKE_MATCH_1})
     set(minor ${CMAKE_MATCH_2})
-    set(name ${CMAKE_MATCH_3})
-    string(APPEND rename "#define ${name} rdmadl_sym_${name}\n")
-    if(lib STREQUAL "IBV")
-      set(node "IBVERBS_1.${minor}")
-    else()
-      set(node "RDMACM_1.${minor}")
+    set(sub "${CMAKE_MATCH_3}")
+    set(name ${CMAKE_MATCH_4})
+    if(NOT DEFINED RDMADL_PREFIX_${lib})
+      message(FATAL_ERROR "symbols.def: unknown library ${lib}: ${line}")
     endif()
+    string(APPEND rename "#define ${name} rdmadl_sym_${name}\n")
+    set(node "${RDMADL_PREFIX_${lib}}${minor}${sub}")
     string(APPEND list "${name} ${node}\n")
     rdmadl_gnu_hash(hash "${name}")
     string(APPEND hashes "#define RDMADL_GNU_HASH_${name} ${hash}u\n")
@@ -98,8 +131,13 @@ function(rdmadl_symbols_generate def outdir)
   # entry, which loader/hand.c makes with .symver (a script can only make
   # default versions).
   rdmadl_version_nodes(ibv_nodes "IBVERBS_1." ${max_IBV} ON "ibv_register_driver" ${pairs})
-  rdmadl_version_nodes(cm_nodes "RDMACM_1." ${max_CM} OFF "" ${pairs})
-  string(APPEND map "${ibv_nodes}${cm_nodes}")
+  string(APPEND map "${ibv_nodes}")
+  foreach(lib IN LISTS RDMADL_LIB_TOKENS)
+    if(NOT lib STREQUAL "IBV" AND max_${lib} GREATER_EQUAL 0)
+      rdmadl_version_nodes(nodes "${RDMADL_PREFIX_${lib}}" ${max_${lib}} OFF "" ${pairs})
+      string(APPEND map "${nodes}")
+    endif()
+  endforeach()
   file(MAKE_DIRECTORY "${outdir}")
   foreach(pair "rdmadl_rename.h;rename" "rdmadl-verbs.map;map" "rdmadl_symbols.txt;list"
                "rdmadl_hashes.h;hashes")

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rdmadl/loader.h"
+
 #define RDMADL_HIDDEN __attribute__((visibility("hidden")))
 
 enum rdmadl_sym_index {
@@ -28,18 +30,46 @@ enum rdmadl_fail {
   RDMADL_FAIL_STR
 };
 
+/* The table's library tokens, their rdmadl_lib values and version-node
+ * prefixes. The table lists each library's rows together, in this order. */
+#define RDMADL_LIBID_IBV RDMADL_LIB_IBVERBS
+#define RDMADL_LIBID_CM RDMADL_LIB_RDMACM
+#define RDMADL_LIBID_MLX5 RDMADL_LIB_MLX5
+#define RDMADL_LIBID_EFA RDMADL_LIB_EFA
+#define RDMADL_LIBID_MLX4 RDMADL_LIB_MLX4
+#define RDMADL_LIBID_HNS RDMADL_LIB_HNS
+#define RDMADL_LIBID_MANA RDMADL_LIB_MANA
+#define RDMADL_LIBID_IONIC RDMADL_LIB_IONIC
+#define RDMADL_LIBID_UMAD RDMADL_LIB_IBUMAD
+#define RDMADL_PREFIX_IBV "IBVERBS_1."
+#define RDMADL_PREFIX_CM "RDMACM_1."
+#define RDMADL_PREFIX_MLX5 "MLX5_1."
+#define RDMADL_PREFIX_EFA "EFA_1."
+#define RDMADL_PREFIX_MLX4 "MLX4_1."
+#define RDMADL_PREFIX_HNS "HNS_1."
+#define RDMADL_PREFIX_MANA "MANA_1."
+#define RDMADL_PREFIX_IONIC "IONIC_1."
+#define RDMADL_PREFIX_UMAD "IBUMAD_1."
+
+/* A version node's slot: PREFIX<minor> is minor * 10, PREFIX<minor>.<sub>
+ * (MLX5_1.25.1) minor * 10 + sub. The table writes the node as a number
+ * (1, 27, 25.1), so this is an arithmetic constant expression. */
+enum { RDMADL_MAX_MINOR = 31, RDMADL_NSLOTS = (RDMADL_MAX_MINOR + 1) * 10 };
+#define RDMADL_SLOT(minor) ((unsigned short)((minor)*10 + 0.5))
+
 /* Per symbol, without a single pointer (no relocation at start-up). */
 struct rdmadl_sym_meta {
   uint32_t hash;       /* ELF GNU hash of the name (gen/rdmadl_hashes.h) */
-  unsigned short name; /* offset in the name table: rdmadl_sym_name() */
+  unsigned short name; /* offset in the name table: rdmadl_sym_name(); the
+                          node's name follows the symbol's */
+  unsigned short slot; /* RDMADL_SLOT of its version node */
   unsigned char lib;   /* rdmadl_lib */
-  unsigned char minor; /* version node IBVERBS_1.<minor> / RDMACM_1.<minor> */
   unsigned char fail;  /* enum rdmadl_fail */
   unsigned char emu;   /* impl EMU: hand.c falls back when the library lacks it */
 };
 
 RDMADL_HIDDEN extern const struct rdmadl_sym_meta rdmadl_sym_meta[RDMADL_NSYMS];
-/* The name and the version node of symbol IDX. */
+/* The name and the version node ("MLX5_1.25.1") of symbol IDX. */
 RDMADL_HIDDEN const char *rdmadl_sym_name(size_t idx);
 RDMADL_HIDDEN const char *rdmadl_sym_node(size_t idx);
 

@@ -6,6 +6,9 @@
  *
  * Loading happens in a constructor and on the first call of any stub, so
  * nothing depends on constructor order. The libraries are never dlclosed.
+ * The providers' direct-verbs libraries and libibumad ("lazy" libraries) are
+ * loaded only on the first call of one of their functions, under one mutex,
+ * so a program that never uses them pays nothing at start-up.
  *
  * Cost (bench/loader/): dlopen uses RTLD_LAZY, like a direct link: rdma-core's
  * own libraries are linked -z now and are still bound completely, and a
@@ -41,6 +44,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/auxv.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -54,70 +58,124 @@
 #undef ibv_get_device_list
 
 /* All names in one object, each at a constant offset: no pointer, no
- * relocation. */
+ * relocation. Each symbol's name is followed by its version node's. */
 static const struct {
-#define RDMADL_SYM(lib, minor, fail, impl, ret, name, params, args) char n_##name[sizeof #name];
+#define RDMADL_SYM(lib, minor, fail, impl, ret, name, params, args)                                \
+  char n_##name[sizeof #name];                                                                     \
+  char v_##name[sizeof RDMADL_PREFIX_##lib #minor];
 #include "symbols.def"
 #undef RDMADL_SYM
 } sym_names = {
-#define RDMADL_SYM(lib, minor, fail, impl, ret, name, params, args) #name,
+#define RDMADL_SYM(lib, minor, fail, impl, ret, name, params, args)                                \
+#name, RDMADL_PREFIX_##lib #minor,
 #include "symbols.def"
 #undef RDMADL_SYM
 };
 
 const struct rdmadl_sym_meta rdmadl_sym_meta[RDMADL_NSYMS] = {
-#define RDMADL_LIB_IBV RDMADL_LIB_IBVERBS
-#define RDMADL_LIB_CM RDMADL_LIB_RDMACM
 #define RDMADL_EMU_GEN 0
 #define RDMADL_EMU_HAND 0
 #define RDMADL_EMU_EMU 1
 #define RDMADL_SYM(lib, minor, fail, impl, ret, name, params, args)                                \
   {RDMADL_GNU_HASH_##name, offsetof(__typeof__(sym_names), n_##name),                              \
-   RDMADL_LIB_##lib,       minor,                                                                  \
+   RDMADL_SLOT(minor),     RDMADL_LIBID_##lib,                                                     \
    RDMADL_FAIL_##fail,     RDMADL_EMU_##impl},
 #include "symbols.def"
 #undef RDMADL_SYM
 };
-
-enum { MAX_MINOR = 31 };
-#define NODES(p)                                                                                   \
-  {                                                                                                \
-    p "0", p "1", p "2", p "3", p "4", p "5", p "6", p "7", p "8", p "9", p "10", p "11", p "12",  \
-        p "13", p "14", p "15", p "16", p "17", p "18", p "19", p "20", p "21", p "22", p "23",    \
-        p "24", p "25", p "26", p "27", p "28", p "29", p "30", p "31"                             \
-  }
-static const char node_names[2][MAX_MINOR + 1][16] = {NODES("IBVERBS_1."), NODES("RDMACM_1.")};
-#define RDMADL_SYM(lib, minor, fail, impl, ret, name, params, args)                                \
-  _Static_assert((minor) <= MAX_MINOR, "node_names too short for " #name);
-#include "symbols.def"
-#undef RDMADL_SYM
 
 const char *rdmadl_sym_name(size_t idx) {
   return (const char *)&sym_names + rdmadl_sym_meta[idx].name;
 }
 
 const char *rdmadl_sym_node(size_t idx) {
-  return node_names[rdmadl_sym_meta[idx].lib][rdmadl_sym_meta[idx].minor];
+  const char *name = rdmadl_sym_name(idx);
+  return name + strlen(name) + 1;
 }
 
-#define RDMADL_IS_IBV_IBV 1
-#define RDMADL_IS_IBV_CM 0
+/* Each library's rows, counted, and where they start: the table keeps a
+ * library's rows together, in rdmadl_lib order (checked below). */
+#define RDMADL_SYM(lib, minor, fail, impl, ret, name, params, args) +(RDMADL_LIBID_##lib == COUNTED)
 enum {
+#define COUNTED RDMADL_LIBID_IBV
   NSYMS_IBV = 0
-#define RDMADL_SYM(lib, minor, fail, impl, ret, name, params, args) +RDMADL_IS_IBV_##lib
+#include "symbols.def"
+  ,
+#undef COUNTED
+#define COUNTED RDMADL_LIBID_CM
+  NSYMS_CM = 0
+#include "symbols.def"
+  ,
+#undef COUNTED
+#define COUNTED RDMADL_LIBID_MLX5
+  NSYMS_MLX5 = 0
+#include "symbols.def"
+  ,
+#undef COUNTED
+#define COUNTED RDMADL_LIBID_EFA
+  NSYMS_EFA = 0
+#include "symbols.def"
+  ,
+#undef COUNTED
+#define COUNTED RDMADL_LIBID_MLX4
+  NSYMS_MLX4 = 0
+#include "symbols.def"
+  ,
+#undef COUNTED
+#define COUNTED RDMADL_LIBID_HNS
+  NSYMS_HNS = 0
+#include "symbols.def"
+  ,
+#undef COUNTED
+#define COUNTED RDMADL_LIBID_MANA
+  NSYMS_MANA = 0
+#include "symbols.def"
+  ,
+#undef COUNTED
+#define COUNTED RDMADL_LIBID_IONIC
+  NSYMS_IONIC = 0
+#include "symbols.def"
+  ,
+#undef COUNTED
+#define COUNTED RDMADL_LIBID_UMAD
+  NSYMS_UMAD = 0
+#include "symbols.def"
+#undef COUNTED
+};
+#undef RDMADL_SYM
+enum {
+  FIRST_IBV = 0,
+  FIRST_CM = FIRST_IBV + NSYMS_IBV,
+  FIRST_MLX5 = FIRST_CM + NSYMS_CM,
+  FIRST_EFA = FIRST_MLX5 + NSYMS_MLX5,
+  FIRST_MLX4 = FIRST_EFA + NSYMS_EFA,
+  FIRST_HNS = FIRST_MLX4 + NSYMS_MLX4,
+  FIRST_MANA = FIRST_HNS + NSYMS_HNS,
+  FIRST_IONIC = FIRST_MANA + NSYMS_MANA,
+  FIRST_UMAD = FIRST_IONIC + NSYMS_IONIC
+};
+_Static_assert(FIRST_UMAD + NSYMS_UMAD == RDMADL_NSYMS, "a row of an unknown library");
+#define RDMADL_SYM(lib, minor, fail, impl, ret, name, params, args)                                \
+  _Static_assert((int)(minor) <= RDMADL_MAX_MINOR, "version node too high: " #name);               \
+  _Static_assert((int)RDMADL_IDX_##name >= (int)FIRST_##lib &&                                     \
+                     (int)RDMADL_IDX_##name < (int)FIRST_##lib + (int)NSYMS_##lib,                 \
+                 "symbols.def: the rows of " #lib                                                  \
+                 " are not together, in rdmadl_lib order: " #name);
 #include "symbols.def"
 #undef RDMADL_SYM
-  ,
-  NSYMS_CM = RDMADL_NSYMS - NSYMS_IBV
-};
 
 void *rdmadl_fn[RDMADL_NSYMS];
 
+/* What kind of library: loaded by the constructor, or on first use; a
+ * provider library is tied to the loaded libibverbs's release. */
+enum { KIND_EAGER, KIND_PROVIDER, KIND_ALONE };
+
 struct lib_info {
-  const char *soname; /* what a real rdma-core library calls itself */
-  const char *env;    /* override variable */
-  const char *prefix; /* version node prefix */
-  size_t nsyms;
+  const char *soname;  /* what a real rdma-core library calls itself */
+  const char *env;     /* override variable */
+  const char *prefix;  /* version node prefix */
+  size_t first, nsyms; /* its rows in symbols.def */
+  int kind;
   rdmadl_state state;
   const char *requested;
   char *open_name;      /* what was given to dlopen */
@@ -127,22 +185,32 @@ struct lib_info {
   const char *path;     /* realpath of the loaded file, computed when asked */
   struct link_map *map; /* the loaded object */
   size_t nmissing;
+  const char *private_node; /* libibverbs: its IBVERBS_PRIVATE_* node */
+  char *lazy_override;      /* lazy libraries: the override, read with the rest */
+  int lazy_done;            /* atomic: the lazy load ran (or needs not run) */
 };
 
-static struct lib_info libs[2] = {
-    {.soname = "libibverbs.so.1",
-     .env = "RDMADL_IBVERBS_PATH",
-     .prefix = "IBVERBS_1.",
-     .nsyms = NSYMS_IBV,
-     .state = RDMADL_STATE_NOT_FOUND,
-     .nmissing = NSYMS_IBV},
-    {.soname = "librdmacm.so.1",
-     .env = "RDMADL_RDMACM_PATH",
-     .prefix = "RDMACM_1.",
-     .nsyms = NSYMS_CM,
-     .state = RDMADL_STATE_NOT_FOUND,
-     .nmissing = NSYMS_CM},
+#define LIB(id, name, var, pfx, k)                                                                 \
+  [RDMADL_LIBID_##id] = {.soname = name,                                                           \
+                         .env = "RDMADL_" var "_PATH",                                             \
+                         .prefix = pfx,                                                            \
+                         .first = FIRST_##id,                                                      \
+                         .nsyms = NSYMS_##id,                                                      \
+                         .kind = k,                                                                \
+                         .state = RDMADL_STATE_NOT_FOUND,                                          \
+                         .nmissing = NSYMS_##id}
+static struct lib_info libs[RDMADL_LIB_COUNT] = {
+    LIB(IBV, "libibverbs.so.1", "IBVERBS", RDMADL_PREFIX_IBV, KIND_EAGER),
+    LIB(CM, "librdmacm.so.1", "RDMACM", RDMADL_PREFIX_CM, KIND_EAGER),
+    LIB(MLX5, "libmlx5.so.1", "MLX5", RDMADL_PREFIX_MLX5, KIND_PROVIDER),
+    LIB(EFA, "libefa.so.1", "EFA", RDMADL_PREFIX_EFA, KIND_PROVIDER),
+    LIB(MLX4, "libmlx4.so.1", "MLX4", RDMADL_PREFIX_MLX4, KIND_PROVIDER),
+    LIB(HNS, "libhns.so.1", "HNS", RDMADL_PREFIX_HNS, KIND_PROVIDER),
+    LIB(MANA, "libmana.so.1", "MANA", RDMADL_PREFIX_MANA, KIND_PROVIDER),
+    LIB(IONIC, "libionic.so.1", "IONIC", RDMADL_PREFIX_IONIC, KIND_PROVIDER),
+    LIB(UMAD, "libibumad.so.3", "IBUMAD", RDMADL_PREFIX_UMAD, KIND_ALONE),
 };
+#undef LIB
 
 static int debug;
 static const char *reason; /* built when first asked for */
@@ -242,19 +310,25 @@ static void read_early_env(void) {
 
 /* rdmadl's variables, as secure_getenv would return them. */
 struct rdmadl_env {
-  const char *debug, *disable, *path[2];
+  const char *debug, *disable, *path[RDMADL_LIB_COUNT];
 };
 
 static void env_match(struct rdmadl_env *e, const char *var) {
-  static const char *const names[] = {"DEBUG=", "DISABLE=", "IBVERBS_PATH=", "RDMACM_PATH="};
   if (strncmp(var, "RDMADL_", 7) != 0)
     return;
   var += 7;
-  const char **slots[] = {&e->debug, &e->disable, &e->path[0], &e->path[1]};
-  for (size_t i = 0; i < 4; i++) {
+  static const char *const names[] = {"DEBUG=", "DISABLE="};
+  const char **slots[] = {&e->debug, &e->disable};
+  for (size_t i = 0; i < 2; i++) {
     size_t n = strlen(names[i]);
     if (strncmp(var, names[i], n) == 0 && !*slots[i])
       *slots[i] = var + n;
+  }
+  /* RDMADL_<LIB>_PATH= */
+  for (size_t i = 0; i < RDMADL_LIB_COUNT; i++) {
+    size_t n = strlen(libs[i].env) - 7;
+    if (strncmp(var, libs[i].env + 7, n) == 0 && var[n] == '=' && !e->path[i])
+      e->path[i] = var + n + 1;
   }
 }
 
@@ -309,9 +383,10 @@ struct elf_view {
   const ElfW(Half) * versym;
   const uint32_t *gnu_hash;
   const char *soname;
-  const char *highest;                   /* highest node with the prefix */
-  int rdmadl;                            /* defines rdmadl's own RDMADL_0 */
-  ElfW(Half) vi_by_minor[MAX_MINOR + 1]; /* 0: the object lacks the node */
+  const char *highest;                  /* highest node with the prefix */
+  const char *private_node;             /* an IBVERBS_PRIVATE_* node it defines */
+  int rdmadl;                           /* defines rdmadl's own RDMADL_0 */
+  ElfW(Half) vi_by_slot[RDMADL_NSLOTS]; /* 0: the object lacks the node */
 };
 
 /* glibc relocates some d_ptr entries in place and not others. */
@@ -365,15 +440,21 @@ static void elf_view_init(struct elf_view *v, const struct link_map *map, const 
     if (verdef->vd_flags & VER_FLG_BASE) {
       /* the file's own name, not a node */
     } else if (strncmp(name, prefix, n) == 0) {
-      long minor = strtol(name + n, &end, 10);
-      if (*end == '\0' && end != name + n && minor >= 0) {
-        if (minor <= MAX_MINOR)
-          v->vi_by_minor[minor] = verdef->vd_ndx;
-        if (minor > best) {
-          best = minor;
+      /* PREFIX<minor> or PREFIX<minor>.<sub> (MLX5_1.25.1) */
+      long minor = strtol(name + n, &end, 10), sub = 0;
+      if (*end == '.' && end[1] >= '0' && end[1] <= '9')
+        sub = strtol(end + 1, &end, 10);
+      if (*end == '\0' && end != name + n && minor >= 0 && sub >= 0 && sub <= 9) {
+        long slot = minor * 10 + sub;
+        if (minor <= RDMADL_MAX_MINOR)
+          v->vi_by_slot[slot] = verdef->vd_ndx;
+        if (slot > best) {
+          best = slot;
           v->highest = name;
         }
       }
+    } else if (strncmp(name, "IBVERBS_PRIVATE_", 16) == 0) {
+      v->private_node = name;
     } else if (strcmp(name, "RDMADL_0") == 0) {
       v->rdmadl = 1;
     }
@@ -390,7 +471,7 @@ static void elf_view_init(struct elf_view *v, const struct link_map *map, const 
 static void *elf_lookup(const struct elf_view *v, size_t idx, int *fallback) {
   const struct rdmadl_sym_meta *m = &rdmadl_sym_meta[idx];
   const uint32_t *h = v->gnu_hash;
-  ElfW(Half) want = v->vi_by_minor[m->minor];
+  ElfW(Half) want = v->vi_by_slot[m->slot];
   if (v->versym && !want)
     return NULL; /* the object does not define that node */
   if (!h || !v->symtab) {
@@ -531,6 +612,10 @@ static const char *loader_open_name;
 static pthread_mutex_t load_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t load_cv = PTHREAD_COND_INITIALIZER;
 static int atfork_registered; /* atomic */
+/* Lazy libraries load one at a time, under lazy_mu. */
+static pthread_mutex_t lazy_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_t lazy_owner; /* atomic: the thread inside a lazy load */
+static int lazy_busy;        /* atomic */
 
 static void wake_waiters(void) {
   if (__atomic_load_n(&nwaiters, __ATOMIC_SEQ_CST) == 0)
@@ -553,12 +638,9 @@ static void *loader_dlopen(const char *name, int flags) {
   return h;
 }
 
-static void bind_symbols(rdmadl_lib which, struct lib_info *lib, const struct elf_view *v,
-                         void *handle) {
+static void bind_symbols(struct lib_info *lib, const struct elf_view *v, void *handle) {
   lib->nmissing = 0;
-  for (size_t i = 0; i < RDMADL_NSYMS; i++) {
-    if (rdmadl_sym_meta[i].lib != which)
-      continue;
+  for (size_t i = lib->first; i < lib->first + lib->nsyms; i++) {
     int fallback = 0;
     void *f = elf_lookup(v, i, &fallback);
     if (fallback)
@@ -604,11 +686,125 @@ static void classify_failure(struct lib_info *lib, const char *override, const c
   }
 }
 
+/* The string at OFF of a string table of SIZE bytes, or NULL when it does
+ * not end inside the table. */
+static const char *str_at(const char *tab, size_t size, size_t off) {
+  return off < size && memchr(tab + off, '\0', size - off) ? tab + off : NULL;
+}
+
+/* The IBVERBS_PRIVATE_* node the ELF file PATH needs from libibverbs.so.1,
+ * copied into OUT: 1 when found, 0 when it needs none, -1 when PATH cannot
+ * be read as an ELF file of this process's class. Every offset is checked
+ * against the file; nothing of it is loaded or run. */
+static int file_needs_private(const char *path, char *out, size_t outlen) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0)
+    return -1;
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof(ElfW(Ehdr))) {
+    close(fd);
+    return -1;
+  }
+  size_t size = (size_t)st.st_size;
+  const char *p = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED)
+    return -1;
+  int r = -1;
+  ElfW(Ehdr) eh;
+  memcpy(&eh, p, sizeof eh);
+  if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+      eh.e_ident[EI_CLASS] != (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32) ||
+      eh.e_shentsize != sizeof(ElfW(Shdr)) || eh.e_shoff > size ||
+      eh.e_shnum > (size - eh.e_shoff) / sizeof(ElfW(Shdr)))
+    goto done;
+  r = 0;
+  for (size_t i = 0; i < eh.e_shnum && r == 0; i++) {
+    ElfW(Shdr) sh, strsh;
+    memcpy(&sh, p + eh.e_shoff + i * sizeof sh, sizeof sh);
+    if (sh.sh_type != SHT_GNU_verneed)
+      continue;
+    if (sh.sh_link >= eh.e_shnum || sh.sh_offset > size || sh.sh_size > size - sh.sh_offset) {
+      r = -1;
+      break;
+    }
+    memcpy(&strsh, p + eh.e_shoff + sh.sh_link * sizeof strsh, sizeof strsh);
+    if (strsh.sh_offset > size || strsh.sh_size > size - strsh.sh_offset) {
+      r = -1;
+      break;
+    }
+    const char *strtab = p + strsh.sh_offset;
+    size_t end = sh.sh_offset + sh.sh_size, off = sh.sh_offset;
+    for (size_t k = 0; k < sh.sh_info && off < end && end - off >= sizeof(ElfW(Verneed)); k++) {
+      ElfW(Verneed) vn;
+      memcpy(&vn, p + off, sizeof vn);
+      const char *file = str_at(strtab, strsh.sh_size, vn.vn_file);
+      size_t a = off + vn.vn_aux;
+      for (size_t j = 0; j < vn.vn_cnt && a >= off && a < end && end - a >= sizeof(ElfW(Vernaux));
+           j++) {
+        ElfW(Vernaux) va;
+        memcpy(&va, p + a, sizeof va);
+        const char *name = str_at(strtab, strsh.sh_size, va.vna_name);
+        if (file && name && strcmp(file, "libibverbs.so.1") == 0 &&
+            strncmp(name, "IBVERBS_PRIVATE_", 16) == 0) {
+          snprintf(out, outlen, "%s", name);
+          r = 1;
+          break;
+        }
+        if (!va.vna_next)
+          break;
+        a += va.vna_next;
+      }
+      if (r || !vn.vn_next)
+        break;
+      off += vn.vn_next;
+    }
+  }
+done:
+  munmap((void *)p, size);
+  return r;
+}
+
+/* A provider library's file in the loaded libibverbs's own directory, where
+ * its release installs it, or NULL when there is none. */
+static char *beside_ibverbs(const struct lib_info *lib) {
+  const char *ibv = lib_path(&libs[RDMADL_LIB_IBVERBS]);
+  const char *slash = ibv ? strrchr(ibv, '/') : NULL;
+  if (!slash)
+    return NULL;
+  char *candidate = dup_printf("%.*s/%s", (int)(slash - ibv), ibv, lib->soname);
+  struct stat st;
+  if (candidate && (stat(candidate, &st) != 0 || !S_ISREG(st.st_mode))) {
+    free(candidate);
+    candidate = NULL;
+  }
+  return candidate;
+}
+
+/* Refuses (returns 1, state incompatible) a provider library file that needs
+ * another IBVERBS_PRIVATE_* node than the loaded libibverbs defines: the two
+ * are from different rdma-core releases and never work together. */
+static int refuse_other_release(struct lib_info *lib) {
+  const char *have = libs[RDMADL_LIB_IBVERBS].private_node;
+  char need[64];
+  if (file_needs_private(lib->open_name, need, sizeof need) != 1 ||
+      (have && strcmp(need, have) == 0))
+    return 0;
+  lib->state = RDMADL_STATE_INCOMPATIBLE;
+  lib->error = dup_printf("%s is from another rdma-core release than the loaded libibverbs: it "
+                          "needs %s, %s has %s",
+                          lib->open_name, need, lib_path(&libs[RDMADL_LIB_IBVERBS]),
+                          have ? have : "no IBVERBS_PRIVATE node");
+  DEBUGF("%s", lib->error);
+  return 1;
+}
+
 static void load_one(rdmadl_lib which, const char *override) {
   struct lib_info *lib = &libs[which];
   if (override && !*override)
     override = NULL;
-  lib->requested = override ? override : lib->soname;
+  if (lib->kind == KIND_EAGER)
+    lib->requested = override ? override : lib->soname;
 
   if (override) {
     /* An override is always a file, relative to the current directory when
@@ -634,13 +830,33 @@ static void load_one(rdmadl_lib which, const char *override) {
       return;
     }
   } else {
-    lib->open_name = (char *)lib->soname;
+    lib->open_name = lib->kind == KIND_PROVIDER ? beside_ibverbs(lib) : NULL;
+    if (!lib->open_name)
+      lib->open_name = (char *)lib->soname;
   }
+  if (lib->kind == KIND_PROVIDER && strchr(lib->open_name, '/') && refuse_other_release(lib))
+    return;
   DEBUGF("dlopen(\"%s\")", lib->open_name);
   dlerror();
-  void *h = loader_dlopen(lib->open_name, RTLD_LAZY | RTLD_LOCAL);
+  void *h = lib->kind == KIND_EAGER ? loader_dlopen(lib->open_name, RTLD_LAZY | RTLD_LOCAL)
+                                    : dlopen(lib->open_name, RTLD_LAZY | RTLD_LOCAL);
   if (!h) {
-    classify_failure(lib, override, dlerror());
+    const char *err = dlerror();
+    /* A provider found on the search path whose IBVERBS_PRIVATE_* node the
+     * loaded libibverbs lacks: glibc refuses it. */
+    if (lib->kind == KIND_PROVIDER && err && strstr(err, "IBVERBS_PRIVATE_") &&
+        strstr(err, "not found")) {
+      lib->state = RDMADL_STATE_INCOMPATIBLE;
+      lib->error =
+          dup_printf("%s is from another rdma-core release than the loaded libibverbs "
+                     "(%s, %s): %s",
+                     lib->open_name, lib_path(&libs[RDMADL_LIB_IBVERBS]),
+                     libs[RDMADL_LIB_IBVERBS].private_node ? libs[RDMADL_LIB_IBVERBS].private_node
+                                                           : "no IBVERBS_PRIVATE node",
+                     err);
+    } else {
+      classify_failure(lib, override, err);
+    }
     DEBUGF("dlopen failed: %s", lib->error);
     return;
   }
@@ -657,6 +873,7 @@ static void load_one(rdmadl_lib which, const char *override) {
   struct elf_view v;
   elf_view_init(&v, map, lib->prefix);
   lib->node = v.highest;
+  lib->private_node = v.private_node;
   DEBUGF("loaded %s (soname %s, highest node %s)", map->l_name, v.soname ? v.soname : "none",
          lib->node ? lib->node : "none");
   if (v.rdmadl) {
@@ -672,7 +889,7 @@ static void load_one(rdmadl_lib which, const char *override) {
     DEBUGF("%s", lib->error);
     return;
   }
-  bind_symbols(which, lib, &v, h);
+  bind_symbols(lib, &v, h);
   if (lib->nmissing == lib->nsyms) {
     lib->state = RDMADL_STATE_INCOMPATIBLE;
     lib->error = dup_printf("%s exports none of its %zu symbols at their %s* version nodes",
@@ -735,9 +952,9 @@ static int load_all(void) {
   debug = parse_bool(dbg) == 1;
   for (size_t k = 0; k < RDMADL_NSYMS; k++)
     __atomic_store_n(&rdmadl_fn[k], NULL, __ATOMIC_RELAXED);
-  for (int i = 0; i < 2; i++) {
+  for (int i = 0; i < RDMADL_LIB_COUNT; i++) {
     struct lib_info *l = &libs[i];
-    l->state = RDMADL_STATE_NOT_FOUND;
+    l->state = l->kind == KIND_EAGER ? RDMADL_STATE_NOT_FOUND : RDMADL_STATE_NOT_LOADED;
     l->requested = l->soname;
     l->open_name = NULL;
     l->node = NULL;
@@ -746,6 +963,17 @@ static int load_all(void) {
     l->path = NULL;
     l->map = NULL;
     l->nmissing = l->nsyms;
+    l->private_node = NULL;
+    l->lazy_override = NULL;
+    if (l->kind != KIND_EAGER) {
+      const char *o = env.path[i];
+      if (o && *o) {
+        l->requested = l->lazy_override = strdup(o);
+        if (!l->lazy_override)
+          l->requested = l->soname;
+      }
+      __atomic_store_n(&l->lazy_done, 0, __ATOMIC_RELEASE);
+    }
   }
   reason = NULL;
   int disable = parse_bool(dis);
@@ -754,9 +982,10 @@ static int load_all(void) {
   if (dbg && parse_bool(dbg) < 0)
     DEBUGF("RDMADL_DEBUG=%s is not a boolean", dbg);
   if (disable == 1) {
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < RDMADL_LIB_COUNT; i++) {
       libs[i].state = RDMADL_STATE_DISABLED;
       libs[i].error = "disabled by RDMADL_DISABLE";
+      __atomic_store_n(&libs[i].lazy_done, 1, __ATOMIC_RELEASE);
     }
     DEBUGF("disabled by RDMADL_DISABLE");
   } else {
@@ -769,6 +998,13 @@ static int load_all(void) {
       c->requested = (override && *override) ? override : c->soname;
       c->state = RDMADL_STATE_SKIPPED;
       c->error = "not loaded because libibverbs is unusable";
+      /* Nor is any provider library: each belongs to a libibverbs. */
+      for (int i = 0; i < RDMADL_LIB_COUNT; i++)
+        if (libs[i].kind == KIND_PROVIDER) {
+          libs[i].state = RDMADL_STATE_SKIPPED;
+          libs[i].error = "not loaded because libibverbs is unusable";
+          __atomic_store_n(&libs[i].lazy_done, 1, __ATOMIC_RELEASE);
+        }
     }
   }
   if (debug)
@@ -782,6 +1018,11 @@ static void after_fork_child(void) {
    * under way will never finish, and nobody else waits. */
   pthread_mutex_init(&load_mu, NULL);
   pthread_cond_init(&load_cv, NULL);
+  /* A lazy load another thread had under way: the child loads it again. */
+  pthread_mutex_init(&lazy_mu, NULL);
+  if (__atomic_load_n(&lazy_busy, __ATOMIC_RELAXED) &&
+      !pthread_equal(__atomic_load_n(&lazy_owner, __ATOMIC_RELAXED), pthread_self()))
+    __atomic_store_n(&lazy_busy, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&nwaiters, 0, __ATOMIC_RELAXED);
   if (__atomic_load_n(&load_state, __ATOMIC_RELAXED) == LOAD_RUNNING &&
       !pthread_equal(__atomic_load_n(&loader, __ATOMIC_RELAXED), pthread_self())) {
@@ -909,12 +1150,45 @@ static void *resolve_during_dlopen(size_t idx) {
   return f;
 }
 
+/* ---- lazy libraries ----------------------------------------------------- */
+
+/* Loads a provider library or libibverbs's neighbour libibumad once, after
+ * the main load. A constructor of the library being loaded that calls one
+ * of these functions back gets nothing (EOPNOTSUPP) rather than deadlock. */
+static void load_lazy(struct lib_info *lib) {
+  if (lib->kind == KIND_EAGER || __atomic_load_n(&lib->lazy_done, __ATOMIC_ACQUIRE))
+    return;
+  if (__atomic_load_n(&lazy_busy, __ATOMIC_ACQUIRE) &&
+      pthread_equal(__atomic_load_n(&lazy_owner, __ATOMIC_ACQUIRE), pthread_self())) {
+    DEBUGF("%s requested by a constructor during its own load: not served", lib->soname);
+    return;
+  }
+  int saved = errno;
+  pthread_mutex_lock(&lazy_mu);
+  if (!__atomic_load_n(&lib->lazy_done, __ATOMIC_ACQUIRE)) {
+    __atomic_store_n(&lazy_owner, pthread_self(), __ATOMIC_RELEASE);
+    __atomic_store_n(&lazy_busy, 1, __ATOMIC_RELEASE);
+    load_one((rdmadl_lib)(lib - libs), lib->lazy_override);
+    if (debug)
+      logf_debug("%s: %s%s%s", lib->soname, rdmadl_state_name(lib->state),
+                 lib_error(lib) ? ": " : "", lib_error(lib) ? lib_error(lib) : "");
+    __atomic_store_n(&lazy_busy, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&lib->lazy_done, 1, __ATOMIC_RELEASE);
+  }
+  pthread_mutex_unlock(&lazy_mu);
+  errno = saved;
+}
+
 void *rdmadl_resolve_slow(enum rdmadl_sym_index idx) {
   int saved = errno;
   void *f = NULL;
   switch (ensure_named(rdmadl_sym_name(idx))) {
   case ENSURE_DONE:
     f = __atomic_load_n(&rdmadl_fn[idx], __ATOMIC_ACQUIRE);
+    if (!f && libs[rdmadl_sym_meta[idx].lib].kind != KIND_EAGER) {
+      load_lazy(&libs[rdmadl_sym_meta[idx].lib]);
+      f = __atomic_load_n(&rdmadl_fn[idx], __ATOMIC_ACQUIRE);
+    }
     break;
   case ENSURE_REENTERED:
     f = resolve_during_dlopen(idx);
@@ -933,7 +1207,28 @@ int rdmadl_load(void) {
 
 static struct lib_info *lib_at(rdmadl_lib lib) {
   ensure();
-  return (lib == RDMADL_LIB_IBVERBS || lib == RDMADL_LIB_RDMACM) ? &libs[lib] : NULL;
+  return (unsigned)lib < RDMADL_LIB_COUNT ? &libs[lib] : NULL;
+}
+
+/* A lazy library whose load has not run: its fields other than requested
+ * are not to be read (another thread may be filling them). */
+static int pending(const struct lib_info *l) {
+  return l->kind != KIND_EAGER && !__atomic_load_n(&l->lazy_done, __ATOMIC_ACQUIRE);
+}
+
+static const char not_loaded_error[] =
+    "not loaded yet: loaded on the first call of one of its functions (or rdmadl_lib_load)";
+
+int rdmadl_lib_load(rdmadl_lib lib) {
+  struct lib_info *l = lib_at(lib);
+  if (!l)
+    return EOPNOTSUPP;
+  load_lazy(l);
+  return usable(l->state) ? 0 : EOPNOTSUPP;
+}
+
+const char *rdmadl_lib_name(rdmadl_lib lib) {
+  return (unsigned)lib < RDMADL_LIB_COUNT ? libs[lib].soname : NULL;
 }
 
 static const char *lib_path(struct lib_info *l) {
@@ -948,7 +1243,7 @@ static const char *lib_path(struct lib_info *l) {
 
 rdmadl_state rdmadl_lib_state(rdmadl_lib lib) {
   const struct lib_info *l = lib_at(lib);
-  return l ? l->state : RDMADL_STATE_NOT_FOUND;
+  return !l ? RDMADL_STATE_NOT_FOUND : pending(l) ? RDMADL_STATE_NOT_LOADED : l->state;
 }
 
 const char *rdmadl_state_name(rdmadl_state state) {
@@ -967,6 +1262,8 @@ const char *rdmadl_state_name(rdmadl_state state) {
     return "loaded";
   case RDMADL_STATE_PARTIAL:
     return "partial";
+  case RDMADL_STATE_NOT_LOADED:
+    return "not-loaded";
   }
   return "unknown";
 }
@@ -978,7 +1275,7 @@ const char *rdmadl_lib_requested(rdmadl_lib lib) {
 
 const char *rdmadl_lib_path(rdmadl_lib lib) {
   struct lib_info *l = lib_at(lib);
-  return l ? lib_path(l) : NULL;
+  return l && !pending(l) ? lib_path(l) : NULL;
 }
 
 static const char *lib_error(struct lib_info *l) {
@@ -990,12 +1287,12 @@ static const char *lib_error(struct lib_info *l) {
 
 const char *rdmadl_lib_error(rdmadl_lib lib) {
   struct lib_info *l = lib_at(lib);
-  return l ? lib_error(l) : NULL;
+  return !l ? NULL : pending(l) ? not_loaded_error : lib_error(l);
 }
 
 const char *rdmadl_lib_version_node(rdmadl_lib lib) {
   const struct lib_info *l = lib_at(lib);
-  return l ? l->node : NULL;
+  return l && !pending(l) ? l->node : NULL;
 }
 
 size_t rdmadl_lib_symbol_count(rdmadl_lib lib) {
@@ -1005,14 +1302,15 @@ size_t rdmadl_lib_symbol_count(rdmadl_lib lib) {
 
 size_t rdmadl_lib_missing_count(rdmadl_lib lib) {
   const struct lib_info *l = lib_at(lib);
-  return l ? l->nmissing : 0;
+  return !l ? 0 : pending(l) ? l->nsyms : l->nmissing;
 }
 
 const char *rdmadl_lib_missing_symbol(rdmadl_lib lib, size_t i) {
-  if (!lib_at(lib))
+  const struct lib_info *l = lib_at(lib);
+  if (!l)
     return NULL;
-  for (size_t k = 0; k < RDMADL_NSYMS; k++) {
-    if (rdmadl_sym_meta[k].lib != lib || __atomic_load_n(&rdmadl_fn[k], __ATOMIC_ACQUIRE))
+  for (size_t k = l->first; k < l->first + l->nsyms; k++) {
+    if (__atomic_load_n(&rdmadl_fn[k], __ATOMIC_ACQUIRE))
       continue;
     if (i-- == 0)
       return rdmadl_sym_name(k);
@@ -1027,6 +1325,7 @@ int rdmadl_symbol_status(const char *name, const char **node) {
       continue;
     if (node)
       *node = rdmadl_sym_node(k);
+    load_lazy(&libs[rdmadl_sym_meta[k].lib]);
     if (__atomic_load_n(&rdmadl_fn[k], __ATOMIC_ACQUIRE))
       return RDMADL_SYMBOL_RESOLVED;
     /* A fallback needs its library's older calls: none without the library. */

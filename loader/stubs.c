@@ -9,19 +9,16 @@
  */
 #include <errno.h>
 
-#include <infiniband/verbs.h>
-#include <rdma/rdma_cma.h>
-#include <rdma/rdma_verbs.h>
-#include <rdma/rsocket.h>
-
-#include "extra_decls.h"
 #include "internal.h"
+#include "rdma_api.h"
 
-/* verbs.h wraps these in function-like macros; the stubs define the symbols. */
+/* verbs.h and mlx5dv.h wrap these in function-like macros; the stubs define
+ * the symbols. */
 #undef ibv_get_device_list
 #undef ibv_query_port
 #undef ibv_reg_mr
 #undef ibv_reg_mr_iova
+#undef mlx5dv_create_flow
 
 /*
  * Each stub is a fast path the compiler turns into load, test, branch and an

@@ -20,6 +20,7 @@
 #include <rdma/rdma_cma.h>
 
 #include "extra_decls.h"
+#include "table_rows.h"
 
 #undef ibv_get_device_list
 #undef ibv_query_port
@@ -43,12 +44,6 @@
     return "fake";                                                                                 \
   }
 #define NIC_GEN(fail, ret, name, params) NIC_BODY_##fail(ret, name, params)
-#define NIC_IBV_GEN NIC_GEN
-#define NIC_IBV_HAND NIC_GEN
-#define NIC_IBV_EMU NIC_GEN
-#define NIC_CM_GEN(fail, ret, name, params)
-#define NIC_CM_HAND(fail, ret, name, params)
-#define NIC_CM_EMU(fail, ret, name, params)
 /* The ones written below are generated under other, unexported names. */
 #define ibv_get_device_list nic_gen_get_device_list
 #define ibv_free_device_list nic_gen_free_device_list
@@ -69,7 +64,7 @@
 #define ibv_modify_qp nic_gen_modify_qp
 #define ibv_destroy_qp nic_gen_destroy_qp
 #define RDMADL_SYM(lib, minor, fail, impl, ret, name, params, args)                                \
-  NIC_##lib##_##impl(fail, ret, name, params)
+  RDMADL_ROW_OF(IBV, lib, NIC_GEN)(fail, ret, name, params)
 #include "symbols.def"
 #undef RDMADL_SYM
 #undef ibv_get_device_list

@@ -4,7 +4,11 @@
  *
  * rdmadl dlopens libibverbs.so.1 and librdmacm.so.1 at start-up (and, thread-
  * safely, on first use) and binds every public symbol at its exact version
- * node. This C header reports the outcome. It includes no rdma-core header.
+ * node. The providers' direct-verbs libraries (libmlx5.so.1, libefa.so.1,
+ * libmlx4.so.1, libhns.so.1, libmana.so.1, libionic.so.1) and libibumad.so.3
+ * are loaded the same way, but only when one of their functions is first
+ * called (or rdmadl_lib_load() asks). This C header reports the outcome. It
+ * includes no rdma-core header.
  *
  * Environment (read with secure_getenv, so set-uid programs ignore it; see
  * README.md "Environment" for the exact rules):
@@ -12,16 +16,21 @@
  *                        relative to the current directory, never searched;
  *                        only a regular file is opened)
  *   RDMADL_RDMACM_PATH   file to load instead of librdmacm.so.1 (same rules)
+ *   RDMADL_MLX5_PATH, RDMADL_EFA_PATH, RDMADL_MLX4_PATH, RDMADL_HNS_PATH,
+ *   RDMADL_MANA_PATH, RDMADL_IONIC_PATH, RDMADL_IBUMAD_PATH
+ *                        the same for libmlx5.so.1 ... libibumad.so.3
  *   RDMADL_DISABLE=1     behave exactly as if no RDMA stack were installed
  *                        (1/true/yes/on; 0/false/no/off do not disable)
  *   RDMADL_DEBUG=1       log each resolution step to stderr
  *
- * All functions are thread-safe, never fail, and load the libraries first if
- * that has not happened yet. Returned strings live as long as the process.
- * One exception to "load first": a thread that a library constructor running
- * inside rdmadl's own dlopen waits for (it started and joins it) cannot be
- * served; after 5 s it gets what is known so far (rdmadl_reason() then says
- * that nothing is loaded yet) and its verbs calls fail with EOPNOTSUPP.
+ * All functions are thread-safe, never fail, and load libibverbs and librdmacm
+ * first if that has not happened yet; they report a provider library or
+ * libibumad that nothing has used yet as RDMADL_STATE_NOT_LOADED, and never
+ * load it, except rdmadl_lib_load() and rdmadl_symbol_status(). Returned strings live as long as
+ * the process. One exception to "load first": a thread that a library constructor running inside
+ * rdmadl's own dlopen waits for (it started and joins it) cannot be served; after 5 s it gets what
+ * is known so far (rdmadl_reason() then says that nothing is loaded yet) and its verbs calls fail
+ * with EOPNOTSUPP.
  */
 #ifndef RDMADL_LOADER_H
 #define RDMADL_LOADER_H
@@ -40,8 +49,22 @@ extern "C" {
 
 typedef enum rdmadl_lib {
   RDMADL_LIB_IBVERBS = 0, /* libibverbs.so.1 */
-  RDMADL_LIB_RDMACM = 1   /* librdmacm.so.1 */
+  RDMADL_LIB_RDMACM = 1,  /* librdmacm.so.1 */
+  RDMADL_LIB_MLX5 = 2,    /* libmlx5.so.1: mlx5dv_* (NVIDIA/Mellanox) */
+  RDMADL_LIB_EFA = 3,     /* libefa.so.1: efadv_* (AWS EFA) */
+  RDMADL_LIB_MLX4 = 4,    /* libmlx4.so.1: mlx4dv_* */
+  RDMADL_LIB_HNS = 5,     /* libhns.so.1: hnsdv_* (Huawei) */
+  RDMADL_LIB_MANA = 6,    /* libmana.so.1: manadv_* (Microsoft) */
+  RDMADL_LIB_IONIC = 7,   /* libionic.so.1: ionic_dv_* (AMD Pensando) */
+  RDMADL_LIB_IBUMAD = 8,  /* libibumad.so.3: umad_* */
+  RDMADL_LIB_COUNT = 9
 } rdmadl_lib;
+
+/* The provider libraries (MLX5 ... IONIC) are part of one rdma-core release
+ * with its libibverbs: rdmadl loads one only when libibverbs is usable, from
+ * libibverbs's own directory when it is there (else the library search
+ * path), and refuses (RDMADL_STATE_INCOMPATIBLE, saying which) a file that
+ * needs another release's IBVERBS_PRIVATE_* node. libibumad stands alone. */
 
 typedef enum rdmadl_state {
   RDMADL_STATE_DISABLED = 0,     /* RDMADL_DISABLE=1 */
@@ -52,8 +75,10 @@ typedef enum rdmadl_state {
                                     any expected version node) */
   RDMADL_STATE_SKIPPED = 4,      /* librdmacm only: libibverbs is unusable */
   RDMADL_STATE_LOADED = 5,       /* every symbol resolved */
-  RDMADL_STATE_PARTIAL = 6       /* loaded; some symbols missing (older
+  RDMADL_STATE_PARTIAL = 6,      /* loaded; some symbols missing (older
                                     release): those fail with EOPNOTSUPP */
+  RDMADL_STATE_NOT_LOADED = 7    /* a provider library or libibumad none of
+                                    whose functions was called yet */
 } rdmadl_state;
 
 /* What the whole stack can do, beyond the libraries. */
@@ -70,6 +95,12 @@ typedef enum rdmadl_stack {
  * (LOADED or PARTIAL), else EOPNOTSUPP. Never sets errno. */
 RDMADL_API int rdmadl_load(void);
 
+/* Loads LIB now if nothing has yet (any library; libibverbs and librdmacm
+ * are loaded together). Returns 0 when it is usable (LOADED or PARTIAL),
+ * else EOPNOTSUPP. Never sets errno. */
+RDMADL_API int rdmadl_lib_load(rdmadl_lib lib);
+/* The soname rdmadl loads for LIB ("libmlx5.so.1"), or NULL. */
+RDMADL_API const char *rdmadl_lib_name(rdmadl_lib lib);
 /* State of one library. */
 RDMADL_API rdmadl_state rdmadl_lib_state(rdmadl_lib lib);
 /* A stable lower-case name for a state ("loaded", "not-found", ...). */
@@ -80,9 +111,11 @@ RDMADL_API const char *rdmadl_lib_requested(rdmadl_lib lib);
 RDMADL_API const char *rdmadl_lib_path(rdmadl_lib lib);
 /* The dlerror() text (or rdmadl's own reason) of the failure, or NULL. */
 RDMADL_API const char *rdmadl_lib_error(rdmadl_lib lib);
-/* Highest version node the loaded file defines ("IBVERBS_1.14"), or NULL. */
+/* Highest version node the loaded file defines ("IBVERBS_1.14",
+ * "MLX5_1.25.1"), or NULL. */
 RDMADL_API const char *rdmadl_lib_version_node(rdmadl_lib lib);
-/* Number of public symbols rdmadl binds for this library (95 / 74). */
+/* Number of public symbols rdmadl binds for this library (95 for libibverbs,
+ * 74 for librdmacm, ...). */
 RDMADL_API size_t rdmadl_lib_symbol_count(rdmadl_lib lib);
 /* Number of those not resolved (all of them when nothing was loaded). */
 RDMADL_API size_t rdmadl_lib_missing_count(rdmadl_lib lib);
@@ -102,9 +135,11 @@ enum {
 
 /* Per-symbol query: one of RDMADL_SYMBOL_*. When NODE is non-NULL it receives
  * the version node NAME is bound at ("IBVERBS_1.1"), for known names. An
- * emulated symbol still counts as missing in rdmadl_lib_missing_count(). */
+ * emulated symbol still counts as missing in rdmadl_lib_missing_count(). A
+ * symbol of a library not loaded yet (RDMADL_STATE_NOT_LOADED) loads it. */
 RDMADL_API int rdmadl_symbol_status(const char *name, const char **node);
-/* The i-th known symbol (0 <= i < 169), else NULL. LIB may be NULL. */
+/* The i-th known symbol (0 <= i < the sum of the symbol counts), else NULL.
+ * LIB may be NULL. */
 RDMADL_API const char *rdmadl_symbol_name(size_t i, rdmadl_lib *lib);
 
 /* Asks libibverbs for its device list (once per call) and classifies it. */

@@ -22,6 +22,7 @@
 #include <rdma/rdma_cma.h>
 
 #include "extra_decls.h"
+#include "table_rows.h"
 
 #undef ibv_get_device_list
 #undef ibv_query_port
@@ -45,12 +46,6 @@
     return "fake";                                                                                 \
   }
 #define FAKE_GEN(fail, ret, name, params) FAKE_BODY_##fail(ret, name, params)
-#define FAKE_IBV_GEN FAKE_GEN
-#define FAKE_IBV_HAND FAKE_GEN
-#define FAKE_IBV_EMU FAKE_GEN
-#define FAKE_CM_GEN(fail, ret, name, params)
-#define FAKE_CM_HAND(fail, ret, name, params)
-#define FAKE_CM_EMU(fail, ret, name, params)
 /* Those written by hand below are generated under another, unexported name. */
 #define ibv_get_device_list fake_gen_ibv_get_device_list
 #define ibv_reg_mr fake_gen_ibv_reg_mr
@@ -58,7 +53,7 @@
 #define ibv_reg_dmabuf_mr fake_gen_ibv_reg_dmabuf_mr
 #define ibv_reg_mr_ex fake_gen_ibv_reg_mr_ex
 #define RDMADL_SYM(lib, minor, fail, impl, ret, name, params, args)                                \
-  FAKE_##lib##_##impl(fail, ret, name, params)
+  RDMADL_ROW_OF(IBV, lib, FAKE_GEN)(fail, ret, name, params)
 #include "symbols.def"
 #undef RDMADL_SYM
 #undef ibv_get_device_list

@@ -47,6 +47,7 @@
 
 #include "extra_decls.h"
 #include "fake_provider.h"
+#include "table_rows.h"
 
 #undef ibv_get_device_list
 #undef ibv_query_port
@@ -87,12 +88,6 @@
     return "fake";                                                                                 \
   }
 #define FAKE_GEN(fail, ret, name, params) FAKE_BODY_##fail(ret, name, params)
-#define FAKE_IBV_GEN FAKE_GEN
-#define FAKE_IBV_HAND FAKE_GEN
-#define FAKE_IBV_EMU FAKE_GEN
-#define FAKE_CM_GEN(fail, ret, name, params)
-#define FAKE_CM_HAND(fail, ret, name, params)
-#define FAKE_CM_EMU(fail, ret, name, params)
 /* The ones written by hand below are generated under another, local name. */
 #define ibv_get_device_list fake_gen_ibv_get_device_list
 #define ibv_free_device_list fake_gen_ibv_free_device_list
@@ -132,7 +127,7 @@
 #undef FAKE_API
 #define FAKE_API __attribute__((visibility("default"), unused))
 #define RDMADL_SYM(lib, minor, fail, impl, ret, name, params, args)                                \
-  FAKE_##lib##_##impl(fail, ret, name, params)
+  RDMADL_ROW_OF(IBV, lib, FAKE_GEN)(fail, ret, name, params)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-parameter"
 #include "symbols.def"

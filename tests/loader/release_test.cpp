@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: MIT
-// The loader against a real rdma-core release (Debian's libibverbs1 and
-// librdmacm1, extracted by ci/fetch-releases.sh) on a host without RDMA
-// devices: every symbol the release exports resolves at its node, every
-// newer one is reported missing, and the resolved set equals the release's
-// real export list (RDMADL_EXPECT_EXPORTS: "name node" lines from readelf).
-// Each missing symbol with a fallback (EMU in symbols.def) is reported
-// emulated and works without a device where it can.
+// The loader against a real rdma-core release (Debian's libibverbs1,
+// librdmacm1, ibverbs-providers and libibumad3, extracted by
+// ci/fetch-releases.sh) on a host without RDMA devices: every symbol the
+// release exports resolves at its node, every newer one is reported missing,
+// and the resolved set equals the release's real export list
+// (RDMADL_EXPECT_EXPORTS: "name node" lines from readelf). Each missing
+// symbol with a fallback (EMU in symbols.def) is reported emulated and works
+// without a device where it can. The provider libraries and libibumad load
+// on first use, from beside the loaded libibverbs, and answer what the same
+// library called directly answers.
 #include "emu_decisions.hpp"
 #include "symbol_counts.h"
 #include <cerrno>
@@ -16,9 +19,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <infiniband/verbs.h>
-#include <rdma/rdma_cma.h>
-#include <rdma/rsocket.h>
+#include <dlfcn.h>
+
+#include "rdma_api.h"
+#include <infiniband/umad_types.h>
 
 #include "rdmadl/loader.h"
 #include <doctest/doctest.h>
@@ -45,14 +49,48 @@ bool exported(const std::set<std::string> &exports, const char *name) {
   return false;
 }
 
+// The highest node with PREFIX among EXPORTS ("MLX5_1.27" above
+// "MLX5_1.25.1"), or "" when the release has no such library.
 std::string highest(const std::set<std::string> &exports, const std::string &prefix) {
   int best = -1;
+  std::string node;
   for (const std::string &e : exports) {
     size_t at = e.find("@" + prefix);
-    if (at != std::string::npos)
-      best = std::max(best, std::stoi(e.substr(at + 1 + prefix.size())));
+    if (at == std::string::npos)
+      continue;
+    std::string n = e.substr(at + 1);
+    std::string rest = n.substr(prefix.size());
+    int slot = std::stoi(rest) * 10;
+    if (size_t dot = rest.find('.'); dot != std::string::npos)
+      slot += std::stoi(rest.substr(dot + 1));
+    if (slot > best) {
+      best = slot;
+      node = n;
+    }
   }
-  return prefix + std::to_string(best);
+  return node;
+}
+
+const char *const prefixes[RDMADL_LIB_COUNT] = {"IBVERBS_1.", "RDMACM_1.", "MLX5_1.",
+                                                "EFA_1.",     "MLX4_1.",   "HNS_1.",
+                                                "MANA_1.",    "IONIC_1.",  "IBUMAD_1."};
+
+// The highest node of each library in rdma-core 33.2, the oldest release
+// tested (-1: 33.2 has no such library); newer nodes need a decision.
+const int oldest_top[RDMADL_LIB_COUNT] = {11, 3, 17, 1, 0, -1, -1, -1, 2};
+
+rdmadl_lib lib_of(const std::string &node) {
+  for (int l = 0; l < RDMADL_LIB_COUNT; l++)
+    if (node.rfind(prefixes[l], 0) == 0)
+      return static_cast<rdmadl_lib>(l);
+  FAIL("no library has node " << node);
+  return RDMADL_LIB_COUNT;
+}
+
+// The library file the release ships for LIB, next to its libibverbs.
+std::string release_file(rdmadl_lib lib) {
+  std::string ibv = std::getenv("RDMADL_IBVERBS_PATH");
+  return ibv.substr(0, ibv.rfind('/') + 1) + rdmadl_lib_name(lib);
 }
 
 } // namespace
@@ -61,11 +99,29 @@ TEST_CASE("release: resolved set equals the release's exports") {
   const std::set<std::string> exports = expected_exports();
   REQUIRE(exports.size() > 100);
   CHECK(rdmadl_load() == 0);
-  for (rdmadl_lib lib : {RDMADL_LIB_IBVERBS, RDMADL_LIB_RDMACM}) {
-    CAPTURE(lib);
+  for (int l = 0; l < RDMADL_LIB_COUNT; l++) {
+    auto lib = static_cast<rdmadl_lib>(l);
+    CAPTURE(rdmadl_lib_name(lib));
+    bool shipped = !highest(exports, prefixes[l]).empty();
+    if (l > RDMADL_LIB_RDMACM) {
+      // Loaded on first use only; this asks for it.
+      CHECK(rdmadl_lib_state(lib) == RDMADL_STATE_NOT_LOADED);
+      CHECK(rdmadl_lib_path(lib) == nullptr);
+      CHECK(rdmadl_lib_load(lib) == (shipped ? 0 : EOPNOTSUPP));
+    }
     rdmadl_state s = rdmadl_lib_state(lib);
-    CHECK((s == RDMADL_STATE_LOADED || s == RDMADL_STATE_PARTIAL));
-    CHECK(rdmadl_lib_path(lib) != nullptr);
+    if (shipped) {
+      CHECK((s == RDMADL_STATE_LOADED || s == RDMADL_STATE_PARTIAL));
+      REQUIRE(rdmadl_lib_path(lib) != nullptr);
+      // A provider library comes from beside the loaded libibverbs.
+      char *want = realpath(release_file(lib).c_str(), nullptr);
+      CHECK(std::string(rdmadl_lib_path(lib)) == (want ? want : "?"));
+      std::free(want);
+      CHECK(std::string(rdmadl_lib_version_node(lib)) == highest(exports, prefixes[l]));
+    } else {
+      CHECK(s == RDMADL_STATE_NOT_FOUND);
+      CHECK(rdmadl_lib_missing_count(lib) == rdmadl_lib_symbol_count(lib));
+    }
   }
   size_t resolved = 0, known = 0;
   for (size_t i = 0; const char *name = rdmadl_symbol_name(i, nullptr); i++) {
@@ -83,11 +139,10 @@ TEST_CASE("release: resolved set equals the release's exports") {
   // Nothing the release exports is unknown to the table.
   CHECK(known == exports.size());
   CHECK(resolved == exports.size());
-  CHECK(rdmadl_lib_missing_count(RDMADL_LIB_IBVERBS) +
-            rdmadl_lib_missing_count(RDMADL_LIB_RDMACM) ==
-        RDMADL_TEST_ALL_SYMBOLS - exports.size());
-  CHECK(std::string(rdmadl_lib_version_node(RDMADL_LIB_IBVERBS)) == highest(exports, "IBVERBS_1."));
-  CHECK(std::string(rdmadl_lib_version_node(RDMADL_LIB_RDMACM)) == highest(exports, "RDMACM_1."));
+  size_t missing = 0;
+  for (int l = 0; l < RDMADL_LIB_COUNT; l++)
+    missing += rdmadl_lib_missing_count(static_cast<rdmadl_lib>(l));
+  CHECK(missing == RDMADL_TEST_ALL_SYMBOLS - exports.size());
 }
 
 TEST_CASE("release: a kernel without RDMA is its own state, not an absent stack") {
@@ -108,8 +163,9 @@ TEST_CASE("release: every symbol newer than 33.2 is resolved, emulated or missin
     const char *node = nullptr;
     int status = rdmadl_symbol_status(name, &node);
     std::string n = node;
-    int minor = std::stoi(n.substr(n.find('.') + 1));
-    if (minor <= (n.rfind("IBVERBS_", 0) == 0 ? 11 : 3))
+    rdmadl_lib lib = lib_of(n);
+    std::string rest = n.substr(std::strlen(prefixes[lib]));
+    if (rest.find('.') == std::string::npos && std::stoi(rest) <= oldest_top[lib])
       continue;
     newer++;
     CAPTURE(name);
@@ -119,7 +175,10 @@ TEST_CASE("release: every symbol newer than 33.2 is resolved, emulated or missin
                                                  : RDMADL_SYMBOL_MISSING;
     CHECK(status == want);
   }
-  CHECK(newer == 30); // 24 IBVERBS_1.12..1.18, 6 RDMACM_1.4..1.5 in rdma-core 65.0
+  // In rdma-core 65.0: 24 IBVERBS_1.12..1.18 and 6 RDMACM_1.4..1.5; 47
+  // MLX5_1.18..1.27 (with 1.25.1), 9 EFA_1.2..1.7, 3 HNS_1.0, 3 MANA, 6
+  // IONIC_1.0, 3 IBUMAD_1.3..1.4.
+  CHECK(newer == 30 + 47 + 9 + 3 + 3 + 6 + 3);
 }
 
 TEST_CASE("release: fallbacks that need no device work on the real library") {
@@ -182,4 +241,75 @@ TEST_CASE("release: fallbacks that need no device work on the real library") {
   errno = 0;
   CHECK(repoll_create(0) == -1);
   CHECK(errno == EOPNOTSUPP);
+}
+
+TEST_CASE("release: provider libraries and libibumad answer as the library itself does") {
+  const std::set<std::string> exports = expected_exports();
+  REQUIRE(rdmadl_load() == 0);
+  // libibumad, bound: the same answers as the file called directly.
+  void *umad = dlopen(release_file(RDMADL_LIB_IBUMAD).c_str(), RTLD_NOW | RTLD_LOCAL);
+  REQUIRE(umad != nullptr);
+  auto direct_init = reinterpret_cast<int (*)()>(dlsym(umad, "umad_init"));
+  auto direct_names =
+      reinterpret_cast<int (*)(char(*)[UMAD_CA_NAME_LEN], int)>(dlsym(umad, "umad_get_cas_names"));
+  auto direct_ca = reinterpret_cast<int (*)(const char *, umad_ca_t *)>(dlsym(umad, "umad_get_ca"));
+  REQUIRE((direct_init && direct_names && direct_ca));
+  CHECK(umad_init() == direct_init());
+  char ours[UMAD_MAX_DEVICES][UMAD_CA_NAME_LEN] = {},
+       theirs[UMAD_MAX_DEVICES][UMAD_CA_NAME_LEN] = {};
+  CHECK(umad_get_cas_names(ours, UMAD_MAX_DEVICES) == direct_names(theirs, UMAD_MAX_DEVICES));
+  umad_ca_t a{}, b{};
+  CHECK(umad_get_ca("rdmadl-no-such-ca", &a) == direct_ca("rdmadl-no-such-ca", &b));
+  CHECK(std::string(umad_class_str(UMAD_CLASS_SUBN_ADM)) == "SubnAdm");
+  CHECK(rdmadl_lib_state(RDMADL_LIB_IBUMAD) != RDMADL_STATE_NOT_LOADED);
+  // A library the release lacks: the stub's documented failure.
+  if (!exported(exports, "hnsdv_is_supported")) {
+    errno = 0;
+    CHECK(!hnsdv_is_supported(nullptr));
+    CHECK(errno == EOPNOTSUPP);
+  }
+  if (!exported(exports, "ionic_dv_ctx_get_udma_count")) {
+    errno = 0;
+    CHECK(ionic_dv_ctx_get_udma_count(nullptr) == 0);
+    CHECK(errno == EOPNOTSUPP);
+  }
+  // A function newer than the release: as its man page documents failure.
+  if (!exported(exports, "mlx5dv_devx_uar_export_dmabuf_fd")) {
+    errno = 0;
+    CHECK(mlx5dv_devx_uar_export_dmabuf_fd(nullptr) == -1);
+    CHECK(errno == EOPNOTSUPP);
+  }
+  if (!exported(exports, "efadv_get_max_sq_depth")) {
+    errno = 0;
+    CHECK(efadv_get_max_sq_depth(nullptr, nullptr, 0) == -EOPNOTSUPP);
+    CHECK(errno == EOPNOTSUPP);
+  }
+  // Bound, and called on what needs no device: the library's own answer.
+  REQUIRE(exported(exports, "mlx5dv_is_supported"));
+  CHECK(rdmadl_symbol_status("mlx5dv_is_supported", nullptr) == RDMADL_SYMBOL_RESOLVED);
+  dlclose(umad);
+}
+
+// Run by its own ctest (loader.release.<suite>.other-provider) with
+// RDMADL_MLX5_PATH set to another release's libmlx5.so.1 and
+// RDMADL_TEST_OTHER_PRIVATE to the IBVERBS_PRIVATE_* node that one needs;
+// the other ctests exclude it.
+TEST_CASE("release: a provider library from another release is refused with its reason") {
+  REQUIRE(std::getenv("RDMADL_TEST_OTHER_PRIVATE") != nullptr);
+  REQUIRE(rdmadl_load() == 0);
+  errno = 0;
+  CHECK(rdmadl_lib_load(RDMADL_LIB_MLX5) == EOPNOTSUPP);
+  CHECK(errno == 0);
+  CHECK(rdmadl_lib_state(RDMADL_LIB_MLX5) == RDMADL_STATE_INCOMPATIBLE);
+  std::string why = rdmadl_lib_error(RDMADL_LIB_MLX5);
+  CAPTURE(why);
+  CHECK(why.find("from another rdma-core release") != std::string::npos);
+  CHECK(why.find(std::string("needs ") + std::getenv("RDMADL_TEST_OTHER_PRIVATE")) !=
+        std::string::npos);
+  // Its functions fail as absent, and nothing of it was loaded.
+  errno = 0;
+  CHECK(!mlx5dv_is_supported(nullptr));
+  CHECK(errno == EOPNOTSUPP);
+  CHECK(rdmadl_symbol_status("mlx5dv_is_supported", nullptr) == RDMADL_SYMBOL_MISSING);
+  CHECK(dlopen(std::getenv("RDMADL_MLX5_PATH"), RTLD_NOW | RTLD_NOLOAD) == nullptr);
 }
