@@ -13,4 +13,10 @@ if [ -n "$system" ]; then
   exit 1
 fi
 [ "$bundled" -gt 0 ] || { echo "check-headers: FAIL: no object read the bundled verbs.h" >&2; exit 1; }
-echo "check-headers: $bundled objects read the bundled verbs.h, none read /usr/include/{infiniband,rdma}"
+# The direct-verbs and libibumad headers the table declares come from the
+# bundled set too.
+for h in mlx5dv.h efadv.h mlx4dv.h hnsdv.h manadv.h ionic_dv.h umad.h umad_str.h; do
+  grep -q "third_party/rdma-headers/include/infiniband/$h" <<<"$deps" ||
+    { echo "check-headers: FAIL: no object read the bundled $h" >&2; exit 1; }
+done
+echo "check-headers: $bundled objects read the bundled verbs.h (and the direct-verbs and umad headers), none read /usr/include/{infiniband,rdma}"

@@ -16,6 +16,7 @@
 #include <infiniband/mlx5dv.h>
 #include <infiniband/umad.h>
 #include <infiniband/umad_str.h>
+#include <infiniband/umad_types.h>
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>

@@ -3,6 +3,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <dlfcn.h>
 #include <endian.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -439,6 +440,32 @@ bool probe(ibv_context *ctx_, feature f) noexcept {
   return yes;
 }
 } // namespace
+
+provider_info context::provider() const {
+  provider_info p;
+  Dl_info info{};
+  ::ibv_context *ctx = native_handle();
+  void *fn = ctx ? reinterpret_cast<void *>(ctx->ops.poll_cq) : nullptr;
+  if (!fn || !dladdr(fn, &info) || !info.dli_fname)
+    return p;
+  p.file = info.dli_fname;
+  // .../libibverbs/libmlx5-rdmav34.so, .../libmlx5.so.1, librxe-rdmav34.so
+  std::string_view base = p.file;
+  base.remove_prefix(base.rfind('/') + 1);
+  if (base.substr(0, 3) == "lib")
+    base.remove_prefix(3);
+  std::size_t end = base.find("-rdmav");
+  p.name = std::string(base.substr(0, end != base.npos ? end : base.find(".so")));
+  static constexpr std::pair<std::string_view, library> dv[] = {
+      {"mlx5", library::mlx5}, {"efa", library::efa},   {"mlx4", library::mlx4},
+      {"hns", library::hns},   {"mana", library::mana}, {"ionic", library::ionic}};
+  for (const auto &[name, lib] : dv)
+    if (p.name == name) {
+      p.direct_verbs = lib;
+      p.direct_verbs_usable = load(lib);
+    }
+  return p;
+}
 
 bool context::supports(feature f) const noexcept {
   if (!ctx_ || !rdmadl::supports(f))

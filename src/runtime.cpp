@@ -32,10 +32,20 @@ library_status status(library lib) {
   for (std::size_t i = 0; i < n; i++) {
     const char *m = rdmadl_lib_missing_symbol(l, i);
     s.missing.push_back(sv(m));
-    if (rdmadl_symbol_status(m, nullptr) == RDMADL_SYMBOL_EMULATED)
+    // (rdmadl_symbol_status would load a library not loaded yet.)
+    if (s.state != library_state::not_loaded &&
+        rdmadl_symbol_status(m, nullptr) == RDMADL_SYMBOL_EMULATED)
       s.emulated.push_back(sv(m));
   }
   return s;
+}
+
+bool load(library lib) noexcept {
+  return rdmadl_lib_load(static_cast<rdmadl_lib>(lib)) == 0;
+}
+
+std::string_view soname(library lib) noexcept {
+  return sv(rdmadl_lib_name(static_cast<rdmadl_lib>(lib)));
 }
 
 stack_state stack() noexcept {

@@ -57,10 +57,11 @@ struct device_info {
   rdmadl::device_attr attr;
   std::vector<port_info> ports;
   std::vector<std::pair<rdmadl::feature, bool>> features;
+  rdmadl::provider_info provider;
 };
 
 struct report {
-  rdmadl::library_status libs[2];
+  std::vector<rdmadl::library_status> libs;
   rdmadl::stack_state stack{};
   std::vector<device_info> devices;
   std::string devices_error;
@@ -102,8 +103,12 @@ std::string text(std::string_view s) {
 
 report collect() {
   report r;
-  r.libs[0] = rdmadl::status(rdmadl::library::ibverbs);
-  r.libs[1] = rdmadl::status(rdmadl::library::rdmacm);
+  // Every library, the lazily loaded ones loaded now: this reports what a
+  // program calling them would get.
+  for (auto lib : rdmadl::all_libraries) {
+    rdmadl::load(lib);
+    r.libs.push_back(rdmadl::status(lib));
+  }
   r.stack = rdmadl::stack();
   if (r.stack == rdmadl::stack_state::ready) {
     auto list = rdmadl::device_list::get();
@@ -140,6 +145,7 @@ report collect() {
         }
         for (auto f : rdmadl::all_features)
           di.features.emplace_back(f, ctx->supports(f));
+        di.provider = ctx->provider();
         r.devices.push_back(std::move(di));
       }
   }
@@ -181,10 +187,10 @@ report collect() {
 void print_text(const report &r) {
   std::printf("rdmadl-info %d.%d.%d\n", RDMADL_VERSION_MAJOR, RDMADL_VERSION_MINOR,
               RDMADL_VERSION_PATCH);
-  const char *names[2] = {"libibverbs", "librdmacm"};
-  for (int i = 0; i < 2; i++) {
+  for (std::size_t i = 0; i < r.libs.size(); i++) {
     const auto &l = r.libs[i];
-    std::printf("%s: %s\n", names[i], text(l.state_name).c_str());
+    auto so = rdmadl::soname(rdmadl::all_libraries[i]);
+    std::printf("%s: %s\n", text(so.substr(0, so.find(".so"))).c_str(), text(l.state_name).c_str());
     std::printf("  requested:    %s\n", text(l.requested).c_str());
     std::printf("  path:         %s\n", text(l.path).c_str());
     std::printf("  version node: %s\n", text(l.version_node).c_str());
@@ -229,6 +235,13 @@ void print_text(const report &r) {
                   a.max_sge, a.max_sge_rd, a.max_qp_rd_atom, a.max_qp_init_rd_atom, a.max_srq,
                   a.max_srq_wr, a.max_ah, int(an.size()), an.data());
     }
+    if (!d.provider.name.empty())
+      std::printf("  provider:  %s (%s), direct verbs: %s\n", text(d.provider.name).c_str(),
+                  text(d.provider.file).c_str(),
+                  !d.provider.direct_verbs ? "none"
+                  : d.provider.direct_verbs_usable
+                      ? std::string(rdmadl::soname(*d.provider.direct_verbs)).c_str()
+                      : "unusable");
     std::printf("  features: ");
     for (auto [f, yes] : d.features) {
       auto fn = rdmadl::name(f);
@@ -270,14 +283,15 @@ void print_json(const report &r) {
   std::string o = "{\n  \"version\": \"" + std::to_string(RDMADL_VERSION_MAJOR) + "." +
                   std::to_string(RDMADL_VERSION_MINOR) + "." +
                   std::to_string(RDMADL_VERSION_PATCH) + "\",\n  \"libraries\": {";
-  const char *names[2] = {"libibverbs", "librdmacm"};
-  for (int i = 0; i < 2; i++) {
+  for (std::size_t i = 0; i < r.libs.size(); i++) {
     const auto &l = r.libs[i];
     auto opt = [](std::string_view s) { return s.empty() ? std::string("null") : json_str(s); };
-    o += std::string(i ? "," : "") + "\n    \"" + names[i] +
-         "\": {\"state\": " + json_str(l.state_name) + ", \"requested\": " + opt(l.requested) +
-         ", \"path\": " + opt(l.path) + ", \"version_node\": " + opt(l.version_node) +
-         ", \"error\": " + opt(l.error) + ", \"symbols\": " + std::to_string(l.symbol_count) +
+    auto so = rdmadl::soname(rdmadl::all_libraries[i]);
+    o += std::string(i ? "," : "") + "\n    " + json_str(so.substr(0, so.find(".so"))) +
+         ": {\"soname\": " + json_str(so) + ", \"state\": " + json_str(l.state_name) +
+         ", \"requested\": " + opt(l.requested) + ", \"path\": " + opt(l.path) +
+         ", \"version_node\": " + opt(l.version_node) + ", \"error\": " + opt(l.error) +
+         ", \"symbols\": " + std::to_string(l.symbol_count) +
          ", \"missing_count\": " + std::to_string(l.missing.size()) + ", \"missing\": [";
     for (std::size_t k = 0; k < l.missing.size(); k++)
       o += (k ? ", " : "") + json_str(l.missing[k]);
@@ -313,6 +327,13 @@ void print_json(const report &r) {
            n("max_srq", a.max_srq) + n("max_srq_wr", a.max_srq_wr) + n("max_ah", a.max_ah) +
            n("phys_port_cnt", a.phys_port_cnt) + "}";
     }
+    if (!d.provider.name.empty())
+      o += ", \"provider\": {\"name\": " + json_str(d.provider.name) +
+           ", \"file\": " + json_str(d.provider.file) + ", \"direct_verbs\": " +
+           (d.provider.direct_verbs ? json_str(rdmadl::soname(*d.provider.direct_verbs))
+                                    : std::string("null")) +
+           ", \"direct_verbs_usable\": " + (d.provider.direct_verbs_usable ? "true" : "false") +
+           "}";
     o += ", \"features\": {";
     for (std::size_t k = 0; k < d.features.size(); k++)
       o += (k ? ", " : "") + json_str(rdmadl::name(d.features[k].first)) + ": " +

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -187,6 +188,19 @@ private:
 // serialises as rdma-core documents; moving, assigning or destroying an
 // object must not race with any other use of that same object. A send_batch
 // is exclusive: one at a time per queue pair.
+// The rdma-core provider (driver library) behind a context.
+struct provider_info {
+  std::string name; // "rxe", "mlx5", "efa", "siw", ...: the driver file's name
+  std::string file; // the object that runs the context's data path, as loaded
+  // The provider's direct-verbs library (mlx5 -> library::mlx5, efa, mlx4, hns,
+  // mana, ionic), when rdma-core ships one for it.
+  std::optional<library> direct_verbs;
+  // That library loaded and is usable (from the same rdma-core release as
+  // libibverbs). Its functions are then called on native_handle() with the
+  // provider's own header (e.g. <infiniband/mlx5dv.h>, bundled).
+  bool direct_verbs_usable = false;
+};
+
 class RDMADL_CXX_API context {
 public:
   // Opens the device called name, or the first device when name is empty.
@@ -224,6 +238,10 @@ public:
   // completion_queue::extended() and queue_pair::uses_wr_api() will report;
   // the answer is cached in the context.
   bool supports(feature f) const noexcept;
+  // Which provider drives this context (the object whose code its poll_cq
+  // runs) and whether its direct-verbs library is usable; loads that library
+  // the first time. Empty name on an empty context or an unnamed object.
+  provider_info provider() const;
 
   // The device's asynchronous event file descriptor (readable when an event
   // is pending; non-blocking once next_event() has run), -1 when empty.

@@ -16,7 +16,23 @@
 
 namespace rdmadl {
 
-enum class library { ibverbs = 0, rdmacm = 1 };
+// Mirrors rdmadl_lib: libibverbs, librdmacm, the providers' direct-verbs
+// libraries and libibumad. The last seven are loaded on first use (load()).
+enum class library {
+  ibverbs = 0, // libibverbs.so.1
+  rdmacm = 1,  // librdmacm.so.1
+  mlx5 = 2,    // libmlx5.so.1: mlx5dv_*
+  efa = 3,     // libefa.so.1: efadv_*
+  mlx4 = 4,    // libmlx4.so.1: mlx4dv_*
+  hns = 5,     // libhns.so.1: hnsdv_*
+  mana = 6,    // libmana.so.1: manadv_*
+  ionic = 7,   // libionic.so.1: ionic_dv_*
+  ibumad = 8   // libibumad.so.3: umad_*
+};
+// Every library, for listings.
+inline constexpr library all_libraries[] = {library::ibverbs, library::rdmacm, library::mlx5,
+                                            library::efa,     library::mlx4,   library::hns,
+                                            library::mana,    library::ionic,  library::ibumad};
 
 // Mirrors rdmadl_state.
 enum class library_state {
@@ -26,7 +42,8 @@ enum class library_state {
   incompatible = 3, // loaded, not a usable rdma-core library
   skipped = 4,      // librdmacm only: libibverbs unusable
   loaded = 5,       // every symbol resolved
-  partial = 6       // loaded, some (newer) symbols missing
+  partial = 6,      // loaded, some (newer) symbols missing
+  not_loaded = 7    // a lazily loaded library nothing has used yet
 };
 
 // Mirrors rdmadl_stack.
@@ -70,8 +87,13 @@ enum class feature {
 // True when libibverbs is loaded and usable (LOADED or PARTIAL). Loads it if
 // that has not happened yet. Devices may still be absent: see stack().
 RDMADL_CXX_API bool available() noexcept;
-// What the loader found for lib.
+// What the loader found for lib. Does not load a lazily loaded library
+// (state not_loaded, every symbol counted missing): see load().
 RDMADL_CXX_API library_status status(library lib);
+// Loads lib if nothing has yet; true when it is usable (loaded or partial).
+RDMADL_CXX_API bool load(library lib) noexcept;
+// The soname rdmadl loads for lib ("libmlx5.so.1").
+RDMADL_CXX_API std::string_view soname(library lib) noexcept;
 // Classifies the whole stack (asks libibverbs for its device list once per call).
 RDMADL_CXX_API stack_state stack() noexcept;
 // A stable name for a stack state ("ready", "no-kernel-support", ...).

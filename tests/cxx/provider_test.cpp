@@ -277,6 +277,14 @@ TEST_CASE("provider: the fake device, its attributes, ports and GID selection") 
     CHECK(ctx.supports(feature::extended_cq));
     CHECK(ctx.supports(feature::wr_api));
     CHECK(ctx.supports(feature::srq));
+    // The object running its data path is the fake libibverbs itself, which
+    // rdma-core ships no direct-verbs library for.
+    auto pi = ctx.provider();
+    CHECK(pi.name == "ibverbs");
+    CHECK(pi.file.find("fake_provider/libibverbs.so.1") != std::string::npos);
+    CHECK(!pi.direct_verbs);
+    CHECK(!pi.direct_verbs_usable);
+    CHECK(context{}.provider().name.empty());
     // InfiniBand: GID 0 and the LID.
     fp().fakeprov_set(FAKEPROV_PORT_LINK_LAYER, IBV_LINK_LAYER_INFINIBAND);
     fp().fakeprov_set(FAKEPROV_PORT_LID, 0x2a);

@@ -22,7 +22,6 @@
 #include <dlfcn.h>
 
 #include "rdma_api.h"
-#include <infiniband/umad_types.h>
 
 #include "rdmadl/loader.h"
 #include <doctest/doctest.h>
