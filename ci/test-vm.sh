@@ -8,7 +8,8 @@
 #                 [--stages "single cluster"] [--clusters "sid,bullseye,bookworm,trixie sid,bullseye,none"]
 #
 # Steps: build (cmake -G Ninja -DRDMADL_WERROR=ON into build-vm, unless
-# --build-dir names an existing build); build each suite's image
+# --build-dir names an existing build); build Debian's perftest against the
+# build's link aliases (ci/build-perftest.sh, cached); build each suite's image
 # (ci/vm/build-image.sh); derive each release's expected symbol list from its
 # real libibverbs.so.1 / librdmacm.so.1 (readelf) and check ci/releases.txt
 # against it; assemble one payload; boot each suite once (ci/vm/run.sh), one
@@ -93,7 +94,7 @@ else
   # picked up by a CMake run.
   cmake -S "$root" -B "$build" >/dev/null
 fi
-targets=(tests/guest/all)
+targets=(tests/guest/all rdmadl_verbs)
 [ -z "$clusters" ] || targets+=(examples/all tests/cxx/rdmadl-mc-cluster)
 cxx_list=$root/tests/cxx/guest-tests.sh
 if [ -f "$cxx_list" ]; then
@@ -108,10 +109,18 @@ fi
 say "building ${targets[*]}"
 ninja -C "$build" -j2 "${targets[@]}" >"$build/test-vm-build.log" 2>&1 ||
   { tail -n 40 "$build/test-vm-build.log" >&2; die "build failed (log: $build/test-vm-build.log)"; }
-t_built=$(date +%s)
 
 logs=${RDMADL_VM_LOG_DIR:-$build/vm-logs}
 rm -rf "$logs"; mkdir -p "$logs"
+# perftest, unmodified, configured against this build's link aliases (once per
+# run; cached by version). A failure fails every RDMA suite's perftest checks.
+perftest=""
+if [ -n "$suites" ]; then
+  say "perftest against the link aliases (ci/build-perftest.sh)"
+  perftest=$("$here/build-perftest.sh" "$build" 2>"$logs/perftest-build.log" | tail -n 1) || perftest=""
+  if [ -z "$perftest" ]; then tail -n 20 "$logs/perftest-build.log" >&2; fi
+fi
+t_built=$(date +%s)
 payload=$build/vm-payload
 rm -rf "$payload"; mkdir -p "$payload/bin" "$payload/lib" "$payload/expected"
 
@@ -150,6 +159,8 @@ for s in $suites; do
   fi
   imgdir[$s]=$img
   version[$s]=$(sed -n 's/^RDMA_CORE=//p' "$img/info")
+  host_check "$s" perftest.build "$([ -n "$perftest" ] && echo 1 || echo 0)" \
+    "ci/build-perftest.sh failed (log: $logs/perftest-build.log)"
   [ "$s" != none ] || continue
   libdir=$img/sysroot/usr/lib/x86_64-linux-gnu
   list=$payload/expected/$s.list
@@ -203,6 +214,11 @@ cp -L "$build/librdmadl-verbs.so.0" "$payload/lib/"
 # librdmadl-ffi: ffi_ops and the ctypes program only dlopen it.
 cp -L "$build/ffi/librdmadl-ffi.so.0" "$payload/lib/"
 cp "$root/tests/guest/ffi_pingpong.py" "$payload/"
+mkdir -p "$payload/perftest"
+if [ -n "$perftest" ]; then
+  cp "$perftest"/bin/ib_{send_bw,write_bw,read_bw,send_lat} "$payload/perftest/"
+  cp -a "$perftest/lib" "$payload/perftest/"
+fi
 {
   cat <<'EOF'
 #!/bin/sh
@@ -312,6 +328,8 @@ if [ -f "$cxx_list" ]; then
   done
   { echo; echo "# --- tests/cxx/guest-tests.sh ---"; cat "$cxx_list"; } >>"$payload/guest-tests.sh"
 fi
+{ echo; echo "# --- tests/perftest/guest-tests.sh ---"; cat "$root/tests/perftest/guest-tests.sh"; } \
+  >>"$payload/guest-tests.sh"
 # shellcheck disable=SC2016 # guest-side variable
 echo 'exit $status' >>"$payload/guest-tests.sh"
 
