@@ -153,7 +153,12 @@ wanted() { # PKG
     libc6) grep -E "^/usr/lib/$ma/[^/]+\.so(\.[0-9.]+)?\$|^/usr/lib64/ld-linux" "$l" ;;
     iproute2) grep -E '^/usr/s?bin/(ip|rdma)$' "$l" ;;
     python3.* | libpython3.*) python_wanted "$1" "$l" ;; # the python3 block above
-    ibverbs-providers) grep -E "/libibverbs/librxe-rdmav[0-9]+\.so\$|^/etc/libibverbs.d/rxe.driver\$" "$l" ;;
+    # rxe's plugin, and every direct-verbs library the release ships (dv_umad
+    # calls them on the rxe device, directly and through the drop-in).
+    ibverbs-providers)
+      grep -E "/libibverbs/librxe-rdmav[0-9]+\.so\$|^/etc/libibverbs.d/rxe.driver\$" "$l"
+      grep -E "^/usr/lib/$ma/lib(mlx5|mlx4|efa|hns|mana|ionic)\.so\.[0-9.]+\$" "$l"
+      ;;
     ibverbs-utils | rdmacm-utils | perftest) grep -E '^/usr/s?bin/[^/]+$' "$l" | grep -v raw_ethernet ;;
     lib*) grep -E "^/usr/lib/$ma/[^/]+\.so\.[0-9.]+\$" "$l" ;;
   esac || true
