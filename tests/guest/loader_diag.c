@@ -112,6 +112,10 @@ int main(int argc, char **argv) {
   const char *name;
   rdmadl_lib lib;
   for (size_t i = 0; (name = rdmadl_symbol_name(i, &lib)) != NULL; i++) {
+    /* LIST covers libibverbs and librdmacm; the provider libraries and
+     * libibumad are dv_umad's (asking about them would load them). */
+    if (lib != RDMADL_LIB_IBVERBS && lib != RDMADL_LIB_RDMACM)
+      continue;
     const char *node = NULL;
     int st = rdmadl_symbol_status(name, &node);
     struct expect *e = find(name);
