@@ -205,7 +205,8 @@ done
 t_images=$(date +%s)
 
 # --- payload --------------------------------------------------------------------
-progs="rc_ops ud_srq comp_channel ex_api cm_pingpong strs loader_diag buf_pingpong rc_ops_shared ffi_ops"
+progs="rc_ops ud_srq comp_channel ex_api cm_pingpong strs loader_diag buf_pingpong rc_ops_shared ffi_ops
+  dv_umad"
 for p in $progs; do
   [ -x "$build/tests/guest/$p" ] || die "$build/tests/guest/$p not built"
   cp "$build/tests/guest/$p" "$payload/bin/"
@@ -261,7 +262,7 @@ EOF
   cat <<'EOF'
 if [ "$RDMADL_SUITE" = none ]; then
   # No rdma-core at all and no override variable: clean EOPNOTSUPP failures.
-  for p in rc_ops ud_srq comp_channel ex_api cm_pingpong loader_diag strs buf_pingpong; do
+  for p in rc_ops ud_srq comp_channel ex_api cm_pingpong loader_diag strs buf_pingpong dv_umad; do
     run "$p" "$p" --absent
   done
   run_shared --absent
@@ -305,6 +306,8 @@ else
   run strs strs
   run loader_diag loader_diag "/payload/expected/$RDMADL_SUITE.list"
   run buf_pingpong buf_pingpong "/payload/expected/$RDMADL_SUITE.list"
+  # Provider direct verbs and libibumad: the drop-in against the real libraries.
+  run dv_umad dv_umad
   run_shared
   # librdmadl-ffi through dlopen/dlsym (C), and from Python's ctypes.
   run ffi_ops ffi_ops
