@@ -4,7 +4,10 @@
 # Installs only what is missing (as root); otherwise says what to install.
 set -euo pipefail
 want=(cmake ninja-build g++ gcc clang libclang-rt-dev binutils python3 pkgconf)
-[ "${1:-}" = --vm ] && want+=(qemu-system-x86 busybox-static)
+# --vm: QEMU and busybox for the images; make, patch and libpci-dev (a
+# configure requirement of perftest 25.x) to build Debian's perftest against
+# the link aliases (ci/build-perftest.sh).
+[ "${1:-}" = --vm ] && want+=(qemu-system-x86 busybox-static make patch libpci-dev)
 missing=()
 for pkg in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")

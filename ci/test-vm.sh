@@ -8,7 +8,8 @@
 #                 [--stages "single cluster"] [--clusters "sid,bullseye,bookworm,trixie sid,bullseye,none"]
 #
 # Steps: build (cmake -G Ninja -DRDMADL_WERROR=ON into build-vm, unless
-# --build-dir names an existing build); build each suite's image
+# --build-dir names an existing build); build Debian's perftest against the
+# build's link aliases (ci/build-perftest.sh, cached); build each suite's image
 # (ci/vm/build-image.sh); derive each release's expected symbol list from its
 # real libibverbs.so.1 / librdmacm.so.1 (readelf) and check ci/releases.txt
 # against it; assemble one payload; boot each suite once (ci/vm/run.sh), one
@@ -93,7 +94,7 @@ else
   # picked up by a CMake run.
   cmake -S "$root" -B "$build" >/dev/null
 fi
-targets=(tests/guest/all)
+targets=(tests/guest/all rdmadl_verbs)
 [ -z "$clusters" ] || targets+=(examples/all tests/cxx/rdmadl-mc-cluster)
 cxx_list=$root/tests/cxx/guest-tests.sh
 if [ -f "$cxx_list" ]; then
@@ -108,10 +109,18 @@ fi
 say "building ${targets[*]}"
 ninja -C "$build" -j2 "${targets[@]}" >"$build/test-vm-build.log" 2>&1 ||
   { tail -n 40 "$build/test-vm-build.log" >&2; die "build failed (log: $build/test-vm-build.log)"; }
-t_built=$(date +%s)
 
 logs=${RDMADL_VM_LOG_DIR:-$build/vm-logs}
 rm -rf "$logs"; mkdir -p "$logs"
+# perftest, unmodified, configured against this build's link aliases (once per
+# run; cached by version). A failure fails every RDMA suite's perftest checks.
+perftest=""
+if [ -n "$suites" ]; then
+  say "perftest against the link aliases (ci/build-perftest.sh)"
+  perftest=$("$here/build-perftest.sh" "$build" 2>"$logs/perftest-build.log" | tail -n 1) || perftest=""
+  if [ -z "$perftest" ]; then tail -n 20 "$logs/perftest-build.log" >&2; fi
+fi
+t_built=$(date +%s)
 payload=$build/vm-payload
 rm -rf "$payload"; mkdir -p "$payload/bin" "$payload/lib" "$payload/expected"
 
@@ -150,15 +159,25 @@ for s in $suites; do
   fi
   imgdir[$s]=$img
   version[$s]=$(sed -n 's/^RDMA_CORE=//p' "$img/info")
+  host_check "$s" perftest.build "$([ -n "$perftest" ] && echo 1 || echo 0)" \
+    "ci/build-perftest.sh failed (log: $logs/perftest-build.log)"
   [ "$s" != none ] || continue
   libdir=$img/sysroot/usr/lib/x86_64-linux-gnu
   list=$payload/expected/$s.list
   : >"$list"
-  for lib in libibverbs librdmacm; do
-    f=$(readlink -f "$libdir/$lib.so.1") || f=""
-    if [ ! -f "$f" ]; then host_check "$s" "exports.$lib" 0 "no $lib.so.1 in $img/sysroot"; continue; fi
+  # libibverbs and librdmacm must be there; the providers' direct-verbs
+  # libraries and libibumad where the release ships them (loader_diag then
+  # expects each one it is told a node of to load, and the others not found).
+  for lib in libibverbs librdmacm libmlx5 libefa libmlx4 libhns libmana libionic libibumad; do
+    so=$lib.so.1
+    [ $lib != libibumad ] || so=$lib.so.3
+    f=$(readlink -f "$libdir/$so") || f=""
+    if [ ! -f "$f" ]; then
+      case $lib in libibverbs | librdmacm) host_check "$s" "exports.$lib" 0 "no $so in $img/sysroot" ;; esac
+      continue
+    fi
     exports "$f" >"$logs/$s.$lib.exports"
-    node=$(readelf --dyn-syms -W "$f" | grep -oE '(IBVERBS|RDMACM)_1\.[0-9]+' | sort -uV | tail -n 1)
+    node=$(readelf -V -W "$f" | sed -n 's/.*Name: \([A-Z0-9]*_1\.[0-9.]*\)$/\1/p' | sort -uV | tail -n 1)
     echo "@node $lib $node" >>"$list"
     # A public name rdmadl's table does not know is a new release's addition:
     # fail loudly, so loader/symbols.def gets it.
@@ -186,7 +205,8 @@ done
 t_images=$(date +%s)
 
 # --- payload --------------------------------------------------------------------
-progs="rc_ops ud_srq comp_channel ex_api cm_pingpong strs loader_diag buf_pingpong rc_ops_shared ffi_ops"
+progs="rc_ops ud_srq comp_channel ex_api cm_pingpong strs loader_diag buf_pingpong rc_ops_shared ffi_ops
+  dv_umad"
 for p in $progs; do
   [ -x "$build/tests/guest/$p" ] || die "$build/tests/guest/$p not built"
   cp "$build/tests/guest/$p" "$payload/bin/"
@@ -195,6 +215,11 @@ cp -L "$build/librdmadl-verbs.so.0" "$payload/lib/"
 # librdmadl-ffi: ffi_ops and the ctypes program only dlopen it.
 cp -L "$build/ffi/librdmadl-ffi.so.0" "$payload/lib/"
 cp "$root/tests/guest/ffi_pingpong.py" "$payload/"
+mkdir -p "$payload/perftest"
+if [ -n "$perftest" ]; then
+  cp "$perftest"/bin/ib_{send_bw,write_bw,read_bw,send_lat} "$payload/perftest/"
+  cp -a "$perftest/lib" "$payload/perftest/"
+fi
 {
   cat <<'EOF'
 #!/bin/sh
@@ -237,7 +262,7 @@ EOF
   cat <<'EOF'
 if [ "$RDMADL_SUITE" = none ]; then
   # No rdma-core at all and no override variable: clean EOPNOTSUPP failures.
-  for p in rc_ops ud_srq comp_channel ex_api cm_pingpong loader_diag strs buf_pingpong; do
+  for p in rc_ops ud_srq comp_channel ex_api cm_pingpong loader_diag strs buf_pingpong dv_umad; do
     run "$p" "$p" --absent
   done
   run_shared --absent
@@ -281,6 +306,8 @@ else
   run strs strs
   run loader_diag loader_diag "/payload/expected/$RDMADL_SUITE.list"
   run buf_pingpong buf_pingpong "/payload/expected/$RDMADL_SUITE.list"
+  # Provider direct verbs and libibumad: the drop-in against the real libraries.
+  run dv_umad dv_umad
   run_shared
   # librdmadl-ffi through dlopen/dlsym (C), and from Python's ctypes.
   run ffi_ops ffi_ops
@@ -304,6 +331,8 @@ if [ -f "$cxx_list" ]; then
   done
   { echo; echo "# --- tests/cxx/guest-tests.sh ---"; cat "$cxx_list"; } >>"$payload/guest-tests.sh"
 fi
+{ echo; echo "# --- tests/perftest/guest-tests.sh ---"; cat "$root/tests/perftest/guest-tests.sh"; } \
+  >>"$payload/guest-tests.sh"
 # shellcheck disable=SC2016 # guest-side variable
 echo 'exit $status' >>"$payload/guest-tests.sh"
 

@@ -153,7 +153,9 @@ wanted() { # PKG
     libc6) grep -E "^/usr/lib/$ma/[^/]+\.so(\.[0-9.]+)?\$|^/usr/lib64/ld-linux" "$l" ;;
     iproute2) grep -E '^/usr/s?bin/(ip|rdma)$' "$l" ;;
     python3.* | libpython3.*) python_wanted "$1" "$l" ;; # the python3 block above
-    ibverbs-providers) grep -E "/libibverbs/librxe-rdmav[0-9]+\.so\$|^/etc/libibverbs.d/rxe.driver\$" "$l" ;;
+    # rxe's driver, and every direct-verbs library the release ships (rdmadl
+    # loads them on demand; without their hardware they answer "not mine").
+    ibverbs-providers) grep -E "/libibverbs/librxe-rdmav[0-9]+\.so\$|^/etc/libibverbs.d/rxe.driver\$|^/usr/lib/$ma/lib(mlx5|efa|mlx4|hns|mana|ionic)\.so\.[0-9.]+\$" "$l" ;;
     ibverbs-utils | rdmacm-utils | perftest) grep -E '^/usr/s?bin/[^/]+$' "$l" | grep -v raw_ethernet ;;
     lib*) grep -E "^/usr/lib/$ma/[^/]+\.so\.[0-9.]+\$" "$l" ;;
   esac || true

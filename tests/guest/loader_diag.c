@@ -2,8 +2,10 @@
 /*
  * loader_diag LIST - compares what rdmadl resolved with the running release's
  * real exports. LIST (generated on the host with readelf from the suite's
- * libibverbs.so.1 and librdmacm.so.1) holds "name node" per exported symbol
- * that rdmadl knows, and "@node LIB NODE" for each library's highest node.
+ * libibverbs.so.1, librdmacm.so.1 and, where the release ships them, the
+ * providers' direct-verbs libraries and libibumad.so.3) holds "name node" per
+ * exported symbol that rdmadl knows, and "@node LIB NODE" for each of those
+ * libraries' highest node; a library without one must be not found.
  * With --absent (no LIST): every symbol must be unresolved and the
  * diagnostics must say libibverbs.so.1 was not found.
  */
@@ -25,7 +27,11 @@ struct expect {
 
 static struct expect exp_syms[MAX_SYMS];
 static int n_exp;
-static char exp_node[2][64];
+enum { NLIBS = RDMADL_LIB_COUNT };
+static char exp_node[NLIBS][64];
+static const char *const lib_names[NLIBS] = {"libibverbs", "librdmacm", "libmlx5",
+                                             "libefa",     "libmlx4",   "libhns",
+                                             "libmana",    "libionic",  "libibumad"};
 
 static int read_list(const char *path) {
   FILE *f = fopen(path, "r");
@@ -36,8 +42,9 @@ static int read_list(const char *path) {
   char line[256], a[64], b[64], c[64];
   while (fgets(line, sizeof line, f)) {
     if (sscanf(line, "@node %63s %63s", a, b) == 2) {
-      int lib = strcmp(a, "librdmacm") == 0;
-      snprintf(exp_node[lib], sizeof exp_node[lib], "%s", b);
+      for (int lib = 0; lib < NLIBS; lib++)
+        if (strcmp(a, lib_names[lib]) == 0)
+          snprintf(exp_node[lib], sizeof exp_node[lib], "%s", b);
     } else if (sscanf(line, "%63s %63s %63s", a, b, c) == 2 && a[0] != '#' && n_exp < MAX_SYMS) {
       snprintf(exp_syms[n_exp].name, sizeof exp_syms[n_exp].name, "%s", a);
       snprintf(exp_syms[n_exp].node, sizeof exp_syms[n_exp].node, "%s", b);
@@ -55,10 +62,8 @@ static struct expect *find(const char *name) {
   return NULL;
 }
 
-static const char *const lib_names[2] = {"libibverbs", "librdmacm"};
-
 static void print_libs(void) {
-  for (int l = 0; l < 2; l++) {
+  for (int l = 0; l < NLIBS; l++) {
     const char *p = rdmadl_lib_path((rdmadl_lib)l), *n = rdmadl_lib_version_node((rdmadl_lib)l);
     printf("loader_diag: %s: %s, %s, highest node %s, %zu of %zu symbols missing\n", lib_names[l],
            rdmadl_state_name(rdmadl_lib_state((rdmadl_lib)l)), p ? p : "(nothing loaded)",
@@ -95,20 +100,27 @@ int main(int argc, char **argv) {
     t_check("diag.list", false, "usage: loader_diag EXPECTED-LIST (readable, non-empty)");
     return t_exit();
   }
-  for (int l = 0; l < 2; l++) {
+  for (int l = 0; l < NLIBS; l++) {
     char name[64];
+    /* The lazily loaded ones: as a program's first call would. */
+    rdmadl_lib_load((rdmadl_lib)l);
     rdmadl_state st = rdmadl_lib_state((rdmadl_lib)l);
     const char *node = rdmadl_lib_version_node((rdmadl_lib)l);
+    const int shipped = exp_node[l][0] != '\0';
     snprintf(name, sizeof name, "diag.%s.loaded", lib_names[l]);
-    t_check(name, st == RDMADL_STATE_LOADED || st == RDMADL_STATE_PARTIAL, "state %s: %s",
-            rdmadl_state_name(st), rdmadl_lib_error((rdmadl_lib)l));
+    t_check(name,
+            shipped ? st == RDMADL_STATE_LOADED || st == RDMADL_STATE_PARTIAL
+                    : st == RDMADL_STATE_NOT_FOUND,
+            "state %s: %s (the release %s it)", rdmadl_state_name(st),
+            rdmadl_lib_error((rdmadl_lib)l), shipped ? "ships" : "does not ship");
     snprintf(name, sizeof name, "diag.%s.node", lib_names[l]);
-    t_check(name, node && strcmp(node, exp_node[l]) == 0, "highest node %s, readelf says %s",
-            node ? node : "(null)", exp_node[l]);
+    t_check(name, shipped ? node && strcmp(node, exp_node[l]) == 0 : node == NULL,
+            "highest node %s, readelf says %s", node ? node : "(null)",
+            shipped ? exp_node[l] : "(no such library)");
   }
   /* Resolved set == exported set, each at the node readelf names. */
   int bad = 0, resolved = 0;
-  size_t missing[2] = {0, 0};
+  size_t missing[NLIBS] = {0};
   const char *name;
   rdmadl_lib lib;
   for (size_t i = 0; (name = rdmadl_symbol_name(i, &lib)) != NULL; i++) {
@@ -140,7 +152,7 @@ int main(int argc, char **argv) {
   }
   printf("loader_diag: %d symbols resolved, %d exported by the release\n", resolved, n_exp);
   t_check("diag.symbols", bad == 0 && resolved == n_exp, "%d mismatches", bad);
-  for (int l = 0; l < 2; l++) {
+  for (int l = 0; l < NLIBS; l++) {
     char cname[64];
     size_t mc = rdmadl_lib_missing_count((rdmadl_lib)l);
     rdmadl_state st = rdmadl_lib_state((rdmadl_lib)l);

@@ -4,8 +4,10 @@
 # temporary prefix and builds, against that prefix only, (1) a CMake project
 # using find_package(rdmadl) with the C++ API and the drop-in target, and
 # (2) an ordinary C verbs program compiled with pkg-config's rdmadl-verbs
-# flags. Runs each with RDMADL_DISABLE=1 (the answers must be consistent) and
-# checks that nothing needs libibverbs or librdmacm at link or load time.
+# flags, and (3) a C program of rdma-core's libraries built against the
+# installed link aliases (tests/dropin/check-link-aliases.sh). Runs each with
+# RDMADL_DISABLE=1 (the answers must be consistent) and checks that nothing
+# needs libibverbs or librdmacm at link or load time.
 set -euo pipefail
 build=${1:?usage: run.sh BUILD_DIR CC CXX FLAGS}
 cc=$2 cxx=$3 flags=${4:-}
@@ -42,6 +44,10 @@ echo "pkg-config: $pc"
 "$cc" $flags -o "$tmp/demo_pc" "$demo" $pc || fail "pkg-config build failed"
 RDMADL_DISABLE=1 LD_LIBRARY_PATH="$tmp/prefix/lib" "$tmp/demo_pc" | tee "$tmp/pc.out"
 grep -q 'dropin-demo: consistent' "$tmp/pc.out" || fail "drop-in consumer (pkg-config) inconsistent"
+
+# (3) rdma-core's link names and .pc files, installed beside the drop-in.
+"$here/../dropin/check-link-aliases.sh" "$tmp/prefix/lib/rdmadl/rdma-core" \
+  "$tmp/prefix/include/rdmadl/rdma" "$cc" "$flags" || fail "installed link aliases"
 
 for exe in consumer/consumer_cxx consumer/consumer_c demo_pc; do
   needed=$(readelf -d "$tmp/$exe" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
