@@ -603,7 +603,27 @@ enum { DEADLOCK_SECONDS = 5 };
  * state name) live in it, and a caller may keep them after dlclosing a
  * plugin that embeds the static drop-in. The shared drop-in is linked
  * -z nodelete for the same reason; the program itself is never unloaded. */
+#ifndef RDMADL_DROPIN_SHARED
+/* dl_iterate_phdr's first object is the program: 1 when ADDR is in one of
+ * its loadable segments, 2 when not (either stops the walk). */
+static int in_program(struct dl_phdr_info *info, size_t size, void *addr) {
+  (void)size;
+  for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    uintptr_t start = (uintptr_t)(info->dlpi_addr + ph->p_vaddr);
+    if (ph->p_type == PT_LOAD && (uintptr_t)addr - start < ph->p_memsz)
+      return 1;
+  }
+  return 2;
+}
+#endif
+
 static void pin_self(void) {
+#ifndef RDMADL_DROPIN_SHARED /* that one is linked -z nodelete */
+  /* Linked into the program (the common static case): nothing to pin, and
+   * no dladdr symbol search at start-up. */
+  if (dl_iterate_phdr(in_program, (void *)&pin_self) == 1)
+    return;
   Dl_info info;
   struct link_map *map = NULL;
   if (!dladdr1((const void *)&pin_self, &info, (void **)&map, RTLD_DL_LINKMAP) || !map ||
@@ -613,6 +633,7 @@ static void pin_self(void) {
   DEBUGF("%s pinned (RTLD_NODELETE): %s", map->l_name, h ? "yes" : dlerror());
   if (h)
     dlclose(h);
+#endif
 }
 
 /* The uncontended load takes no lock: LOAD_NONE -> LOAD_RUNNING by
