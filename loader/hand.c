@@ -11,6 +11,7 @@
  * copy of libibverbs in the process.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <net/if.h>
 #include <stdarg.h>
@@ -387,6 +388,35 @@ RDMADL_STUB_API void RDMADL_NAME(ibv_register_driver)(const char *name,
   else
     errno = EOPNOTSUPP;
 }
+
+#ifdef RDMADL_DROPIN_SHARED
+/* libmlx5's old-ABI mlx5dv_init_obj@MLX5_1.0 (the table binds the default
+ * MLX5_1.2 one), which programs linked against rdma-core before MLX5_1.2
+ * reference: the shared drop-in exports it too, as that non-default entry,
+ * and forwards it to the loaded libmlx5's own MLX5_1.0 entry; without one it
+ * fails as mlx5dv_init_obj(3) documents, with EOPNOTSUPP. */
+struct mlx5dv_obj;
+__attribute__((visibility("default"))) int mlx5dv_init_obj_1_0_compat(struct mlx5dv_obj *obj,
+                                                                      uint64_t obj_type);
+__asm__(".symver mlx5dv_init_obj_1_0_compat, mlx5dv_init_obj@MLX5_1.0");
+int mlx5dv_init_obj_1_0_compat(struct mlx5dv_obj *obj, uint64_t obj_type) {
+  static void *entry; /* atomic */
+  void *f = __atomic_load_n(&entry, __ATOMIC_ACQUIRE);
+  if (!f && rdmadl_lib_load(RDMADL_LIB_MLX5) == 0) {
+    const char *path = rdmadl_lib_path(RDMADL_LIB_MLX5);
+    void *h = path ? dlopen(path, RTLD_LAZY | RTLD_NOLOAD) : NULL;
+    if (h) {
+      f = dlvsym(h, "mlx5dv_init_obj", "MLX5_1.0");
+      dlclose(h); /* the loader's own reference keeps it loaded */
+      __atomic_store_n(&entry, f, __ATOMIC_RELEASE);
+    }
+  }
+  if (f)
+    return ((int (*)(struct mlx5dv_obj *, uint64_t))f)(obj, obj_type);
+  errno = EOPNOTSUPP;
+  return EOPNOTSUPP;
+}
+#endif
 
 /* The string functions keep working without a library: the same strings
  * rdma-core returns, "unknown" (or "UNKNOWN EVENT") outside the enum. */

@@ -141,6 +141,16 @@ TEST_CASE("absent: every stub fails as its man page documents, with EOPNOTSUPP")
 }
 
 #ifdef RDMADL_TEST_DROPIN_SHARED
+TEST_CASE("absent: libmlx5's old-ABI mlx5dv_init_obj@MLX5_1.0 fails as documented") {
+  using init_obj = int (*)(mlx5dv_obj *, uint64_t);
+  auto f = reinterpret_cast<init_obj>(dlvsym(RTLD_DEFAULT, "mlx5dv_init_obj", "MLX5_1.0"));
+  REQUIRE(f != nullptr);
+  CHECK(reinterpret_cast<void *>(f) != dlvsym(RTLD_DEFAULT, "mlx5dv_init_obj", "MLX5_1.2"));
+  errno = 0;
+  CHECK(f(nullptr, 0) == EOPNOTSUPP);
+  CHECK(errno == EOPNOTSUPP);
+}
+
 TEST_CASE("absent: ibv_register_driver is only a non-default IBVERBS_1.1 entry, as in libibverbs") {
   CHECK(register_driver_v11() != nullptr);
   CHECK(dlvsym(RTLD_DEFAULT, "ibv_open_device", "IBVERBS_1.1") != nullptr);

@@ -286,6 +286,22 @@ TEST_CASE("release: provider libraries and libibumad answer as the library itsel
   // Bound, and called on what needs no device: the library's own answer.
   REQUIRE(exported(exports, "mlx5dv_is_supported"));
   CHECK(rdmadl_symbol_status("mlx5dv_is_supported", nullptr) == RDMADL_SYMBOL_RESOLVED);
+  // The old-ABI mlx5dv_init_obj@MLX5_1.0 reaches the release's own entry:
+  // asked for nothing (type 0), both answer the same.
+  using init_obj = int (*)(mlx5dv_obj *, uint64_t);
+  auto old_ours = reinterpret_cast<init_obj>(dlvsym(RTLD_DEFAULT, "mlx5dv_init_obj", "MLX5_1.0"));
+  void *mlx5 = dlopen(release_file(RDMADL_LIB_MLX5).c_str(), RTLD_NOW | RTLD_LOCAL);
+  REQUIRE(mlx5 != nullptr);
+  auto old_theirs = reinterpret_cast<init_obj>(dlvsym(mlx5, "mlx5dv_init_obj", "MLX5_1.0"));
+  REQUIRE((old_ours && old_theirs));
+  mlx5dv_obj obj_ours{}, obj_theirs{};
+  errno = 0;
+  const int ret_ours = old_ours(&obj_ours, 0), errno_ours = errno;
+  errno = 0;
+  const int ret_theirs = old_theirs(&obj_theirs, 0), errno_theirs = errno;
+  CHECK(ret_ours == ret_theirs);
+  CHECK(errno_ours == errno_theirs);
+  dlclose(mlx5);
   dlclose(umad);
 }
 
