@@ -1275,8 +1275,9 @@ static void load_lazy(struct lib_info *lib) {
     if (debug)
       logf_debug("%s: %s%s%s", lib->soname, rdmadl_state_name(lib->state),
                  lib_error(lib) ? ": " : "", lib_error(lib) ? lib_error(lib) : "");
-    __atomic_store_n(&lazy_busy, 0, __ATOMIC_RELEASE);
+    /* Done before not busy: whoever sees busy cleared sees it done. */
     __atomic_store_n(&lib->lazy_done, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&lazy_busy, 0, __ATOMIC_RELEASE);
   }
   pthread_mutex_unlock(&lazy_mu);
   errno = saved;
@@ -1316,7 +1317,16 @@ static struct lib_info *lib_at(rdmadl_lib lib) {
 /* A lazy library whose load has not run: its fields other than requested
  * are not to be read (another thread may be filling them). */
 static int pending(const struct lib_info *l) {
-  return l->kind != KIND_EAGER && !__atomic_load_n(&l->lazy_done, __ATOMIC_ACQUIRE);
+  if (l->kind == KIND_EAGER || __atomic_load_n(&l->lazy_done, __ATOMIC_ACQUIRE))
+    return 0;
+  /* Another thread is loading one: its functions may already be callable
+   * (bound as it goes), so wait for the load to finish before answering. */
+  if (__atomic_load_n(&lazy_busy, __ATOMIC_ACQUIRE) &&
+      !pthread_equal(__atomic_load_n(&lazy_owner, __ATOMIC_ACQUIRE), pthread_self())) {
+    pthread_mutex_lock(&lazy_mu);
+    pthread_mutex_unlock(&lazy_mu);
+  }
+  return !__atomic_load_n(&l->lazy_done, __ATOMIC_ACQUIRE);
 }
 
 static const char not_loaded_error[] =
