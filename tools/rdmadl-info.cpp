@@ -1,52 +1,82 @@
 // SPDX-License-Identifier: MIT
 // rdmadl-info: what rdmadl found (libraries, kernel, devices) and why RDMA is
-// or is not usable here. See --help.
+// or is not usable here. See --help and rdmadl-info(1).
+#include <arpa/inet.h>
+#include <net/if.h>
+
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "rdmadl/loader.h"
 #include "rdmadl/rdmadl.hpp"
 
 namespace {
 
-constexpr int exit_usable = 0, exit_no_library = 1, exit_no_device = 2, exit_usage = 64,
-              exit_io = 74;
+constexpr int exit_usable = 0, exit_no_library = 1, exit_no_device = 2, exit_no_match = 3,
+              exit_usage = 64, exit_io = 74;
 
 const char usage[] =
-    "usage: rdmadl-info [--json] [--check] [--help]\n"
+    "usage: rdmadl-info [-d DEV] [-i PORT] [-g INDEX] [--json] [--check] [--help]\n"
     "\n"
-    "Prints what rdmadl's loader found: per library its state, the requested and the\n"
-    "real path, the highest version node, the missing symbols and the load error;\n"
-    "the stack state; and for each RDMA device its GUID, node type, transport,\n"
-    "limits, ports (state, MTU, link layer, LID) and GIDs with their types.\n"
+    "Prints what rdmadl's loader found: per library a verdict, the requested and the\n"
+    "real path, the highest version node, its symbols counted as bound, emulated and\n"
+    "absent, and the load error; the stack state; and for each RDMA device its GUID,\n"
+    "node type, transport, limits, ports (state, MTU, link layer, LID), the GID a\n"
+    "queue pair would use by default and the GID table (index, GID, type, netdev,\n"
+    "address).\n"
     "\n"
-    "  --json   print the same as one JSON object\n"
-    "  --check  print nothing; only set the exit status\n"
-    "  --help   print this text\n"
+    "  -d, --ib-dev DEV       only the device DEV\n"
+    "  -i, --ib-port PORT     only port PORT (of each device shown)\n"
+    "  -g, --gid-index INDEX  only GID table entry INDEX (of each port shown)\n"
+    "      --json             print the same as one JSON object (valid UTF-8: a byte\n"
+    "                         that is not UTF-8 becomes \\ufffd)\n"
+    "      --check            print nothing; only set the exit status\n"
+    "  -h, --help             print this text\n"
+    "\n"
+    "A library's verdict: \"complete for rdma-core R\" when every symbol its release\n"
+    "defines is bound (symbols newer than that release are absent or emulated, as\n"
+    "expected); upper case (PARTIAL, INCOMPATIBLE, LOAD-FAILED) when something is\n"
+    "wrong with the file.\n"
     "\n"
     "Exit status (the same with and without --check):\n"
-    "  0  RDMA is usable: a device opened and has an active port\n"
+    "  0  RDMA is usable: a device opened and has an active port (among those shown)\n"
     "  1  no usable libibverbs: not installed, failed to load, or RDMADL_DISABLE=1\n"
     "  2  libibverbs loaded but no usable device: the kernel has no RDMA support,\n"
     "     no device exists, or no port is active\n"
+    "  3  the device, port or GID index asked for with -d, -i or -g does not exist\n"
     " 64  bad command line\n"
     " 74  the output could not be written (a full disk, a closed stdout)\n"
     "\n"
-    "Text output escapes control characters in names and paths (\\n, \\t, \\xNN;\n"
-    "a backslash as \\\\) and prints - for an empty field.\n"
+    "Text output escapes control characters and bytes that are not UTF-8 in names\n"
+    "and paths (\\n, \\t, \\xNN; a backslash as \\\\) and prints - for an empty field.\n"
     "\n"
     "Environment: RDMADL_IBVERBS_PATH, RDMADL_RDMACM_PATH, RDMADL_DISABLE=1,\n"
-    "RDMADL_DEBUG=1 (see rdmadl's README).\n";
+    "RDMADL_DEBUG=1 (see rdmadl-info(1) and rdmadl's README).\n";
+
+// What the command line asks for.
+struct options {
+  bool json = false, check = false;
+  std::string dev;                  // -d: empty = every device
+  std::optional<unsigned> port;     // -i
+  std::optional<std::uint32_t> gid; // -g
+};
 
 struct port_info {
   unsigned num;
   rdmadl::port_attr attr;
   std::vector<rdmadl::gid_entry> gids;
+  // What context::select_gid() with the default selector picks: the GID a
+  // queue pair created with default options uses on this port.
+  std::optional<rdmadl::gid_entry> would_use;
+  std::string would_use_error;
 };
 struct device_info {
   std::string name, error;
@@ -60,11 +90,23 @@ struct device_info {
   rdmadl::provider_info provider;
 };
 
+// One library's symbols and the verdict on them, shared by text and JSON.
+struct library_view {
+  std::size_t bound = 0;
+  std::vector<std::string_view> emulated, absent;
+  std::string release;          // "44.0", from the real file name; empty when unknown
+  bool complete = false;        // every symbol of its own release bound
+  std::size_t older_absent = 0; // absent or emulated at or below its version node
+  std::string verdict;
+};
+
 struct report {
   std::vector<rdmadl::library_status> libs;
+  std::vector<library_view> views;
   rdmadl::stack_state stack{};
   std::vector<device_info> devices;
   std::string devices_error;
+  std::string filter_error; // -d/-i/-g matched nothing
   bool usable = false;
   std::string why;
   int status = exit_no_library;
@@ -77,45 +119,273 @@ std::string guid_str(std::uint64_t g) {
   return b;
 }
 
-// One field of the text output: control characters escaped so that no path
-// can start a line of its own, "-" when empty.
+// The length of the well-formed UTF-8 sequence at s[i] (1 to 4), or 0 when the
+// byte there does not start one (a stray continuation byte, an overlong form,
+// a surrogate, beyond U+10FFFF, or a truncated sequence).
+std::size_t utf8_len(std::string_view s, std::size_t i) {
+  auto at = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  unsigned char c = at(i);
+  if (c < 0x80)
+    return 1;
+  std::size_t n;
+  unsigned char lo = 0x80, hi = 0xbf;
+  if (c >= 0xc2 && c <= 0xdf) {
+    n = 2;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    n = 3;
+    if (c == 0xe0)
+      lo = 0xa0;
+    else if (c == 0xed)
+      hi = 0x9f;
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    n = 4;
+    if (c == 0xf0)
+      lo = 0x90;
+    else if (c == 0xf4)
+      hi = 0x8f;
+  } else {
+    return 0;
+  }
+  if (i + n > s.size())
+    return 0;
+  if (at(i + 1) < lo || at(i + 1) > hi)
+    return 0;
+  for (std::size_t k = 2; k < n; k++)
+    if (at(i + k) < 0x80 || at(i + k) > 0xbf)
+      return 0;
+  return n;
+}
+
+// One field of the text output: control characters and bytes that are not
+// UTF-8 escaped so that no path can start a line of its own or upset a
+// terminal, "-" when empty.
 std::string text(std::string_view s) {
   if (s.empty())
     return "-";
   std::string o;
-  for (unsigned char c : s) {
+  for (std::size_t i = 0; i < s.size();) {
+    auto c = static_cast<unsigned char>(s[i]);
+    std::size_t n = utf8_len(s, i);
     if (c == '\\') {
       o += "\\\\";
     } else if (c == '\n') {
       o += "\\n";
     } else if (c == '\t') {
       o += "\\t";
-    } else if (c < 0x20 || c == 0x7f) {
+    } else if (c < 0x20 || c == 0x7f || n == 0) {
       char b[8];
       std::snprintf(b, sizeof b, "\\x%02x", c);
       o += b;
     } else {
-      o += static_cast<char>(c);
+      o.append(s.substr(i, n));
+      i += n;
+      continue;
     }
+    i++;
   }
   return o;
 }
 
-report collect() {
+// A JSON string: always valid UTF-8; a byte that does not belong to a
+// well-formed UTF-8 sequence becomes U+FFFD.
+std::string json_str(std::string_view s) {
+  std::string o = "\"";
+  for (std::size_t i = 0; i < s.size();) {
+    auto c = static_cast<unsigned char>(s[i]);
+    std::size_t n = utf8_len(s, i);
+    if (c == '"' || c == '\\') {
+      o += '\\';
+      o += static_cast<char>(c);
+    } else if (c < 0x20 || c == 0x7f) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\u%04x", c);
+      o += b;
+    } else if (n == 0) {
+      o += "\\ufffd";
+    } else {
+      o.append(s.substr(i, n));
+      i += n;
+      continue;
+    }
+    i++;
+  }
+  return o + "\"";
+}
+
+std::string json_opt(std::string_view s) {
+  return s.empty() ? std::string("null") : json_str(s);
+}
+
+// "libibverbs.so.1.14.44.0" -> "44.0": rdma-core names each library's file
+// after its soname, its ABI minor and the release. Empty otherwise.
+std::string release_of(std::string_view path) {
+  auto base = path.substr(path.rfind('/') + 1);
+  auto so = base.find(".so.");
+  if (so == std::string_view::npos)
+    return {};
+  std::vector<std::string_view> parts;
+  for (auto rest = base.substr(so + 4);;) {
+    auto dot = rest.find('.');
+    parts.push_back(rest.substr(0, dot));
+    if (dot == std::string_view::npos)
+      break;
+    rest = rest.substr(dot + 1);
+  }
+  if (parts.size() != 4)
+    return {};
+  for (auto p : parts)
+    if (p.empty() || p.find_first_not_of("0123456789") != std::string_view::npos)
+      return {};
+  return std::string(parts[2]) + "." + std::string(parts[3]);
+}
+
+// Whether version node a ("IBVERBS_1.18") is newer than b ("IBVERBS_1.14"):
+// the same name before the numbers, and a higher dotted number.
+bool newer_node(std::string_view a, std::string_view b) {
+  auto split = [](std::string_view v, std::string_view &name, std::vector<unsigned> &nums) {
+    auto u = v.rfind('_');
+    if (u == std::string_view::npos)
+      return false;
+    name = v.substr(0, u);
+    for (auto rest = v.substr(u + 1);;) {
+      auto dot = rest.find('.');
+      auto part = rest.substr(0, dot);
+      unsigned n = 0;
+      auto [p, ec] = std::from_chars(part.data(), part.data() + part.size(), n);
+      if (ec != std::errc() || p != part.data() + part.size())
+        return false;
+      nums.push_back(n);
+      if (dot == std::string_view::npos)
+        return true;
+      rest = rest.substr(dot + 1);
+    }
+  };
+  std::string_view an, bn;
+  std::vector<unsigned> av, bv;
+  if (!split(a, an, av) || !split(b, bn, bv) || an != bn)
+    return false;
+  return std::lexicographical_compare(bv.begin(), bv.end(), av.begin(), av.end());
+}
+
+// "1 symbol", "19 symbols".
+std::string count(std::size_t n, std::string_view what) {
+  return std::to_string(n) + " " + std::string(what) + (n == 1 ? "" : "s");
+}
+
+library_view view_of(const rdmadl::library_status &l) {
+  library_view v;
+  v.emulated = l.emulated;
+  for (auto m : l.missing)
+    if (std::find(l.emulated.begin(), l.emulated.end(), m) == l.emulated.end())
+      v.absent.push_back(m);
+  v.bound = l.symbol_count - l.missing.size();
+  v.release = release_of(l.path);
+  std::string what = v.release.empty()
+                         ? std::string(l.version_node)
+                         : "rdma-core " + v.release + " (" + std::string(l.version_node) + ")";
+  using st = rdmadl::library_state;
+  switch (l.state) {
+  case st::loaded:
+    v.complete = true;
+    v.verdict = "complete for " + what;
+    break;
+  case st::partial: {
+    for (auto m : l.missing) {
+      const char *node = nullptr;
+      rdmadl_symbol_status(std::string(m).c_str(), &node);
+      if (!node || !newer_node(node, l.version_node))
+        v.older_absent++;
+    }
+    std::string counts = count(v.absent.size(), "newer symbol") + " absent";
+    if (!v.emulated.empty())
+      counts += ", " + std::to_string(v.emulated.size()) + " emulated";
+    if (v.older_absent == 0) {
+      v.complete = true;
+      v.verdict = "complete for " + what + ": " + counts;
+    } else {
+      v.verdict = "PARTIAL: " + count(v.older_absent, "symbol") + " of " +
+                  std::string(l.version_node) + " or older not found in the file (" +
+                  std::to_string(v.absent.size()) + " absent, " +
+                  std::to_string(v.emulated.size()) + " emulated)";
+    }
+    break;
+  }
+  case st::incompatible:
+    v.verdict = "INCOMPATIBLE: not a usable rdma-core library (see error)";
+    break;
+  case st::load_failed:
+    v.verdict = "LOAD-FAILED: the file exists but cannot be loaded (see error)";
+    break;
+  case st::not_found:
+    v.verdict = "not found";
+    break;
+  case st::disabled:
+    v.verdict = "disabled (RDMADL_DISABLE=1)";
+    break;
+  case st::skipped:
+    v.verdict = "skipped (libibverbs is unusable)";
+    break;
+  case st::not_loaded:
+    v.verdict = "not loaded (nothing used it yet)";
+    break;
+  }
+  return v;
+}
+
+// The netdev of a GID entry ("eth0"), empty when none or gone.
+std::string netdev(const rdmadl::gid_entry &g) {
+  char b[IF_NAMESIZE + 1] = {};
+  if (!g.ndev_ifindex || !if_indextoname(g.ndev_ifindex, b))
+    return {};
+  return b;
+}
+
+// The IP address a RoCE GID stands for: the IPv4 address of an IPv4-mapped
+// GID, else the GID itself as an IPv6 address. Empty for an IB GID.
+std::string address(const rdmadl::gid_entry &g) {
+  if (g.type == rdmadl::gid_type::ib)
+    return {};
+  char b[INET6_ADDRSTRLEN] = {};
+  if (g.value.is_ipv4_mapped()) {
+    std::uint32_t a = g.value.ipv4();
+    inet_ntop(AF_INET, &a, b, sizeof b);
+  } else {
+    inet_ntop(AF_INET6, g.value.raw.data(), b, sizeof b);
+  }
+  return b;
+}
+
+// Keeps the entries -g asks for; false when it asks for one the port lacks.
+bool filter_gids(port_info &p, const options &o) {
+  if (!o.gid)
+    return true;
+  auto keep = std::remove_if(p.gids.begin(), p.gids.end(),
+                             [&](const rdmadl::gid_entry &g) { return g.index != *o.gid; });
+  p.gids.erase(keep, p.gids.end());
+  return !p.gids.empty();
+}
+
+report collect(const options &opt) {
   report r;
   // Every library, the lazily loaded ones loaded now: this reports what a
   // program calling them would get.
   for (auto lib : rdmadl::all_libraries) {
     rdmadl::load(lib);
     r.libs.push_back(rdmadl::status(lib));
+    r.views.push_back(view_of(r.libs.back()));
   }
   r.stack = rdmadl::stack();
+  std::vector<std::string> names;
+  bool port_seen = false, gid_seen = false;
   if (r.stack == rdmadl::stack_state::ready) {
     auto list = rdmadl::device_list::get();
     if (!list)
       r.devices_error = list.error().message();
     else
       for (auto d : *list) {
+        names.emplace_back(d.name());
+        if (!opt.dev.empty() && d.name() != opt.dev)
+          continue;
         device_info di;
         di.name = std::string(d.name());
         di.guid = d.guid();
@@ -134,11 +404,19 @@ report collect() {
           di.error = "query_device: " + a.error().message();
         }
         for (unsigned p = 1; di.has_attr && p <= di.attr.phys_port_cnt; p++) {
-          port_info pi{p, {}, {}};
+          if (opt.port && p != *opt.port)
+            continue;
+          port_seen = true;
+          port_info pi{p, {}, {}, {}, {}};
           if (auto pa = ctx->query_port(static_cast<std::uint8_t>(p)))
             pi.attr = *pa;
           if (auto g = ctx->gid_table(static_cast<std::uint8_t>(p)))
             pi.gids = std::move(*g);
+          if (auto g = ctx->select_gid(static_cast<std::uint8_t>(p)))
+            pi.would_use = *g;
+          else
+            pi.would_use_error = g.error().message();
+          gid_seen |= filter_gids(pi, opt);
           if (pi.attr.state == rdmadl::port_state::active)
             r.usable = true;
           di.ports.push_back(std::move(pi));
@@ -181,7 +459,41 @@ report collect() {
     }
     break;
   }
+  // A filter that matches nothing, once the devices could be listed.
+  if (r.stack == rdmadl::stack_state::ready && r.devices_error.empty()) {
+    std::string present;
+    for (const auto &n : names)
+      present += (present.empty() ? "" : ", ") + n;
+    if (!opt.dev.empty() && r.devices.empty())
+      r.filter_error = "no RDMA device '" + text(opt.dev) + "' (present: " + text(present) + ")";
+    else if (opt.port && !port_seen)
+      r.filter_error = "no port " + std::to_string(*opt.port) +
+                       (opt.dev.empty() ? " on any device" : " on " + text(opt.dev));
+    else if (opt.gid && !gid_seen)
+      r.filter_error = "no GID index " + std::to_string(*opt.gid) + " on the ports shown";
+    if (!r.filter_error.empty())
+      r.status = exit_no_match;
+  }
   return r;
+}
+
+void print_port_text(const port_info &p) {
+  auto st = rdmadl::name(p.attr.state), ll = rdmadl::name(p.attr.link);
+  std::printf("  port %u: %.*s, mtu %u (max %u), link layer %.*s, lid %u\n", p.num, int(st.size()),
+              st.data(), p.attr.active_mtu, p.attr.max_mtu, int(ll.size()), ll.data(), p.attr.lid);
+  if (p.would_use) {
+    auto gt = rdmadl::name(p.would_use->type);
+    auto a = address(*p.would_use);
+    std::printf("    would use GID %u (%.*s%s%s)\n", p.would_use->index, int(gt.size()), gt.data(),
+                a.empty() ? "" : ", ", a.c_str());
+  } else {
+    std::printf("    would use GID: none (%s)\n", text(p.would_use_error).c_str());
+  }
+  for (const auto &g : p.gids) {
+    auto gt = rdmadl::name(g.type);
+    std::printf("    gid %3u: %s  %-7.*s  %-8s  %s\n", g.index, g.value.to_string().c_str(),
+                int(gt.size()), gt.data(), text(netdev(g)).c_str(), text(address(g)).c_str());
+  }
 }
 
 void print_text(const report &r) {
@@ -189,26 +501,27 @@ void print_text(const report &r) {
               RDMADL_VERSION_PATCH);
   for (std::size_t i = 0; i < r.libs.size(); i++) {
     const auto &l = r.libs[i];
+    const auto &v = r.views[i];
     auto so = rdmadl::soname(rdmadl::all_libraries[i]);
-    std::printf("%s: %s\n", text(so.substr(0, so.find(".so"))).c_str(), text(l.state_name).c_str());
+    std::printf("%s: %s\n", text(so.substr(0, so.find(".so"))).c_str(), text(v.verdict).c_str());
+    std::printf("  state:        %s\n", text(l.state_name).c_str());
     std::printf("  requested:    %s\n", text(l.requested).c_str());
     std::printf("  path:         %s\n", text(l.path).c_str());
     std::printf("  version node: %s\n", text(l.version_node).c_str());
-    // Resolved, emulated (a fallback runs) and missing (EOPNOTSUPP) apart.
-    std::printf("  symbols:      %zu bound, %zu emulated, %zu missing\n",
-                l.symbol_count - l.missing.size(), l.emulated.size(),
-                l.missing.size() - l.emulated.size());
-    if (!l.emulated.empty()) {
+    // Bound, emulated (a fallback runs) and absent (EOPNOTSUPP) apart.
+    std::printf("  symbols:      %zu bound, %zu emulated, %zu absent\n", v.bound, v.emulated.size(),
+                v.absent.size());
+    if (!v.emulated.empty()) {
       std::printf("  emulated:    ");
-      for (auto m : l.emulated)
+      for (auto m : v.emulated)
         std::printf(" %s", text(m).c_str());
       std::printf("\n");
     }
-    if (l.missing.size() > l.emulated.size() && l.missing.size() < l.symbol_count) {
-      std::printf("  missing:     ");
-      for (auto m : l.missing)
-        if (std::find(l.emulated.begin(), l.emulated.end(), m) == l.emulated.end())
-          std::printf(" %s", text(m).c_str());
+    // (Not listed when nothing was loaded: then every symbol is absent.)
+    if (!v.absent.empty() && v.bound > 0) {
+      std::printf("  absent:      ");
+      for (auto m : v.absent)
+        std::printf(" %s", text(m).c_str());
       std::printf("\n");
     }
     std::printf("  error:        %s\n", text(l.error).c_str());
@@ -227,6 +540,9 @@ void print_text(const report &r) {
       auto an = rdmadl::name(a.atomic);
       std::printf("  firmware:  %s\n  vendor:    0x%x part %u hw %u\n", text(a.fw_ver).c_str(),
                   a.vendor_id, a.vendor_part_id, a.hw_ver);
+      std::printf("  node guid: %s, sys image guid: %s, page_size_cap 0x%" PRIx64 "\n",
+                  guid_str(a.node_guid).c_str(), guid_str(a.sys_image_guid).c_str(),
+                  a.page_size_cap);
       std::printf("  limits:    max_qp %d, max_qp_wr %d, max_cq %d, max_cqe %d, max_mr %d, "
                   "max_mr_size %" PRIu64 ", max_pd %d, max_sge %d, max_sge_rd %d,\n"
                   "             max_qp_rd_atom %d, max_qp_init_rd_atom %d, max_srq %d, "
@@ -248,113 +564,107 @@ void print_text(const report &r) {
       std::printf(" %.*s=%s", int(fn.size()), fn.data(), yes ? "yes" : "no");
     }
     std::printf("\n");
-    for (const auto &p : d.ports) {
-      auto st = rdmadl::name(p.attr.state), ll = rdmadl::name(p.attr.link);
-      std::printf("  port %u: %.*s, mtu %u (max %u), link layer %.*s, lid %u\n", p.num,
-                  int(st.size()), st.data(), p.attr.active_mtu, p.attr.max_mtu, int(ll.size()),
-                  ll.data(), p.attr.lid);
-      for (const auto &g : p.gids) {
-        auto gt = rdmadl::name(g.type);
-        std::printf("    gid %3u: %s  %.*s\n", g.index, g.value.to_string().c_str(), int(gt.size()),
-                    gt.data());
-      }
-    }
+    for (const auto &p : d.ports)
+      print_port_text(p);
   }
 }
 
-std::string json_str(std::string_view s) {
-  std::string o = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      o += '\\';
-      o += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char b[8];
-      std::snprintf(b, sizeof b, "\\u%04x", c);
-      o += b;
-    } else {
-      o += static_cast<char>(c);
-    }
+template <class T> std::string num(const char *k, T v) {
+  return std::string(", \"") + k + "\": " + std::to_string(v);
+}
+
+std::string gid_json(const rdmadl::gid_entry &g) {
+  return "{\"index\": " + std::to_string(g.index) + ", \"gid\": " + json_str(g.value.to_string()) +
+         ", \"type\": " + json_str(rdmadl::name(g.type)) +
+         ", \"ifindex\": " + std::to_string(g.ndev_ifindex) +
+         ", \"netdev\": " + json_opt(netdev(g)) + ", \"address\": " + json_opt(address(g)) + "}";
+}
+
+std::string device_json(const device_info &d) {
+  std::string o = "{\"name\": " + json_str(d.name) + ", \"guid\": " + json_str(guid_str(d.guid)) +
+                  ", \"node_type\": " + json_str(rdmadl::name(d.node)) +
+                  ", \"transport\": " + json_str(rdmadl::name(d.transport));
+  if (!d.error.empty())
+    o += ", \"error\": " + json_str(d.error);
+  if (d.has_attr) {
+    const auto &a = d.attr;
+    o += ", \"fw_ver\": " + json_str(a.fw_ver) + num("vendor_id", a.vendor_id) +
+         num("vendor_part_id", a.vendor_part_id) + num("hw_ver", a.hw_ver) +
+         ", \"node_guid\": " + json_str(guid_str(a.node_guid)) +
+         ", \"sys_image_guid\": " + json_str(guid_str(a.sys_image_guid)) +
+         ", \"limits\": {\"atomic_cap\": " + json_str(rdmadl::name(a.atomic));
+    // Each field with its own type: the 64-bit sizes are unsigned.
+    o += num("max_qp", a.max_qp) + num("max_qp_wr", a.max_qp_wr) + num("max_cq", a.max_cq) +
+         num("max_cqe", a.max_cqe) + num("max_mr", a.max_mr) + num("max_mr_size", a.max_mr_size) +
+         num("page_size_cap", a.page_size_cap) + num("max_pd", a.max_pd) +
+         num("max_sge", a.max_sge) + num("max_sge_rd", a.max_sge_rd) +
+         num("max_qp_rd_atom", a.max_qp_rd_atom) +
+         num("max_qp_init_rd_atom", a.max_qp_init_rd_atom) + num("max_srq", a.max_srq) +
+         num("max_srq_wr", a.max_srq_wr) + num("max_srq_sge", a.max_srq_sge) +
+         num("max_ah", a.max_ah) + num("max_mcast_grp", a.max_mcast_grp) +
+         num("device_cap_flags", a.device_cap_flags) +
+         num("phys_port_cnt", unsigned(a.phys_port_cnt)) + "}";
   }
-  return o + "\"";
+  if (!d.provider.name.empty())
+    o += ", \"provider\": {\"name\": " + json_str(d.provider.name) +
+         ", \"file\": " + json_str(d.provider.file) + ", \"direct_verbs\": " +
+         (d.provider.direct_verbs ? json_str(rdmadl::soname(*d.provider.direct_verbs))
+                                  : std::string("null")) +
+         ", \"direct_verbs_usable\": " + (d.provider.direct_verbs_usable ? "true" : "false") + "}";
+  o += ", \"features\": {";
+  for (std::size_t k = 0; k < d.features.size(); k++)
+    o += (k ? ", " : "") + json_str(rdmadl::name(d.features[k].first)) + ": " +
+         (d.features[k].second ? "true" : "false");
+  o += "}, \"ports\": [";
+  for (std::size_t k = 0; k < d.ports.size(); k++) {
+    const auto &p = d.ports[k];
+    o += std::string(k ? ", " : "") + "{\"port\": " + std::to_string(p.num) +
+         ", \"state\": " + json_str(rdmadl::name(p.attr.state)) +
+         num("active_mtu", p.attr.active_mtu) + num("max_mtu", p.attr.max_mtu) +
+         ", \"link_layer\": " + json_str(rdmadl::name(p.attr.link)) + num("lid", p.attr.lid) +
+         num("gid_tbl_len", p.attr.gid_tbl_len) + ", \"would_use_gid\": " +
+         (p.would_use ? std::to_string(p.would_use->index) : std::string("null"));
+    if (!p.would_use)
+      o += ", \"would_use_gid_error\": " + json_str(p.would_use_error);
+    o += ", \"gids\": [";
+    for (std::size_t g = 0; g < p.gids.size(); g++)
+      o += (g ? ", " : "") + gid_json(p.gids[g]);
+    o += "]}";
+  }
+  return o + "]}";
 }
 
 void print_json(const report &r) {
   std::string o = "{\n  \"version\": \"" + std::to_string(RDMADL_VERSION_MAJOR) + "." +
                   std::to_string(RDMADL_VERSION_MINOR) + "." +
                   std::to_string(RDMADL_VERSION_PATCH) + "\",\n  \"libraries\": {";
+  auto list = [](const std::vector<std::string_view> &v) {
+    std::string s = "[";
+    for (std::size_t k = 0; k < v.size(); k++)
+      s += (k ? ", " : "") + json_str(v[k]);
+    return s + "]";
+  };
   for (std::size_t i = 0; i < r.libs.size(); i++) {
     const auto &l = r.libs[i];
-    auto opt = [](std::string_view s) { return s.empty() ? std::string("null") : json_str(s); };
+    const auto &v = r.views[i];
     auto so = rdmadl::soname(rdmadl::all_libraries[i]);
     o += std::string(i ? "," : "") + "\n    " + json_str(so.substr(0, so.find(".so"))) +
          ": {\"soname\": " + json_str(so) + ", \"state\": " + json_str(l.state_name) +
-         ", \"requested\": " + opt(l.requested) + ", \"path\": " + opt(l.path) +
-         ", \"version_node\": " + opt(l.version_node) + ", \"error\": " + opt(l.error) +
-         ", \"symbols\": " + std::to_string(l.symbol_count) +
-         ", \"missing_count\": " + std::to_string(l.missing.size()) + ", \"missing\": [";
-    for (std::size_t k = 0; k < l.missing.size(); k++)
-      o += (k ? ", " : "") + json_str(l.missing[k]);
-    o += "], \"emulated\": [";
-    for (std::size_t k = 0; k < l.emulated.size(); k++)
-      o += (k ? ", " : "") + json_str(l.emulated[k]);
-    o += "]}";
+         ", \"verdict\": " + json_str(v.verdict) +
+         ", \"complete\": " + (v.complete ? "true" : "false") +
+         ", \"release\": " + json_opt(v.release) + ", \"requested\": " + json_opt(l.requested) +
+         ", \"path\": " + json_opt(l.path) + ", \"version_node\": " + json_opt(l.version_node) +
+         ", \"error\": " + json_opt(l.error) + num("symbols", l.symbol_count) +
+         num("bound", v.bound) + num("emulated_count", v.emulated.size()) +
+         num("absent_count", v.absent.size()) + ", \"emulated\": " + list(v.emulated) +
+         ", \"absent\": " + list(v.absent) + "}";
   }
   o += "\n  },\n  \"stack\": " + json_str(rdmadl::name(r.stack)) +
        ",\n  \"usable\": " + (r.status == exit_usable ? "true" : "false") +
        ",\n  \"reason\": " + json_str(r.why) + ",\n  \"exit_status\": " + std::to_string(r.status) +
        ",\n  \"devices\": [";
-  for (std::size_t i = 0; i < r.devices.size(); i++) {
-    const auto &d = r.devices[i];
-    o += std::string(i ? "," : "") + "\n    {\"name\": " + json_str(d.name) +
-         ", \"guid\": " + json_str(guid_str(d.guid)) +
-         ", \"node_type\": " + json_str(rdmadl::name(d.node)) +
-         ", \"transport\": " + json_str(rdmadl::name(d.transport));
-    if (!d.error.empty())
-      o += ", \"error\": " + json_str(d.error);
-    if (d.has_attr) {
-      const auto &a = d.attr;
-      auto n = [](const char *k, long long v) {
-        return std::string(", \"") + k + "\": " + std::to_string(v);
-      };
-      o += ", \"fw_ver\": " + json_str(a.fw_ver) +
-           ", \"limits\": {\"atomic_cap\": " + json_str(rdmadl::name(a.atomic));
-      o += n("max_qp", a.max_qp) + n("max_qp_wr", a.max_qp_wr) + n("max_cq", a.max_cq) +
-           n("max_cqe", a.max_cqe) + n("max_mr", a.max_mr) +
-           n("max_mr_size", static_cast<long long>(a.max_mr_size)) + n("max_pd", a.max_pd) +
-           n("max_sge", a.max_sge) + n("max_sge_rd", a.max_sge_rd) +
-           n("max_qp_rd_atom", a.max_qp_rd_atom) + n("max_qp_init_rd_atom", a.max_qp_init_rd_atom) +
-           n("max_srq", a.max_srq) + n("max_srq_wr", a.max_srq_wr) + n("max_ah", a.max_ah) +
-           n("phys_port_cnt", a.phys_port_cnt) + "}";
-    }
-    if (!d.provider.name.empty())
-      o += ", \"provider\": {\"name\": " + json_str(d.provider.name) +
-           ", \"file\": " + json_str(d.provider.file) + ", \"direct_verbs\": " +
-           (d.provider.direct_verbs ? json_str(rdmadl::soname(*d.provider.direct_verbs))
-                                    : std::string("null")) +
-           ", \"direct_verbs_usable\": " + (d.provider.direct_verbs_usable ? "true" : "false") +
-           "}";
-    o += ", \"features\": {";
-    for (std::size_t k = 0; k < d.features.size(); k++)
-      o += (k ? ", " : "") + json_str(rdmadl::name(d.features[k].first)) + ": " +
-           (d.features[k].second ? "true" : "false");
-    o += "}, \"ports\": [";
-    for (std::size_t k = 0; k < d.ports.size(); k++) {
-      const auto &p = d.ports[k];
-      o += std::string(k ? ", " : "") + "{\"port\": " + std::to_string(p.num) +
-           ", \"state\": " + json_str(rdmadl::name(p.attr.state)) +
-           ", \"active_mtu\": " + std::to_string(p.attr.active_mtu) +
-           ", \"max_mtu\": " + std::to_string(p.attr.max_mtu) +
-           ", \"link_layer\": " + json_str(rdmadl::name(p.attr.link)) +
-           ", \"lid\": " + std::to_string(p.attr.lid) + ", \"gids\": [";
-      for (std::size_t g = 0; g < p.gids.size(); g++)
-        o += std::string(g ? ", " : "") + "{\"index\": " + std::to_string(p.gids[g].index) +
-             ", \"gid\": " + json_str(p.gids[g].value.to_string()) +
-             ", \"type\": " + json_str(rdmadl::name(p.gids[g].type)) + "}";
-      o += "]}";
-    }
-    o += "]}";
-  }
+  for (std::size_t i = 0; i < r.devices.size(); i++)
+    o += std::string(i ? "," : "") + "\n    " + device_json(r.devices[i]);
   o += "\n  ]\n}\n";
   std::fputs(o.c_str(), stdout);
 }
@@ -369,27 +679,95 @@ bool flushed() {
   return false;
 }
 
+// A decimal number no greater than max, else nothing.
+std::optional<unsigned> parse_num(std::string_view s, unsigned max) {
+  unsigned v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || p != s.data() + s.size() || v > max)
+    return std::nullopt;
+  return v;
+}
+
+// Parses argv into o; returns -1 to go on, else the exit status to return.
+int parse(int argc, char **argv, options &o) {
+  auto bad = [](const char *what, std::string_view arg) {
+    std::fprintf(stderr, "rdmadl-info: %s '%s'\n%s", what, text(arg).c_str(), usage);
+    return exit_usage;
+  };
+  for (int i = 1; i < argc; i++) {
+    std::string_view a = argv[i];
+    if (a == "--json") {
+      o.json = true;
+      continue;
+    }
+    if (a == "--check") {
+      o.check = true;
+      continue;
+    }
+    if (a == "--help" || a == "-h") {
+      std::fputs(usage, stdout);
+      return flushed() ? 0 : exit_io;
+    }
+    // The options with a value: "-d X", "-dX", "--ib-dev X", "--ib-dev=X".
+    static constexpr struct {
+      char s;
+      std::string_view l;
+    } with_value[] = {{'d', "--ib-dev"}, {'i', "--ib-port"}, {'g', "--gid-index"}};
+    char which = 0;
+    std::optional<std::string_view> value;
+    for (auto w : with_value) {
+      if (a.size() >= 2 && a[0] == '-' && a[1] == w.s) {
+        which = w.s;
+        if (a.size() > 2)
+          value = a.substr(2);
+      } else if (a == w.l) {
+        which = w.s;
+      } else if (a.substr(0, w.l.size() + 1) == std::string(w.l) + "=") {
+        which = w.s;
+        value = a.substr(w.l.size() + 1);
+      }
+    }
+    if (!which)
+      return bad("unknown option", a);
+    if (!value) {
+      if (i + 1 >= argc)
+        return bad("missing value for", a);
+      value = argv[++i];
+    }
+    if (which == 'd') {
+      if (value->empty())
+        return bad("empty device name for", a);
+      o.dev = std::string(*value);
+    } else if (which == 'i') {
+      auto n = parse_num(*value, 255);
+      if (!n || *n == 0)
+        return bad("not a port number (1-255):", *value);
+      o.port = *n;
+    } else {
+      auto n = parse_num(*value, 0xffffffffu);
+      if (!n)
+        return bad("not a GID index:", *value);
+      o.gid = *n;
+    }
+  }
+  return -1;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
-  bool json = false, check = false;
-  for (int i = 1; i < argc; i++) {
-    if (!std::strcmp(argv[i], "--json")) {
-      json = true;
-    } else if (!std::strcmp(argv[i], "--check")) {
-      check = true;
-    } else if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
-      std::fputs(usage, stdout);
-      return flushed() ? 0 : exit_io;
-    } else {
-      std::fprintf(stderr, "rdmadl-info: unknown option '%s'\n%s", argv[i], usage);
-      return exit_usage;
-    }
-  }
-  report r = collect();
-  if (check)
+  options opt;
+  if (int st = parse(argc, argv, opt); st >= 0)
+    return st;
+  report r = collect(opt);
+  if (!r.filter_error.empty()) {
+    if (!opt.check)
+      std::fprintf(stderr, "rdmadl-info: %s\n", r.filter_error.c_str());
     return r.status;
-  if (json)
+  }
+  if (opt.check)
+    return r.status;
+  if (opt.json)
     print_json(r);
   else
     print_text(r);

@@ -653,7 +653,7 @@ static void fill_device_attr(struct ibv_device_attr *a) {
   snprintf(a->fw_ver, sizeof(a->fw_ver), "1.0.0");
   a->node_guid = htobe64(FAKEPROV_NODE_GUID);
   a->sys_image_guid = htobe64(FAKEPROV_NODE_GUID);
-  a->max_mr_size = 1ull << 40;
+  a->max_mr_size = UINT64_MAX; /* no limit, as rxe reports it */
   a->page_size_cap = 0x1000;
   a->vendor_id = 0xfa4e;
   a->vendor_part_id = 1;
