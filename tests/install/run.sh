@@ -25,6 +25,7 @@ for f in include/rdmadl/rdmadl.hpp include/rdmadl/loader.h include/rdmadl/rdma/i
   lib/pkgconfig/rdmadl-verbs.pc; do
   [ -e "$tmp/prefix/$f" ] || fail "not installed: $f"
 done
+[ -e "$tmp/prefix/share/man/man1/rdmadl-info.1" ] || fail "not installed: rdmadl-info(1)"
 
 # (1) find_package. No path to the source or build tree is given.
 CC=$cc CXX=$cxx cmake -S "$here/consumer" -B "$tmp/consumer" -DCMAKE_PREFIX_PATH="$tmp/prefix" \
