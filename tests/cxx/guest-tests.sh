@@ -21,6 +21,23 @@ else
   check cxx-info-usable $?
   rdmadl-info-guest --json >/tmp/cxx-info.json && grep -q '"RoCE v2"' /tmp/cxx-info.json
   check cxx-info-json $?
+  # The GID table has the RoCE v2 GID of the guest's IPv4 address at the index
+  # guest-init found in sysfs, with a netdev, and a QP would use that GID.
+  gidx=$RDMADL_TEST_GID_INDEX ipre=$(echo "$RDMADL_TEST_IP" | sed 's/\./\\./g')
+  grep -q "^    gid *$gidx: 0000:0000:0000:0000:0000:ffff:[0-9a-f:]*  RoCE v2  [a-z][^ ]* *$ipre\$" \
+    /tmp/cxx-info.txt && grep -q "^    would use GID $gidx (RoCE v2, $ipre)\$" /tmp/cxx-info.txt
+  check cxx-info-gid $?
+  # The release is complete for itself; nothing stands out in upper case.
+  grep -q '^libibverbs: complete for rdma-core [0-9][0-9]*\.[0-9]' /tmp/cxx-info.txt &&
+    ! grep -qE '^lib[a-z0-9]*: (PARTIAL|INCOMPATIBLE|LOAD-FAILED)' /tmp/cxx-info.txt
+  check cxx-info-verdict $?
+  # -d/-i/-g select; what does not exist is exit status 3.
+  rdmadl-info-guest -d "$RDMADL_TEST_DEVICE" -i 1 -g "$gidx" >/tmp/cxx-info-g.txt &&
+    [ "$(grep -c '^    gid ' /tmp/cxx-info-g.txt)" -eq 1 ] &&
+    grep -q "^    gid *$gidx: " /tmp/cxx-info-g.txt
+  st=$?
+  rdmadl-info-guest -d nosuchdev --check; [ $? -eq 3 ] && [ $st -eq 0 ]
+  check cxx-info-filter $?
   cat /tmp/cxx-info.txt
   run cxx-example-write-read rdmadl-example-write-read
   run cxx-example-pingpong rdmadl-example-pingpong "$RDMADL_TEST_IP"
