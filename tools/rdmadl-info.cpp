@@ -26,12 +26,12 @@ constexpr int exit_usable = 0, exit_no_library = 1, exit_no_device = 2, exit_no_
 const char usage[] =
     "usage: rdmadl-info [-d DEV] [-i PORT] [-g INDEX] [--json] [--check] [--help]\n"
     "\n"
-    "Prints what rdmadl's loader found: per library a verdict, the requested and the\n"
+    "Prints what rdmadl's loader found: per library a summary, the requested and the\n"
     "real path, the highest version node, its symbols counted as bound, emulated and\n"
-    "absent, and the load error; the stack state; and for each RDMA device its GUID,\n"
-    "node type, transport, limits, ports (state, MTU, link layer, LID), the GID a\n"
-    "queue pair would use by default and the GID table (index, GID, type, netdev,\n"
-    "address).\n"
+    "absent, and the load error; the stack state and the verdict (usable: yes or\n"
+    "no, and why); and for each RDMA device its GUID, node type, transport, limits,\n"
+    "ports (state, MTU, link layer, LID), the GID a queue pair would use by default\n"
+    "and the GID table (index, GID, type, netdev, address).\n"
     "\n"
     "  -d, --ib-dev DEV       only the device DEV\n"
     "  -i, --ib-port PORT     only port PORT (of each device shown)\n"
@@ -41,7 +41,7 @@ const char usage[] =
     "      --check            print nothing; only set the exit status\n"
     "  -h, --help             print this text\n"
     "\n"
-    "A library's verdict: \"complete for rdma-core R\" when every symbol its release\n"
+    "A library's summary: \"complete for rdma-core R\" when every symbol its release\n"
     "defines is bound (symbols newer than that release are absent or emulated, as\n"
     "expected); upper case (PARTIAL, INCOMPATIBLE, LOAD-FAILED) when something is\n"
     "wrong with the file.\n"
@@ -90,14 +90,14 @@ struct device_info {
   rdmadl::provider_info provider;
 };
 
-// One library's symbols and the verdict on them, shared by text and JSON.
+// One library's symbols and the summary of them, shared by text and JSON.
 struct library_view {
   std::size_t bound = 0;
   std::vector<std::string_view> emulated, absent;
   std::string release;          // "44.0", from the real file name; empty when unknown
   bool complete = false;        // every symbol of its own release bound
   std::size_t older_absent = 0; // absent or emulated at or below its version node
-  std::string verdict;
+  std::string summary;
 };
 
 struct report {
@@ -287,7 +287,7 @@ library_view view_of(const rdmadl::library_status &l) {
   switch (l.state) {
   case st::loaded:
     v.complete = true;
-    v.verdict = "complete for " + what;
+    v.summary = "complete for " + what;
     break;
   case st::partial: {
     for (auto m : l.missing) {
@@ -301,9 +301,9 @@ library_view view_of(const rdmadl::library_status &l) {
       counts += ", " + std::to_string(v.emulated.size()) + " emulated";
     if (v.older_absent == 0) {
       v.complete = true;
-      v.verdict = "complete for " + what + ": " + counts;
+      v.summary = "complete for " + what + ": " + counts;
     } else {
-      v.verdict = "PARTIAL: " + count(v.older_absent, "symbol") + " of " +
+      v.summary = "PARTIAL: " + count(v.older_absent, "symbol") + " of " +
                   std::string(l.version_node) + " or older not found in the file (" +
                   std::to_string(v.absent.size()) + " absent, " +
                   std::to_string(v.emulated.size()) + " emulated)";
@@ -311,22 +311,22 @@ library_view view_of(const rdmadl::library_status &l) {
     break;
   }
   case st::incompatible:
-    v.verdict = "INCOMPATIBLE: not a usable rdma-core library (see error)";
+    v.summary = "INCOMPATIBLE: not a usable rdma-core library (see error)";
     break;
   case st::load_failed:
-    v.verdict = "LOAD-FAILED: the file exists but cannot be loaded (see error)";
+    v.summary = "LOAD-FAILED: the file exists but cannot be loaded (see error)";
     break;
   case st::not_found:
-    v.verdict = "not found";
+    v.summary = "not found";
     break;
   case st::disabled:
-    v.verdict = "disabled (RDMADL_DISABLE=1)";
+    v.summary = "disabled (RDMADL_DISABLE=1)";
     break;
   case st::skipped:
-    v.verdict = "skipped (libibverbs is unusable)";
+    v.summary = "skipped (libibverbs is unusable)";
     break;
   case st::not_loaded:
-    v.verdict = "not loaded (nothing used it yet)";
+    v.summary = "not loaded (nothing used it yet)";
     break;
   }
   return v;
@@ -503,7 +503,7 @@ void print_text(const report &r) {
     const auto &l = r.libs[i];
     const auto &v = r.views[i];
     auto so = rdmadl::soname(rdmadl::all_libraries[i]);
-    std::printf("%s: %s\n", text(so.substr(0, so.find(".so"))).c_str(), text(v.verdict).c_str());
+    std::printf("%s: %s\n", text(so.substr(0, so.find(".so"))).c_str(), text(v.summary).c_str());
     std::printf("  state:        %s\n", text(l.state_name).c_str());
     std::printf("  requested:    %s\n", text(l.requested).c_str());
     std::printf("  path:         %s\n", text(l.path).c_str());
@@ -650,7 +650,7 @@ void print_json(const report &r) {
     auto so = rdmadl::soname(rdmadl::all_libraries[i]);
     o += std::string(i ? "," : "") + "\n    " + json_str(so.substr(0, so.find(".so"))) +
          ": {\"soname\": " + json_str(so) + ", \"state\": " + json_str(l.state_name) +
-         ", \"verdict\": " + json_str(v.verdict) +
+         ", \"summary\": " + json_str(v.summary) +
          ", \"complete\": " + (v.complete ? "true" : "false") +
          ", \"release\": " + json_opt(v.release) + ", \"requested\": " + json_opt(l.requested) +
          ", \"path\": " + json_opt(l.path) + ", \"version_node\": " + json_opt(l.version_node) +

@@ -30,7 +30,7 @@ else
   # The release is complete for itself; nothing stands out in upper case.
   grep -q '^libibverbs: complete for rdma-core [0-9][0-9]*\.[0-9]' /tmp/cxx-info.txt &&
     ! grep -qE '^lib[a-z0-9]*: (PARTIAL|INCOMPATIBLE|LOAD-FAILED)' /tmp/cxx-info.txt
-  check cxx-info-verdict $?
+  check cxx-info-summary $?
   # -d/-i/-g select; what does not exist is exit status 3.
   rdmadl-info-guest -d "$RDMADL_TEST_DEVICE" -i 1 -g "$gidx" >/tmp/cxx-info-g.txt &&
     [ "$(grep -c '^    gid ' /tmp/cxx-info-g.txt)" -eq 1 ] &&

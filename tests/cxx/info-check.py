@@ -1,10 +1,10 @@
 # SPDX-License-Identifier: MIT
 # Usage: info-check.py TEXT_FILE JSON_FILE [CHECK...]
 # Compares rdmadl-info's text output with its --json output, field by field:
-# every library's verdict and its bound / emulated / absent counts and names,
+# every library's summary and its bound / emulated / absent counts and names,
 # every device's unsigned limits, ports, chosen GID and GID table. The JSON
 # must be valid UTF-8. Each CHECK adds an expectation:
-#   verdict=LIB=REGEX  LIB's verdict matches REGEX (fully), and JSON's
+#   summary=LIB=REGEX  LIB's summary matches REGEX (fully), and JSON's
 #                      "complete" is true exactly when it starts "complete"
 #   fake               the fake provider's device (tests/fakes/fake_provider.h)
 #   gids=I,J,...       the GID indices listed for fake0 port 1
@@ -24,7 +24,7 @@ def parse_text(lines):
     for line in lines:
         m = re.match(r"^(lib[^ :]+): (.*)$", line)
         if m:
-            lib = libs.setdefault(m.group(1), {"verdict": m.group(2)})
+            lib = libs.setdefault(m.group(1), {"summary": m.group(2)})
             dev = port = None
             continue
         m = re.match(r"^device (.*)$", line)
@@ -94,11 +94,11 @@ def main():
             fail(name + ": emulated lists differ")
         if "absent" in t and t["absent"] != j["absent"]:
             fail(name + ": absent lists differ")
-        if t["verdict"] != j["verdict"] or t.get("state") != j["state"]:
+        if t["summary"] != j["summary"] or t.get("state") != j["state"]:
             fail("%s: text says %r/%r, JSON %r/%r" %
-                 (name, t["verdict"], t.get("state"), j["verdict"], j["state"]))
-        if j["complete"] != j["verdict"].startswith("complete"):
-            fail(name + ": 'complete' disagrees with the verdict")
+                 (name, t["summary"], t.get("state"), j["summary"], j["state"]))
+        if j["complete"] != j["summary"].startswith("complete"):
+            fail(name + ": 'complete' disagrees with the summary")
 
     if [x["name"] for x in devices] != [x["name"] for x in d["devices"]]:
         fail("devices differ")
@@ -123,11 +123,11 @@ def main():
                 fail("%s port %d: GID tables differ:\n%s\n%s" % (t["name"], jp["port"], tp["gids"], jg))
 
     for check in sys.argv[3:]:
-        if check.startswith("verdict="):
+        if check.startswith("summary="):
             _, lib, rx = check.split("=", 2)
-            v = d["libraries"][lib]["verdict"]
+            v = d["libraries"][lib]["summary"]
             if not re.fullmatch(rx, v):
-                fail("%s's verdict %r does not match %r" % (lib, v, rx))
+                fail("%s's summary %r does not match %r" % (lib, v, rx))
         elif check == "fake":
             if [x["name"] for x in d["devices"]] != ["fake0"]:
                 fail("not the fake device: %s" % [x["name"] for x in d["devices"]])

@@ -6,10 +6,10 @@
 # that agrees with the text field by field (info-check.py), and the text says
 # why RDMA is not usable. MODE adds checks:
 #   absent           no library loaded (empty fields print -), ARG: the
-#                    expected libibverbs verdict (a regex)
+#                    expected libibverbs summary (a regex)
 #   release VERSION  a real rdma-core release: libibverbs and librdmacm are
 #                    "complete for rdma-core VERSION", none is PARTIAL
-#   verdict REGEX    libibverbs' verdict matches REGEX
+#   summary REGEX    libibverbs' summary matches REGEX
 #   fake             the fake provider's device: the GID table, the GID a QP
 #                    would use, unsigned limits, and -d/-i/-g filters
 set -u
@@ -37,12 +37,12 @@ assert d["usable"] == (want == 0)
 assert d["libraries"]["libibverbs"]["symbols"] == int(sys.argv[3])
 assert d["reason"]
 ' "$tmp/json" "$want" "$ibv_symbols" || fail "--json output is not valid or disagrees"
-# Text and JSON: the same verdicts, counts, limits and GIDs.
+# Text and JSON: the same summarys, counts, limits and GIDs.
 checks=
 case $mode in
-  release) checks="verdict=libibverbs=complete for rdma-core $arg \\(IBVERBS_1\\.[0-9]+\\): [0-9]+ newer symbols? absent(, [0-9]+ emulated)?
-verdict=librdmacm=complete for rdma-core $arg \\(RDMACM_1\\.[0-9]+\\)(: [0-9]+ newer symbols? absent(, [0-9]+ emulated)?)?" ;;
-  verdict|absent) [ -z "$arg" ] || checks="verdict=libibverbs=$arg" ;;
+  release) checks="summary=libibverbs=complete for rdma-core $arg \\(IBVERBS_1\\.[0-9]+\\): [0-9]+ newer symbols? absent(, [0-9]+ emulated)?
+summary=librdmacm=complete for rdma-core $arg \\(RDMACM_1\\.[0-9]+\\)(: [0-9]+ newer symbols? absent(, [0-9]+ emulated)?)?" ;;
+  summary|absent) [ -z "$arg" ] || checks="summary=libibverbs=$arg" ;;
   fake) checks=fake ;;
 esac
 (IFS='

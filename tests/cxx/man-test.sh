@@ -12,7 +12,7 @@ command -v groff >/dev/null 2>&1 || { echo "SKIP: no groff (package groff-base)"
 warn=$(groff -man -Tutf8 -ww -z "$page" 2>&1) || fail "groff failed: $warn"
 [ -z "$warn" ] || fail "groff warns: $warn"
 text=$(groff -man -Tutf8 -P-cbou "$page" 2>/dev/null | tr -s ' ') || fail "cannot render"
-for s in NAME SYNOPSIS DESCRIPTION OPTIONS VERDICT "EXIT STATUS" ENVIRONMENT FILES EXAMPLES \
+for s in NAME SYNOPSIS DESCRIPTION OPTIONS VERDICT "LIBRARY SUMMARY" "EXIT STATUS" ENVIRONMENT FILES EXAMPLES \
          "SEE ALSO" "ibv_devinfo(1)" "show_gids(8)"; do
   echo "$text" | grep -q "$s" || fail "no '$s' in the page"
 done
