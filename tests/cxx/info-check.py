@@ -7,6 +7,7 @@
 #   summary=LIB=REGEX  LIB's summary matches REGEX (fully), and JSON's
 #                      "complete" is true exactly when it starts "complete"
 #   fake               the fake provider's device (tests/fakes/fake_provider.h)
+#   fake-ib            the fake device with an InfiniBand port, LID 7
 #   gids=I,J,...       the GID indices listed for fake0 port 1
 import json
 import re
@@ -152,6 +153,15 @@ def main():
             # context::select_gid's default: the IPv4-mapped RoCE v2 GID.
             if p["would_use_gid"] != 1:
                 fail("would use GID %r, expected 1" % p["would_use_gid"])
+        elif check == "fake-ib":
+            # FAKEPROV_KNOBS=PORT_LINK_LAYER=1,PORT_LID=7: one IB GID, no
+            # netdev, no address, and the port GID is the one a QP uses.
+            p = d["devices"][0]["ports"][0]
+            if (p["link_layer"], p["lid"], p["would_use_gid"]) != ("InfiniBand", 7, 0):
+                fail("IB port: %s lid %s would use %s" % (p["link_layer"], p["lid"], p["would_use_gid"]))
+            g = [(x["index"], x["type"], x["netdev"], x["address"]) for x in p["gids"]]
+            if g != [(0, "IB", None, None)]:
+                fail("IB GID table %s" % g)
         elif check.startswith("gids="):
             got = [g["index"] for g in d["devices"][0]["ports"][0]["gids"]]
             want = [int(x) for x in check[5:].split(",")]

@@ -12,6 +12,7 @@
 #   summary REGEX    libibverbs' summary matches REGEX
 #   fake             the fake provider's device: the GID table, the GID a QP
 #                    would use, unsigned limits, and -d/-i/-g filters
+#   fake-ib          the same device with an InfiniBand port (FAKEPROV_KNOBS)
 set -u
 info=$1 want=$2 mode=${4:-} arg=${5:-}
 here=$(dirname "$0")
@@ -44,6 +45,7 @@ case $mode in
 summary=librdmacm=complete for rdma-core $arg \\(RDMACM_1\\.[0-9]+\\)(: [0-9]+ newer symbols? absent(, [0-9]+ emulated)?)?" ;;
   summary|absent) [ -z "$arg" ] || checks="summary=libibverbs=$arg" ;;
   fake) checks=fake ;;
+  fake-ib) checks=fake-ib ;;
 esac
 (IFS='
 '; set -f; python3 "$here/info-check.py" "$tmp/out" "$tmp/json" $checks) ||

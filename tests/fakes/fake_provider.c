@@ -215,9 +215,50 @@ static const long knob_default[FAKEPROV_KNOB_COUNT] = {
 static long knob[FAKEPROV_KNOB_COUNT];
 static int knobs_set;
 
+/* The names FAKEPROV_KNOBS uses: the enum's, without "FAKEPROV_". */
+static const char *const knob_name[FAKEPROV_KNOB_COUNT] = {
+    [FAKEPROV_MAX_QP_WR] = "MAX_QP_WR",
+    [FAKEPROV_MAX_SGE] = "MAX_SGE",
+    [FAKEPROV_MAX_CQE] = "MAX_CQE",
+    [FAKEPROV_MAX_QP_RD_ATOM] = "MAX_QP_RD_ATOM",
+    [FAKEPROV_MAX_QP_INIT_RD_ATOM] = "MAX_QP_INIT_RD_ATOM",
+    [FAKEPROV_MAX_SRQ] = "MAX_SRQ",
+    [FAKEPROV_MAX_SRQ_WR] = "MAX_SRQ_WR",
+    [FAKEPROV_MAX_SRQ_SGE] = "MAX_SRQ_SGE",
+    [FAKEPROV_MAX_INLINE] = "MAX_INLINE",
+    [FAKEPROV_ATOMIC_CAP] = "ATOMIC_CAP",
+    [FAKEPROV_PORT_STATE] = "PORT_STATE",
+    [FAKEPROV_PORT_LINK_LAYER] = "PORT_LINK_LAYER",
+    [FAKEPROV_PORT_LID] = "PORT_LID",
+    [FAKEPROV_PORT_ACTIVE_MTU] = "PORT_ACTIVE_MTU",
+    [FAKEPROV_CQ_EX] = "CQ_EX",
+    [FAKEPROV_QP_EX] = "QP_EX",
+    [FAKEPROV_LOOPBACK] = "LOOPBACK",
+    [FAKEPROV_HOLD_SENDS] = "HOLD_SENDS",
+};
+
+/* FAKEPROV_KNOBS=NAME=VALUE[,NAME=VALUE...]: knobs for a process that cannot
+ * call fakeprov_set() (a tool run by a test). An unknown name is ignored. */
+static void knobs_from_env(void) {
+  const char *e = getenv("FAKEPROV_KNOBS");
+  while (e && *e) {
+    const char *eq = strchr(e, '=');
+    if (!eq)
+      break;
+    for (int i = 0; i < FAKEPROV_KNOB_COUNT; i++)
+      if (knob_name[i] && strlen(knob_name[i]) == (size_t)(eq - e) &&
+          !strncmp(knob_name[i], e, (size_t)(eq - e)))
+        knob[i] = strtol(eq + 1, NULL, 0);
+    e = strchr(eq, ',');
+    if (e)
+      e++;
+  }
+}
+
 static long k(enum fakeprov_knob which) {
   if (!knobs_set) {
     memcpy(knob, knob_default, sizeof(knob));
+    knobs_from_env();
     knobs_set = 1;
   }
   return knob[which];

@@ -82,7 +82,10 @@ enum fakeprov_ex_mode {
 };
 
 /* Knobs of fakeprov_set(); each has the default given. They are read when
- * the answer is computed, so they also change what live contexts report. */
+ * the answer is computed, so they also change what live contexts report.
+ * Another process (a tool a test runs) sets them with the environment:
+ * FAKEPROV_KNOBS=PORT_LINK_LAYER=1,PORT_LID=7 (names without "FAKEPROV_"),
+ * read at the first use; fakeprov_reset() restores the defaults. */
 enum fakeprov_knob {
   FAKEPROV_MAX_QP_WR,           /* 64 */
   FAKEPROV_MAX_SGE,             /* 4 (max_sge and max_sge_rd) */
