@@ -3,7 +3,7 @@
 # install-deps.sh [--vm]: the Debian packages rdmadl's build and tests need.
 # Installs only what is missing (as root); otherwise says what to install.
 set -euo pipefail
-want=(cmake ninja-build g++ gcc clang libclang-rt-dev binutils python3 pkgconf groff-base)
+want=(cmake ninja-build g++ gcc clang libclang-rt-dev binutils python3 pkgconf)
 # --vm: QEMU and busybox for the images; make, patch and libpci-dev (a
 # configure requirement of perftest 25.x) to build Debian's perftest against
 # the link aliases (ci/build-perftest.sh).
