@@ -73,6 +73,7 @@ struct port_info {
   unsigned num;
   rdmadl::port_attr attr;
   std::vector<rdmadl::gid_entry> gids;
+  std::string gids_error; // context::gid_table() failed
   // What context::select_gid() with the default selector picks: the GID a
   // queue pair created with default options uses on this port.
   std::optional<rdmadl::gid_entry> would_use;
@@ -394,6 +395,7 @@ report collect(const options &opt) {
         auto ctx = rdmadl::context::open(d);
         if (!ctx) {
           di.error = "cannot open: " + ctx.error().message();
+          port_seen = gid_seen = true; // unknown: the report shows why
           r.devices.push_back(std::move(di));
           continue;
         }
@@ -402,21 +404,24 @@ report collect(const options &opt) {
           di.attr = *a;
         } else {
           di.error = "query_device: " + a.error().message();
+          port_seen = gid_seen = true;
         }
         for (unsigned p = 1; di.has_attr && p <= di.attr.phys_port_cnt; p++) {
           if (opt.port && p != *opt.port)
             continue;
           port_seen = true;
-          port_info pi{p, {}, {}, {}, {}};
+          port_info pi{p, {}, {}, {}, {}, {}};
           if (auto pa = ctx->query_port(static_cast<std::uint8_t>(p)))
             pi.attr = *pa;
           if (auto g = ctx->gid_table(static_cast<std::uint8_t>(p)))
             pi.gids = std::move(*g);
+          else
+            pi.gids_error = g.error().message();
           if (auto g = ctx->select_gid(static_cast<std::uint8_t>(p)))
             pi.would_use = *g;
           else
             pi.would_use_error = g.error().message();
-          gid_seen |= filter_gids(pi, opt);
+          gid_seen |= filter_gids(pi, opt) || !pi.gids_error.empty();
           if (pi.attr.state == rdmadl::port_state::active)
             r.usable = true;
           di.ports.push_back(std::move(pi));
@@ -489,6 +494,8 @@ void print_port_text(const port_info &p) {
   } else {
     std::printf("    would use GID: none (%s)\n", text(p.would_use_error).c_str());
   }
+  if (!p.gids_error.empty())
+    std::printf("    gid table: %s\n", text(p.gids_error).c_str());
   for (const auto &g : p.gids) {
     auto gt = rdmadl::name(g.type);
     std::printf("    gid %3u: %s  %-7.*s  %-8s  %s\n", g.index, g.value.to_string().c_str(),
@@ -626,6 +633,8 @@ std::string device_json(const device_info &d) {
          (p.would_use ? std::to_string(p.would_use->index) : std::string("null"));
     if (!p.would_use)
       o += ", \"would_use_gid_error\": " + json_str(p.would_use_error);
+    if (!p.gids_error.empty())
+      o += ", \"gids_error\": " + json_str(p.gids_error);
     o += ", \"gids\": [";
     for (std::size_t g = 0; g < p.gids.size(); g++)
       o += (g ? ", " : "") + gid_json(p.gids[g]);

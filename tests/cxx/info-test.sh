@@ -122,5 +122,22 @@ if [ "$mode" = fake ]; then
     # shellcheck disable=SC2086
     [ -z "$("$info" --check $args 2>&1)" ] || fail "--check '$args' printed something"
   done
+  # A device that cannot be opened, or a GID table that cannot be read, is
+  # shown with its error: -i/-g cannot tell whether the port or GID exists.
+  FAKEPROV_FAIL=OPEN_DEVICE=13 "$info" -i 1 >"$tmp/open.out"; st=$?
+  [ $st -eq 2 ] || fail "-i 1 on a device that cannot be opened exited $st, expected 2"
+  grep -q '^  error:     cannot open: Permission denied$' "$tmp/open.out" ||
+    fail "no 'cannot open' error: $(cat "$tmp/open.out")"
+  FAKEPROV_FAIL=QUERY_GID=5 "$info" -g 1 >"$tmp/gid.out"; st=$?
+  [ $st -eq 0 ] || fail "-g 1 with an unreadable GID table exited $st, expected 0"
+  FAKEPROV_FAIL=QUERY_GID=5 "$info" -g 1 --json >"$tmp/gid.json"
+  python3 "$here/info-check.py" "$tmp/gid.out" "$tmp/gid.json" || fail "text and JSON disagree"
+  grep -q '^    gid table: Input/output error$' "$tmp/gid.out" || fail "no GID table error"
+  python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))["devices"][0]["ports"][0]
+assert p["gids"] == [] and p["gids_error"] == "Input/output error", p
+assert p["would_use_gid"] is None and p["would_use_gid_error"], p
+' "$tmp/gid.json" || fail "the JSON does not carry the GID table's error"
 fi
 echo ok

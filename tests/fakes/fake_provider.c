@@ -35,6 +35,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -255,12 +256,20 @@ static void knobs_from_env(void) {
   }
 }
 
-static long k(enum fakeprov_knob which) {
+static void fails_from_env(void);
+
+/* The first use: the defaults, then the environment's knobs and failures. */
+static void first_use(void) {
   if (!knobs_set) {
     memcpy(knob, knob_default, sizeof(knob));
     knobs_from_env();
+    fails_from_env();
     knobs_set = 1;
   }
+}
+
+static long k(enum fakeprov_knob which) {
+  first_use();
   return knob[which];
 }
 
@@ -292,7 +301,62 @@ static void violation(const char *fmt, ...) {
 }
 
 /* Whether the next call of OP is scripted to fail; if so, its errno. */
+/* The names FAKEPROV_FAIL uses: the enum's, without "FAKEPROV_OP_". */
+static const char *const op_name[FAKEPROV_OP_COUNT] = {
+    [FAKEPROV_OP_GET_DEVICE_LIST] = "GET_DEVICE_LIST",
+    [FAKEPROV_OP_OPEN_DEVICE] = "OPEN_DEVICE",
+    [FAKEPROV_OP_CLOSE_DEVICE] = "CLOSE_DEVICE",
+    [FAKEPROV_OP_QUERY_DEVICE] = "QUERY_DEVICE",
+    [FAKEPROV_OP_QUERY_PORT] = "QUERY_PORT",
+    [FAKEPROV_OP_QUERY_GID] = "QUERY_GID",
+    [FAKEPROV_OP_ALLOC_PD] = "ALLOC_PD",
+    [FAKEPROV_OP_DEALLOC_PD] = "DEALLOC_PD",
+    [FAKEPROV_OP_REG_MR] = "REG_MR",
+    [FAKEPROV_OP_DEREG_MR] = "DEREG_MR",
+    [FAKEPROV_OP_CREATE_COMP_CHANNEL] = "CREATE_COMP_CHANNEL",
+    [FAKEPROV_OP_DESTROY_COMP_CHANNEL] = "DESTROY_COMP_CHANNEL",
+    [FAKEPROV_OP_CREATE_CQ] = "CREATE_CQ",
+    [FAKEPROV_OP_CREATE_CQ_EX] = "CREATE_CQ_EX",
+    [FAKEPROV_OP_DESTROY_CQ] = "DESTROY_CQ",
+    [FAKEPROV_OP_REQ_NOTIFY_CQ] = "REQ_NOTIFY_CQ",
+    [FAKEPROV_OP_GET_CQ_EVENT] = "GET_CQ_EVENT",
+    [FAKEPROV_OP_POLL_CQ] = "POLL_CQ",
+    [FAKEPROV_OP_CREATE_QP] = "CREATE_QP",
+    [FAKEPROV_OP_CREATE_QP_EX] = "CREATE_QP_EX",
+    [FAKEPROV_OP_MODIFY_QP] = "MODIFY_QP",
+    [FAKEPROV_OP_QUERY_QP] = "QUERY_QP",
+    [FAKEPROV_OP_DESTROY_QP] = "DESTROY_QP",
+    [FAKEPROV_OP_POST_SEND] = "POST_SEND",
+    [FAKEPROV_OP_POST_RECV] = "POST_RECV",
+    [FAKEPROV_OP_POST_SRQ_RECV] = "POST_SRQ_RECV",
+    [FAKEPROV_OP_CREATE_SRQ] = "CREATE_SRQ",
+    [FAKEPROV_OP_DESTROY_SRQ] = "DESTROY_SRQ",
+    [FAKEPROV_OP_CREATE_AH] = "CREATE_AH",
+    [FAKEPROV_OP_DESTROY_AH] = "DESTROY_AH",
+};
+
+/* FAKEPROV_FAIL=OP=ERRNO[,OP=ERRNO...]: every call of OP fails with ERRNO, as
+ * fakeprov_fail_next(OP, ERRNO, UINT_MAX) would make it. */
+static void fails_from_env(void) {
+  const char *e = getenv("FAKEPROV_FAIL");
+  while (e && *e) {
+    const char *eq = strchr(e, '=');
+    if (!eq)
+      break;
+    for (int i = 0; i < FAKEPROV_OP_COUNT; i++)
+      if (op_name[i] && strlen(op_name[i]) == (size_t)(eq - e) &&
+          !strncmp(op_name[i], e, (size_t)(eq - e))) {
+        fail_script[i].err = (int)strtol(eq + 1, NULL, 0);
+        fail_script[i].count = fail_script[i].err ? UINT_MAX : 0;
+      }
+    e = strchr(eq, ',');
+    if (e)
+      e++;
+  }
+}
+
 static int scripted_failure(enum fakeprov_op op) {
+  first_use();
   if (!fail_script[op].count)
     return 0;
   fail_script[op].count--;

@@ -85,7 +85,9 @@ enum fakeprov_ex_mode {
  * the answer is computed, so they also change what live contexts report.
  * Another process (a tool a test runs) sets them with the environment:
  * FAKEPROV_KNOBS=PORT_LINK_LAYER=1,PORT_LID=7 (names without "FAKEPROV_"),
- * read at the first use; fakeprov_reset() restores the defaults. */
+ * read at the first use; fakeprov_reset() restores the defaults. Likewise
+ * FAKEPROV_FAIL=OPEN_DEVICE=13,QUERY_GID=5 (enum fakeprov_op names without
+ * "FAKEPROV_OP_") makes every call of those operations fail with that errno. */
 enum fakeprov_knob {
   FAKEPROV_MAX_QP_WR,           /* 64 */
   FAKEPROV_MAX_SGE,             /* 4 (max_sge and max_sge_rd) */
