@@ -180,12 +180,11 @@ result<void> add_qp(detail::channel_state &s, detail::cm_group &g, std::size_t p
     auto dev = s.ctx.query_device();
     if (!dev)
       return dev.error();
+    auto depths = detail::plan_depths(*dev, total, o.channel.send_depth, o.channel.recv_depth);
+    if (!depths)
+      return depths.error();
     cq_options co;
-    std::size_t depth =
-        total * (std::size_t{detail::clamp_to(o.channel.send_depth, dev->max_qp_wr)} +
-                 detail::clamp_to(o.channel.recv_depth, dev->max_qp_wr));
-    co.depth =
-        detail::clamp_to(static_cast<int>(std::min<std::size_t>(depth, 1u << 30)), dev->max_cqe);
+    co.depth = depths->cqe;
     co.extended = false;
     auto cq = completion_queue::create(s.ctx, co);
     if (!cq)
@@ -197,9 +196,12 @@ result<void> add_qp(detail::channel_state &s, detail::cm_group &g, std::size_t p
   auto dev = s.ctx.query_device();
   if (!dev)
     return dev.error();
+  auto depths = detail::plan_depths(*dev, total, o.channel.send_depth, o.channel.recv_depth);
+  if (!depths)
+    return depths.error();
   qp_options qo;
-  qo.send_depth = o.channel.send_depth;
-  qo.recv_depth = o.channel.recv_depth;
+  qo.send_depth = depths->send;
+  qo.recv_depth = depths->recv;
   ibv_qp_init_attr a = detail::plain(detail::qp_init_attr(
       *dev, qo, s.pd.native_handle(), s.cq.native_handle(), s.cq.native_handle()));
   if (rdma_create_qp(id, s.pd.native_handle(), &a))
@@ -392,7 +394,7 @@ result<multi_channel> multi_channel::create_cm(listener *from, const cm_channel_
     auto ch = event_channel::create();
     if (!ch)
       return ch.error();
-    auto s = std::make_unique<detail::channel_state>();
+    auto s = std::make_shared<detail::channel_state>();
     s->cm = std::make_shared<detail::cm_group>();
     auto &g = *s->cm;
     g.ch->ch = std::move(*ch);
@@ -400,6 +402,7 @@ result<multi_channel> multi_channel::create_cm(listener *from, const cm_channel_
     g.ids.resize(total);
     g.up = std::make_unique<std::atomic<bool>[]>(total);
     s->qps.resize(total);
+    s->failed.assign(total, 0);
     s->limit = o.channel.scope_limit;
     for (std::size_t i = 0; i < addrs.size(); i++)
       if (auto r = connect_peer(*s, g, i, addrs[i], o, total); !r)

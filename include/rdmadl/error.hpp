@@ -64,7 +64,15 @@
   X(wrong_device, no_such_device,                                                                  \
     "an rdma_cm peer is on another device than the channel's first peer")                          \
   X(library_lacks, operation_not_supported,                                                        \
-    "the loaded libibverbs release lacks this call (a newer rdma-core has it)")
+    "the loaded libibverbs release lacks this call (a newer rdma-core has it)")                    \
+  X(no_such_peer, invalid_argument, "the channel has no peer of that index")                       \
+  X(short_results, invalid_argument, "the results span is shorter than the list of parts")         \
+  X(channel_busy, device_or_resource_busy,                                                         \
+    "another polling scope or blocking call is running on this channel")                           \
+  X(peer_failed, not_connected,                                                                    \
+    "the peer's queue pair is in the error state after a failed or timed-out request")             \
+  X(too_many_peers, invalid_argument,                                                              \
+    "more peers than the device allows (max_qp queue pairs, or max_cqe CQ entries at 2 per peer)")
 
 namespace rdmadl {
 

@@ -85,10 +85,16 @@ struct channel_state;
 // has its queue pair moved to the error state and its flushed completion
 // taken, so when the scope is gone the NIC no longer touches any buffer
 // named in it. One scope per channel at a time; not copied or moved.
+/// A scope shares the channel's state: the multi_channel it came from may be
+/// moved or destroyed while the scope is open; the scope keeps working and
+/// its end still waits for (or flushes) what it posted, after which the
+/// queue pairs, CQ and PD are released if the channel is gone.
 class RDMADL_CXX_API polling_scope {
 public:
-  // Post one request to peer. Errors: errc::batch_busy (another scope is
-  // open), errc::out_of_range (no such peer), the errors of queue_pair.
+  // Post one request to peer. Errors: errc::channel_busy (another scope or
+  // a blocking call is running), errc::no_such_peer, errc::peer_failed
+  // (that peer's queue pair is in the error state, see
+  // multi_channel::connected(std::size_t)), the errors of queue_pair.
   result<work_handle> post_send(std::size_t peer, const local_slice &buf);
   result<work_handle> post_recv(std::size_t peer, const local_slice &buf);
   result<work_handle> post_write(std::size_t peer, const local_slice &buf,
@@ -109,10 +115,10 @@ public:
 
 private:
   friend class multi_channel;
-  explicit polling_scope(detail::channel_state *s) noexcept;
+  explicit polling_scope(std::shared_ptr<detail::channel_state> s) noexcept;
   result<work_handle> post(std::size_t peer, int kind, const local_slice &buf,
                            const remote_region *r);
-  detail::channel_state *s_; // stable across moves of the channel
+  std::shared_ptr<detail::channel_state> s_; // outlives a move or the end of the channel
   status_code err_;
   bool owner_ = false;
 };
@@ -123,6 +129,11 @@ public:
   // Creates the PD, the CQ and one RC queue pair per peer, not connected.
   // Errors: operation_not_supported, errc::out_of_range (peers == 0), and
   // those of queue_pair::create.
+  /// Also errc::too_many_peers, before anything is created, when peers
+  /// exceeds the device's max_qp or max_cqe / 2 (the shared CQ holds every
+  /// peer's send and receive entries; send_depth and recv_depth are cut in
+  /// proportion until peers * (send_depth + recv_depth) fits max_cqe), and
+  /// the errno of ibv_query_device.
   static result<multi_channel> create(const context &ctx, const channel_options &opts = {});
 
   multi_channel() noexcept;
@@ -138,19 +149,35 @@ public:
   // this side. Errors: errc::bad_size (remote.size() != peers()), the errno
   // of ibv_modify_qp.
   result<void> handshake(std::span<const endpoint> remote);
+  /// Whether every peer is connected: handshake() (or create_cm()) succeeded
+  /// and no peer has failed since (see connected(std::size_t)).
   bool connected() const noexcept;
+  /// Whether peer is connected and its queue pair still usable. A peer
+  /// fails for good when one of its requests completes with an error or is
+  /// flushed by this side because it did not complete in time (a blocking
+  /// call's timeout, a scope's scope_limit): RC leaves the error state only
+  /// through a new connection, so every later request to that peer fails at
+  /// once with errc::peer_failed (equal to std::errc::not_connected), and
+  /// connected() is false. The other peers go on working; to talk to the
+  /// failed peer again, both sides build a new channel. False for no such
+  /// peer.
+  bool connected(std::size_t peer) const noexcept;
 
   const protection_domain &pd() const noexcept;
   completion_queue &cq() noexcept;
   queue_pair &qp(std::size_t peer) noexcept;
 
   // A polling scope (see polling_scope). Opening a second one while one is
-  // open gives a scope whose every call fails with errc::batch_busy.
-  // Do not move or destroy the channel while a scope of it is open.
-  polling_scope scope() noexcept { return polling_scope(s_.get()); }
+  // open gives a scope whose every call fails with errc::channel_busy.
+  /// The channel may be moved or destroyed while the scope is open (the
+  /// scope shares its state).
+  polling_scope scope() noexcept { return polling_scope(s_); }
 
   // Blocking forms: post, then wait up to timeout. An error completion is
   // returned as the error (wc_category). On timeout the scope's end flushes.
+  /// Errors besides: errc::channel_busy (a scope or another blocking call is
+  /// running), errc::no_such_peer, errc::peer_failed. A timeout or an error
+  /// completion leaves that peer failed (see connected(std::size_t)).
   result<void> send(std::size_t peer, const local_slice &buf, std::chrono::milliseconds timeout);
   result<std::uint32_t> receive(std::size_t peer, const local_slice &buf,
                                 std::chrono::milliseconds timeout);
@@ -166,8 +193,10 @@ public:
   // part order: results[i] is parts[i]'s peer, work-completion status and
   // received bytes; a part never posted (its post or an earlier one failed)
   // has id 0 and status 5 (IBV_WC_WR_FLUSH_ERR). Errors before anything is
-  // posted (results then untouched): errc::bad_size (results shorter than
-  // parts), errc::batch_busy (a scope is open). None of these allocates
+  // posted (results then untouched): errc::short_results (results shorter
+  // than parts), errc::channel_busy (a scope is open). A part naming no
+  // peer fails with errc::no_such_peer, one naming a failed peer with
+  // errc::peer_failed (the parts before it were posted). None of these allocates
   // once the channel has run a batch of that size.
   struct part {
     std::size_t peer;
@@ -228,7 +257,7 @@ private:
   result<void> run(std::size_t n, int kind, const PartAt &part_at,
                    std::chrono::milliseconds timeout, std::span<work_result> results,
                    std::uint32_t *byte_len = nullptr);
-  std::unique_ptr<detail::channel_state> s_;
+  std::shared_ptr<detail::channel_state> s_; // shared with the open scope, if any
 };
 
 // One peer: a multi_channel of one.

@@ -1004,7 +1004,18 @@ bool check_multi_channel() {
   {
     auto s = leaf[2].scope(); // the channel works again for a new scope
     EXPECT(s.pending() == 0);
+    // but its flushed peer is failed for good: RC needs a new connection
+    EXPECT(s.post_recv(0, *lm[2].all()).error() == errc::peer_failed);
   }
+  EXPECT(!leaf[2].connected());
+  // A blocking receive that times out: its queue pair is flushed, the
+  // channel says it is no longer connected, later calls fail at once.
+  EXPECT(leaf[1].connected());
+  EXPECT(leaf[1].receive(*lm[1].all(), 50ms).error() == errc::timed_out);
+  EXPECT(!leaf[1].connected());
+  EXPECT(leaf[1].receive(*lm[1].all(), 5s).error() == errc::peer_failed);
+  EXPECT(leaf[1].send(*lm[1].all(), 5s).error() == errc::peer_failed);
+  EXPECT(leaf[0].connected()); // the other channels are untouched
   return true;
 }
 
