@@ -8,14 +8,15 @@
 #include <array>
 #include <atomic>
 #include <chrono>
-#include <cstring>
 #include <deque>
 #include <netdb.h>
+#include <optional>
 #include <poll.h>
 #include <string>
 
 #include "channel_state.hpp"
 #include "cm_common.hpp"
+#include "cm_hello.hpp"
 #include "detail.hpp"
 #include "nodes.hpp"
 #include "rdmadl/cm.hpp"
@@ -69,26 +70,11 @@ namespace {
 using ms = std::chrono::milliseconds;
 using clock = std::chrono::steady_clock;
 
-constexpr char hello_magic[5] = "RDMC";
-constexpr std::uint8_t hello_version = 1;
-constexpr std::size_t hello_size = 12;
-// Why a client was rejected (byte 8 of a reject's private data).
+// Why a client was rejected (the value of a reject's hello frame).
 enum refusal : std::uint8_t { r_malformed = 1, r_range = 2, r_taken = 3, r_device = 4 };
 
-std::array<std::byte, hello_size> hello(std::uint32_t v) {
-  std::array<std::byte, hello_size> b{};
-  detail::put_header(b.data(), hello_magic, hello_version);
-  detail::put_le(b.data() + 8, v);
-  return b;
-}
-// The value of a hello blob, or nothing if it is not one.
-bool parse_hello(std::span<const std::byte> b, std::uint32_t &v) {
-  if (b.size() < hello_size || std::memcmp(b.data(), hello_magic, 4) != 0 ||
-      b[4] != std::byte{hello_version})
-    return false;
-  v = detail::get_le<std::uint32_t>(b.data() + 8);
-  return true;
-}
+using detail::cm_hello;
+using detail::parse_cm_hello;
 
 // An address to connect to; an empty host or port 0 is no address.
 result<sockaddr_storage> resolve(const cm_address &a) {
@@ -133,9 +119,9 @@ void note(detail::cm_group &g, std::size_t peer, const rdma_cm_event *ev) {
 // as for any rdma_cm event.
 std::error_code event_error(const rdma_cm_event *ev) {
   if (ev->event == RDMA_CM_EVENT_REJECTED) {
-    std::uint32_t why = 0;
     auto p = static_cast<const std::byte *>(ev->param.conn.private_data);
-    if (p && parse_hello({p, ev->param.conn.private_data_len}, why) && why != r_device)
+    auto why = p ? parse_cm_hello({p, ev->param.conn.private_data_len}) : std::nullopt;
+    if (why && *why != r_device)
       return make_error_code(errc::rank_refused);
   }
   return detail::cm_event_error(ev);
@@ -236,7 +222,7 @@ rdma_conn_param conn_param(const detail::channel_state &s, const cm_channel_opti
 
 // Rejects a connection request, saying why, and destroys its id.
 void refuse(rdma_cm_id *id, refusal why) {
-  auto b = hello(why);
+  auto b = cm_hello(why);
   rdma_reject(id, b.data(), static_cast<std::uint8_t>(b.size()));
   rdma_destroy_id(id);
 }
@@ -264,7 +250,7 @@ result<void> connect_peer(detail::channel_state &s, detail::cm_group &g, std::si
     return r;
   if (auto r = add_qp(s, g, peer, o, total); !r)
     return r;
-  auto me = hello(o.rank);
+  auto me = cm_hello(o.rank);
   rdma_conn_param p = conn_param(s, o, me);
   if (rdma_connect(id, &p))
     return detail::last_error();
@@ -290,9 +276,10 @@ result<void> accept_peers(detail::channel_state &s, detail::cm_group &g, listene
       return ec;
     }
     rdma_cm_id *id = (*ev)->id;
-    std::uint32_t rank = 0;
     auto p = static_cast<const std::byte *>((*ev)->param.conn.private_data);
-    bool ok = p && parse_hello({p, (*ev)->param.conn.private_data_len}, rank);
+    auto hello = p ? parse_cm_hello({p, (*ev)->param.conn.private_data_len}) : std::nullopt;
+    const bool ok = hello.has_value();
+    const std::uint32_t rank = hello.value_or(0);
     rdma_ack_cm_event(*ev);
     refusal why = !ok                                                      ? r_malformed
                   : rank < o.first_rank || rank - o.first_rank >= o.accept ? r_range
