@@ -260,22 +260,82 @@ result<void> connect_peer(detail::channel_state &s, detail::cm_group &g, std::si
   return {};
 }
 
-// Accepts o.accept clients from l, each at the index its rank gives.
+// The next event of either channel, waiting until deadline; the caller
+// acks it. Errors: errc::timed_out, or the errno.
+result<rdma_cm_event *> take_either(rdma_event_channel *a, rdma_event_channel *b,
+                                    clock::time_point deadline) {
+  for (;;) {
+    for (auto *ch : {a, b}) {
+      rdma_cm_event *ev = nullptr;
+      if (rdma_get_cm_event(ch, &ev) == 0)
+        return ev;
+      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+        return detail::last_error();
+    }
+    int left = detail::poll_timeout(deadline);
+    if (left == 0)
+      return errc::timed_out;
+    pollfd p[2] = {{a->fd, POLLIN, 0}, {b->fd, POLLIN, 0}};
+    if (::poll(p, 2, left) < 0 && errno != EINTR)
+      return detail::last_error();
+  }
+}
+
+// Gives up an accepted client that did not get connected: its queue pair
+// and id go, so the same rank may connect again.
+void drop_accepted(detail::channel_state &s, detail::cm_group &g, std::size_t peer) {
+  s.qps[peer] = queue_pair(); // rdma_destroy_qp; the node held the id until here
+  g.ids[peer].reset();
+}
+
+// Accepts o.accept clients from l, each at the index its rank gives, all
+// within one deadline (o.timeout from the start of the accepting, never
+// restarted). Requests and the accepted clients' connection events are
+// taken as they come, so a client that is slow to complete its connection
+// does not hold up the others; one whose connection fails (CONNECT_ERROR,
+// UNREACHABLE, REJECTED, DISCONNECTED before ESTABLISHED) frees its rank
+// for a new attempt. Refused clients (malformed, out-of-range or taken
+// rank) are rejected and the accepting goes on.
 result<void> accept_peers(detail::channel_state &s, detail::cm_group &g, listener &l,
                           const cm_channel_options &o, std::size_t total) {
   const std::size_t base = o.connect.size();
   rdma_event_channel *lch = l.native_handle()->channel;
+  const auto deadline = detail::deadline(o.timeout);
   std::error_code refused; // the first client refused, reported if time runs out
-  for (std::size_t done = 0; done < o.accept;) {
-    auto ev = detail::take_cm_event(lch, detail::deadline(o.timeout));
+  std::size_t done = 0;
+  while (done < o.accept) {
+    auto ev = take_either(lch, g.native(), deadline);
     if (!ev)
       return refused && ev.error() == errc::timed_out ? result<void>(refused) : ev.error();
-    if ((*ev)->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
-      auto ec = event_error(*ev);
-      rdma_ack_cm_event(*ev);
-      return ec;
-    }
     rdma_cm_id *id = (*ev)->id;
+    if ((*ev)->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
+      const auto type = (*ev)->event;
+      std::size_t peer = g.index_of(id);
+      if (peer >= g.ids.size()) {
+        // The listener's own event (device removal, address change) ends
+        // the accepting, as before; one of an id already dropped is stale.
+        const bool listener_event = id->channel == lch;
+        auto ec = event_error(*ev);
+        rdma_ack_cm_event(*ev);
+        if (listener_event)
+          return ec;
+        continue;
+      }
+      if (peer < base || g.up[peer]) { // a connected peer's event
+        note(g, peer, *ev);
+        rdma_ack_cm_event(*ev);
+        continue;
+      }
+      rdma_ack_cm_event(*ev);
+      if (type == RDMA_CM_EVENT_ESTABLISHED) {
+        g.up[peer] = true;
+        done++;
+      } else if (type == RDMA_CM_EVENT_CONNECT_ERROR || type == RDMA_CM_EVENT_UNREACHABLE ||
+                 type == RDMA_CM_EVENT_REJECTED || type == RDMA_CM_EVENT_DISCONNECTED) {
+        drop_accepted(s, g, peer);
+      }
+      continue;
+    }
     auto p = static_cast<const std::byte *>((*ev)->param.conn.private_data);
     auto hello = p ? parse_cm_hello({p, (*ev)->param.conn.private_data_len}) : std::nullopt;
     const bool ok = hello.has_value();
@@ -317,10 +377,6 @@ result<void> accept_peers(detail::channel_state &s, detail::cm_group &g, listene
       rdma_reject(id, nullptr, 0);
       return ec;
     }
-    if (auto r = expect(g, id, RDMA_CM_EVENT_ESTABLISHED, o.timeout); !r)
-      return r;
-    g.up[peer] = true;
-    done++;
   }
   return {};
 }

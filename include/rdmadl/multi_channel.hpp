@@ -236,6 +236,15 @@ public:
   // such a client is rejected), errc::unexpected_event, or the errno. A
   // client whose rank is malformed, outside the range or already taken is
   // rejected and the accepting goes on.
+  /// The accepting has one deadline, opts.timeout from its start, which no
+  /// client restarts: a stream of refused clients cannot keep it going.
+  /// Clients are taken as they come; one that does not complete its
+  /// connection holds up no other, and one whose connection fails before it
+  /// is established frees its rank for a new attempt, so the channel is
+  /// made if every rank is connected in time (else errc::timed_out, or
+  /// errc::rank_refused if clients were refused meanwhile). Also
+  /// errc::too_many_peers (more peers than the first peer's device allows,
+  /// as in create()).
   static result<multi_channel> create_cm(listener *accept_from, const cm_channel_options &opts);
   // The rdma_cm event channel's fd (non-blocking; readable when an event is
   // waiting), for epoll/poll; -1 when not built with create_cm.
@@ -318,7 +327,7 @@ struct cm_channel_options {
   std::uint32_t rank = 0;                  // sent to every address connected to
   std::size_t accept = 0;                  // peers connected from the listener
   std::uint32_t first_rank = 0;            // accepted ranks: [first_rank, first_rank + accept)
-  std::chrono::milliseconds timeout{5000}; // each step (resolve, connect, each accept)
+  std::chrono::milliseconds timeout{5000}; ///< each connect step; all the accepting, in all
   std::uint8_t ack_timeout = 0;            // as cm_options::ack_timeout
   std::uint8_t retry_count = 6;            // as cm_options::retry_count (7: for ever on rxe)
   // How long destruction waits, in all, for peers to confirm the disconnect.

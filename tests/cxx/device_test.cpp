@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <fstream>
 #include <linux/udmabuf.h>
@@ -29,6 +30,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "rdmadl/native.hpp" // rdma_cm types for the half-open client (called via dlsym)
 #include "rdmadl/rdmadl.hpp"
 
 using namespace rdmadl;
@@ -1565,6 +1567,156 @@ bool check_cm_multi_channel() {
   return true;
 }
 
+// A client that stops midway: it sends a connection request with the hello
+// of rank, then reads none of its events, so librdmacm never answers the
+// acceptor's reply (no RTU: the acceptor's connection is never
+// established); after hold it destroys its id, which rejects the reply.
+// Raw rdma_cm from the system's librdmacm (dlopen): rdmadl has no call
+// that stops there. False when a step fails.
+bool half_open_client(const std::string &host, std::uint16_t port, std::uint32_t rank,
+                      std::chrono::milliseconds hold) {
+  void *lib = dlopen("librdmacm.so.1", RTLD_NOW);
+  if (!lib)
+    return false;
+#define CM_FN(name) auto name##_ = reinterpret_cast<decltype(&::name)>(dlsym(lib, #name))
+  CM_FN(rdma_create_event_channel);
+  CM_FN(rdma_destroy_event_channel);
+  CM_FN(rdma_create_id);
+  CM_FN(rdma_destroy_id);
+  CM_FN(rdma_resolve_addr);
+  CM_FN(rdma_resolve_route);
+  CM_FN(rdma_get_cm_event);
+  CM_FN(rdma_ack_cm_event);
+  CM_FN(rdma_connect);
+#undef CM_FN
+  bool ok = false;
+  rdma_event_channel *ch = rdma_create_event_channel_ ? rdma_create_event_channel_() : nullptr;
+  rdma_cm_id *id = nullptr;
+  auto step = [&](rdma_cm_event_type want) {
+    rdma_cm_event *ev = nullptr;
+    if (rdma_get_cm_event_(ch, &ev))
+      return false;
+    bool got = ev->event == want;
+    rdma_ack_cm_event_(ev);
+    return got;
+  };
+  sockaddr_in dst{};
+  dst.sin_family = AF_INET;
+  dst.sin_port = htons(port);
+  if (ch && inet_pton(AF_INET, host.c_str(), &dst.sin_addr) == 1 &&
+      rdma_create_id_(ch, &id, nullptr, RDMA_PS_TCP) == 0 &&
+      rdma_resolve_addr_(id, nullptr, reinterpret_cast<sockaddr *>(&dst), 2000) == 0 &&
+      step(RDMA_CM_EVENT_ADDR_RESOLVED) && rdma_resolve_route_(id, 2000) == 0 &&
+      step(RDMA_CM_EVENT_ROUTE_RESOLVED)) {
+    // "RDMC", version 1, 3 zero bytes, the rank little-endian
+    std::uint8_t hello[12] = {'R', 'D', 'M', 'C', 1, 0, 0, 0};
+    for (int i = 0; i < 4; i++)
+      hello[8 + i] = static_cast<std::uint8_t>(rank >> (8 * i));
+    rdma_conn_param p{};
+    p.private_data = hello;
+    p.private_data_len = sizeof hello;
+    p.responder_resources = p.initiator_depth = 1;
+    p.retry_count = 6;
+    p.rnr_retry_count = 7;
+    p.qp_num = 0x1234; // no QP: the reply waits for this side, which never answers
+    ok = rdma_connect_(id, &p) == 0;
+    if (ok)
+      std::this_thread::sleep_for(hold);
+  }
+  if (id)
+    rdma_destroy_id_(id);
+  if (ch)
+    rdma_destroy_event_channel_(ch);
+  dlclose(lib);
+  return ok;
+}
+
+// create_cm's accepting has one deadline that no client restarts, and a
+// client that stops midway holds up no other and frees its rank when its
+// connection fails.
+bool check_cm_accept_deadline() {
+  const std::string host = cm_host();
+  {
+    // A refused client every 100 ms for up to 8 s: the accepting still ends
+    // at its 2 s deadline (the first version waited for the stream's end).
+    TRY(lst, listener::bind(host, 0));
+    cm_channel_options ho;
+    ho.accept = 1;
+    ho.timeout = 2s;
+    std::atomic<bool> stop{false};
+    std::thread stream([&] {
+      auto end = std::chrono::steady_clock::now() + 8s;
+      while (!stop && std::chrono::steady_clock::now() < end) {
+        cm_channel_options co;
+        co.connect = {{host, lst->port()}};
+        co.rank = 5; // outside [0, 1)
+        co.timeout = 1s;
+        (void)channel::create_cm(nullptr, co);
+        std::this_thread::sleep_for(100ms);
+      }
+    });
+    auto t0 = std::chrono::steady_clock::now();
+    auto hub = multi_channel::create_cm(&*lst, ho);
+    auto took = std::chrono::steady_clock::now() - t0;
+    stop = true;
+    stream.join();
+    std::fprintf(stderr, "  refused stream: %s after %.2f s\n",
+                 hub ? "connected" : hub.error().message().c_str(),
+                 std::chrono::duration<double>(took).count());
+    EXPECT(hub.error() == errc::rank_refused);
+    EXPECT(took >= 1900ms && took < 4s);
+  }
+  {
+    // Rank 0 stops midway, rank 1 connects, rank 0 tries again: the channel
+    // is made (the first version failed as soon as the stuck client's
+    // connection did).
+    TRY(lst, listener::bind(host, 0));
+    cm_channel_options ho;
+    ho.accept = 2;
+    ho.timeout = 20s;
+    result<multi_channel> hub = errc::timed_out;
+    std::thread server([&] { hub = multi_channel::create_cm(&*lst, ho); });
+    EXPECT(half_open_client(host, lst->port(), 0, 1500ms));
+    auto connect = [&](std::uint32_t rank) {
+      cm_channel_options co;
+      co.connect = {{host, lst->port()}};
+      co.rank = rank;
+      co.timeout = 5s;
+      auto c = channel::create_cm(nullptr, co);
+      // The stuck client's rank is free once the acceptor has seen its
+      // connection fail; until then it is taken.
+      for (int i = 0; i < 25 && !c && c.error() == errc::rank_refused; i++) {
+        std::this_thread::sleep_for(200ms);
+        c = channel::create_cm(nullptr, co);
+      }
+      return c;
+    };
+    auto c1 = connect(1);
+    auto c0 = connect(0);
+    server.join();
+    EXPECT_OK(c1);
+    EXPECT_OK(c0);
+    EXPECT_OK(hub);
+    EXPECT(hub->connected() && hub->cm_connected(0) && hub->cm_connected(1));
+    // Peer i is rank i: each sees the other's bytes.
+    for (std::size_t i = 0; i < 2; i++) {
+      channel &leaf = i == 0 ? *c0 : *c1;
+      std::vector<std::byte> b(32), r(32);
+      fill(b, 60 + static_cast<unsigned>(i));
+      TRY(bm, hub->pd().register_memory(b));
+      TRY(rm, leaf.pd().register_memory(r));
+      result<std::uint32_t> got = errc::timed_out;
+      std::thread rx([&] { got = leaf.receive(*rm->all(), 5s); });
+      auto sent = hub->send(i, *bm->all(), 5s);
+      rx.join();
+      EXPECT_OK(sent);
+      EXPECT_OK(got);
+      EXPECT(same(r, b));
+    }
+  }
+  return true;
+}
+
 // A full mesh of three multi_channels of two peers each over rdma_cm
 // loopback (cm_mesh): node k's peer p is node p (p < k) or p + 1, checked
 // by what each node receives from each peer, then one-sided writes.
@@ -1732,6 +1884,7 @@ int main(int argc, char **argv) {
       {"cm-reject", check_cm_reject},
       {"cm-ack-timeout", check_cm_ack_timeout},
       {"cm-multi-channel", check_cm_multi_channel},
+      {"cm-accept-deadline", check_cm_accept_deadline},
       {"cm-mesh", check_cm_mesh},
       {"async-events", check_async_events}, // last: it takes the port down
   };

@@ -7,7 +7,7 @@
 cxx_checks="peer-exit probe device gid-select memory-bounds rc-send-recv uc-send-recv send-imm
   write-imm write-read dmabuf atomics ud-send-recv srq batch-poll comp-channel send-batch
   send-batch-chained endpoint lifetimes batch-guard prepared poll-session waits-saturate multi-channel mixed-posts
-  cm-connect cm-reject cm-ack-timeout cm-multi-channel cm-mesh async-events"
+  cm-connect cm-reject cm-ack-timeout cm-multi-channel cm-accept-deadline cm-mesh async-events"
 if [ "$RDMADL_SUITE" = none ]; then
   run cxx-absent rdmadl-cxx-device-test --absent
   rdmadl-info-guest --check
