@@ -1064,6 +1064,9 @@ static int load_all(void) {
     l->map = NULL;
     l->nmissing = l->nsyms;
     l->private_node = NULL;
+    /* Only this load ever set it (a strdup of RDMADL_<LIB>_PATH): a load
+     * again frees the cut-off load's copy instead of leaking it. */
+    free(l->lazy_override);
     l->lazy_override = NULL;
     if (l->kind != KIND_EAGER) {
       const char *o = env.path[i];
