@@ -490,6 +490,11 @@ result<cm_peer_event> multi_channel::next_cm_event(std::chrono::milliseconds tim
   }
   auto e = g.queued.front();
   g.queued.pop_front();
+  // A peer reported gone was disconnected from this side too (its queue
+  // pair flushed): it is failed, as after a failed request.
+  if (e.kind == cm_event_kind::disconnected || e.kind == cm_event_kind::connection_error ||
+      e.kind == cm_event_kind::device_removal)
+    s_->fail(e.peer);
   return e;
 }
 

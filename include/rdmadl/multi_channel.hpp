@@ -159,7 +159,8 @@ public:
   /// through a new connection, so every later request to that peer fails at
   /// once with errc::peer_failed (equal to std::errc::not_connected), and
   /// connected() is false. The other peers go on working; to talk to the
-  /// failed peer again, both sides build a new channel. False for no such
+  /// failed peer again, both sides build a new channel. A create_cm peer
+  /// that next_cm_event() reports gone is failed too. False for no such
   /// peer.
   bool connected(std::size_t peer) const noexcept;
 

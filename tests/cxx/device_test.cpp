@@ -1552,6 +1552,9 @@ bool check_cm_multi_channel() {
   TRY(bm, hub->pd().register_memory(b));
   auto dead = hub->send(1, *bm->all(), 5s);
   EXPECT(!dead);
+  // The event made peer 1 failed: refused at once, the others connected.
+  EXPECT(dead.error() == errc::peer_failed);
+  EXPECT(!hub->connected(1) && !hub->connected() && hub->connected(0) && hub->connected(2));
   std::fprintf(stderr, "  send to the gone peer: %s\n", dead.error().message().c_str());
   for (std::size_t i : {std::size_t{0}, std::size_t{2}}) {
     std::vector<std::byte> lbuf(64);
