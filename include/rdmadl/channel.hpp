@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// rdmadl/channel.hpp - completion channels: a file descriptor that becomes
-// readable when an armed completion queue gets a completion.
+/// @file
+/// rdmadl/channel.hpp - completion channels: a file descriptor that becomes
+/// readable when an armed completion queue gets a completion.
 #ifndef RDMADL_CHANNEL_HPP
 #define RDMADL_CHANNEL_HPP
 
@@ -13,14 +14,14 @@
 
 namespace rdmadl {
 
-// A completion channel (ibv_create_comp_channel). Its fd is non-blocking and
-// can go into epoll/poll. Every event taken is acknowledged at once, so
-// destroying the queues never waits for unacknowledged events. Keeps its
-// context alive; destroyed when it and the queues using it are gone.
-// Move-only.
+/// A completion channel (ibv_create_comp_channel). Its fd is non-blocking and
+/// can go into epoll/poll. Every event taken is acknowledged at once, so
+/// destroying the queues never waits for unacknowledged events. Keeps its
+/// context alive; destroyed when it and the queues using it are gone.
+/// Move-only.
 class RDMADL_CXX_API completion_channel {
 public:
-  // Errors: operation_not_supported, errc::empty_object, or the errno.
+  /// Errors: operation_not_supported, errc::empty_object, or the errno.
   static result<completion_channel> create(const context &ctx);
 
   completion_channel() noexcept = default;
@@ -28,12 +29,12 @@ public:
   completion_channel &operator=(completion_channel &&o) noexcept = default;
   ~completion_channel() = default;
 
-  // The file descriptor (readable when an event is pending), -1 when empty.
+  /// The file descriptor (readable when an event is pending), -1 when empty.
   int fd() const noexcept;
-  // Waits up to timeout (milliseconds::max(): no limit) for one event, takes
-  // and acknowledges it, and returns the queue it is for (re-arm it with
-  // request_notify() before polling it empty). Errors: errc::timed_out,
-  // errc::empty_object, or the errno.
+  /// Waits up to timeout (milliseconds::max(): no limit) for one event, takes
+  /// and acknowledges it, and returns the queue it is for (re-arm it with
+  /// request_notify() before polling it empty). Errors: errc::timed_out,
+  /// errc::empty_object, or the errno.
   result<::ibv_cq *> wait(std::chrono::milliseconds timeout) const;
 
   ::ibv_comp_channel *native_handle() const noexcept { return ch_; }
@@ -47,4 +48,4 @@ private:
 
 } // namespace rdmadl
 
-#endif // RDMADL_CHANNEL_HPP
+#endif ///< RDMADL_CHANNEL_HPP

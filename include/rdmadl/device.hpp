@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// rdmadl/device.hpp - devices, opened device contexts, their attributes and
-// GID tables.
+/// @file
+/// rdmadl/device.hpp - devices, opened device contexts, their attributes and
+/// GID tables.
 #ifndef RDMADL_DEVICE_HPP
 #define RDMADL_DEVICE_HPP
 
@@ -27,15 +28,15 @@ enum class port_state { nop, down, init, armed, active, active_defer };
 enum class atomic_cap { none, hca, glob };
 enum class gid_type { ib, roce_v1, roce_v2 };
 
-// Display names; a value outside the enumeration gives "unknown".
+/// Display names; a value outside the enumeration gives "unknown".
 RDMADL_CXX_API std::string_view name(node_type v) noexcept;
 RDMADL_CXX_API std::string_view name(transport v) noexcept;
 RDMADL_CXX_API std::string_view name(link_layer v) noexcept;
 RDMADL_CXX_API std::string_view name(port_state v) noexcept;
 RDMADL_CXX_API std::string_view name(atomic_cap v) noexcept;
-RDMADL_CXX_API std::string_view name(gid_type v) noexcept; // "IB", "RoCE v1", "RoCE v2"
+RDMADL_CXX_API std::string_view name(gid_type v) noexcept; ///< "IB", "RoCE v1", "RoCE v2"
 
-// Asynchronous events: enum ibv_event_type values.
+/// Asynchronous events: enum ibv_event_type values.
 enum class async_event_type : int {
   cq_err,
   qp_fatal,
@@ -59,12 +60,12 @@ enum class async_event_type : int {
   wq_fatal,
   device_speed_change,
 };
-// rdma-core's name (ibv_event_type_str), "unknown" outside the enumeration.
+/// rdma-core's name (ibv_event_type_str), "unknown" outside the enumeration.
 RDMADL_CXX_API std::string_view name(async_event_type v) noexcept;
 
-// One asynchronous event, already acknowledged. Which element is set
-// depends on the type: port events carry the port, QP events the QP's
-// number, CQ and SRQ events the native object.
+/// One asynchronous event, already acknowledged. Which element is set
+/// depends on the type: port events carry the port, QP events the QP's
+/// number, CQ and SRQ events the native object.
 struct async_event {
   async_event_type type = async_event_type::device_fatal;
   std::uint32_t port = 0;
@@ -73,14 +74,14 @@ struct async_event {
   ::ibv_srq *srq = nullptr;
 };
 
-// A 128-bit GID, in network byte order.
+/// A 128-bit GID, in network byte order.
 struct RDMADL_CXX_API gid {
   std::array<std::uint8_t, 16> raw{};
   bool is_zero() const noexcept;
-  // True for ::ffff:a.b.c.d; then ipv4() is that address in network byte order.
+  /// True for ::ffff:a.b.c.d; then ipv4() is that address in network byte order.
   bool is_ipv4_mapped() const noexcept;
   std::uint32_t ipv4() const noexcept;
-  // "fe80:0000:..." (8 groups, as ibv_devinfo prints).
+  /// "fe80:0000:..." (8 groups, as ibv_devinfo prints).
   std::string to_string() const;
   friend bool operator==(const gid &, const gid &) = default;
 };
@@ -93,12 +94,12 @@ struct gid_entry {
   std::uint32_t ndev_ifindex = 0;
 };
 
-// Which GID select_gid() picks. Defaults: a RoCE v2 GID (IPv4-mapped when
-// ipv4 is set and matches), on Ethernet; on InfiniBand the port's GID 0,
-// which is always the port GID there (the LID does the routing).
+/// Which GID select_gid() picks. Defaults: a RoCE v2 GID (IPv4-mapped when
+/// ipv4 is set and matches), on Ethernet; on InfiniBand the port's GID 0,
+/// which is always the port GID there (the LID does the routing).
 struct gid_selector {
   gid_type type = gid_type::roce_v2;
-  std::uint32_t ipv4 = 0; // network byte order; 0 = any address
+  std::uint32_t ipv4 = 0; ///< network byte order; 0 = any address
 };
 
 struct device_attr {
@@ -115,21 +116,21 @@ struct device_attr {
 
 struct port_attr {
   port_state state = port_state::nop;
-  std::uint32_t max_mtu = 0, active_mtu = 0; // bytes: 256 ... 4096
+  std::uint32_t max_mtu = 0, active_mtu = 0; ///< bytes: 256 ... 4096
   std::uint32_t gid_tbl_len = 0, port_cap_flags = 0, max_msg_sz = 0;
   std::uint16_t lid = 0, sm_lid = 0;
   std::uint8_t lmc = 0, active_width = 0, active_speed = 0;
   link_layer link = link_layer::unspecified;
 };
 
-// One entry of the device list. Valid while its device_list lives. A null
-// device answers "" / 0 / unknown.
+/// One entry of the device list. Valid while its device_list lives. A null
+/// device answers "" / 0 / unknown.
 class RDMADL_CXX_API device {
 public:
   explicit device(::ibv_device *d = nullptr) noexcept : dev_(d) {}
-  // Kernel name, e.g. "rxe0".
+  /// Kernel name, e.g. "rxe0".
   std::string_view name() const noexcept;
-  // Node GUID in host byte order.
+  /// Node GUID in host byte order.
   std::uint64_t guid() const noexcept;
   node_type node() const noexcept;
   transport transport_type() const noexcept;
@@ -139,12 +140,12 @@ private:
   ::ibv_device *dev_;
 };
 
-// The devices present (ibv_get_device_list). Move-only.
+/// The devices present (ibv_get_device_list). Move-only.
 class RDMADL_CXX_API device_list {
 public:
-  // The current list. Errors: operation_not_supported (no stack, including a
-  // kernel without RDMA: errc::no_kernel_support), errc::no_devices (equal to
-  // std::errc::no_such_device) when the list is empty, or the errno.
+  /// The current list. Errors: operation_not_supported (no stack, including a
+  /// kernel without RDMA: errc::no_kernel_support), errc::no_devices (equal to
+  /// std::errc::no_such_device) when the list is empty, or the errno.
   static result<device_list> get();
 
   device_list() noexcept = default;
@@ -153,11 +154,11 @@ public:
   ~device_list();
 
   std::size_t size() const noexcept { return n_; }
-  // The i-th device; a null device when i >= size().
+  /// The i-th device; a null device when i >= size().
   device operator[](std::size_t i) const noexcept {
     return device(i < n_ ? list_.get()[i] : nullptr);
   }
-  // The device named name. Errors: errc::no_devices.
+  /// The device named name. Errors: errc::no_devices.
   result<device> find(std::string_view name) const;
 
   struct iterator {
@@ -177,38 +178,38 @@ private:
   detail::take<std::size_t> n_;
 };
 
-// An opened device (ibv_open_device). Move-only. The device is closed when
-// the context and every object made from it (PD, CQ, channel, ...) are gone,
-// in whatever order they are destroyed; a borrowed context never closes it.
-//
-// Threading (every class of rdmadl): distinct objects may be used from
-// different threads freely, even objects made from one another. One object
-// may be used from several threads at once through its const members and its
-// data-path calls (post_*, poll, request_notify), which the provider
-// serialises as rdma-core documents; moving, assigning or destroying an
-// object must not race with any other use of that same object. A send_batch
-// is exclusive: one at a time per queue pair.
-// The rdma-core provider (driver library) behind a context.
+/// An opened device (ibv_open_device). Move-only. The device is closed when
+/// the context and every object made from it (PD, CQ, channel, ...) are gone,
+/// in whatever order they are destroyed; a borrowed context never closes it.
+///
+/// Threading (every class of rdmadl): distinct objects may be used from
+/// different threads freely, even objects made from one another. One object
+/// may be used from several threads at once through its const members and its
+/// data-path calls (post_*, poll, request_notify), which the provider
+/// serialises as rdma-core documents; moving, assigning or destroying an
+/// object must not race with any other use of that same object. A send_batch
+/// is exclusive: one at a time per queue pair.
+/// The rdma-core provider (driver library) behind a context.
 struct provider_info {
-  std::string name; // "rxe", "mlx5", "efa", "siw", ...: the driver file's name
-  std::string file; // the object that runs the context's data path, as loaded
-  // The provider's direct-verbs library (mlx5 -> library::mlx5, efa, mlx4, hns,
-  // mana, ionic), when rdma-core ships one for it.
+  std::string name; ///< "rxe", "mlx5", "efa", "siw", ...: the driver file's name
+  std::string file; ///< the object that runs the context's data path, as loaded
+  /// The provider's direct-verbs library (mlx5 -> library::mlx5, efa, mlx4, hns,
+  /// mana, ionic), when rdma-core ships one for it.
   std::optional<library> direct_verbs;
-  // That library loaded and is usable (from the same rdma-core release as
-  // libibverbs). Its functions are then called on native_handle() with the
-  // provider's own header (e.g. <infiniband/mlx5dv.h>, bundled).
+  /// That library loaded and is usable (from the same rdma-core release as
+  /// libibverbs). Its functions are then called on native_handle() with the
+  /// provider's own header (e.g. <infiniband/mlx5dv.h>, bundled).
   bool direct_verbs_usable = false;
 };
 
 class RDMADL_CXX_API context {
 public:
-  // Opens the device called name, or the first device when name is empty.
-  // Errors: as device_list::get(), errc::no_devices when no such device.
+  /// Opens the device called name, or the first device when name is empty.
+  /// Errors: as device_list::get(), errc::no_devices when no such device.
   static result<context> open(std::string_view name = {});
-  // Opens d. Errors: operation_not_supported, or the errno.
+  /// Opens d. Errors: operation_not_supported, or the errno.
   static result<context> open(const device &d);
-  // Wraps ctx without owning it.
+  /// Wraps ctx without owning it.
   static context borrow(::ibv_context *ctx) noexcept;
 
   context() noexcept = default;
@@ -217,39 +218,39 @@ public:
   ~context() = default;
 
   std::string_view device_name() const noexcept;
-  // ibv_query_device. Errors: the errno.
+  /// ibv_query_device. Errors: the errno.
   result<device_attr> query_device() const;
-  // ibv_query_port. Errors: the errno (EINVAL for a bad port).
+  /// ibv_query_port. Errors: the errno (EINVAL for a bad port).
   result<port_attr> query_port(std::uint8_t port) const;
-  // The first port whose state is ACTIVE. Errors: errc::no_active_port.
+  /// The first port whose state is ACTIVE. Errors: errc::no_active_port.
   result<std::uint8_t> first_active_port() const;
-  // Every valid entry of port's GID table, with its type (_ibv_query_gid_ex,
-  // or sysfs on releases before it).
+  /// Every valid entry of port's GID table, with its type (_ibv_query_gid_ex,
+  /// or sysfs on releases before it).
   result<std::vector<gid_entry>> gid_table(std::uint8_t port) const;
-  // The GID to use on port: by default the RoCE v2 entry whose IPv4-mapped
-  // address matches sel.ipv4 (any when 0), else the first RoCE v2 entry; on
-  // InfiniBand the port GID (index 0). Never a blind index 0 on RoCE.
-  // Errors: errc::no_such_gid.
+  /// The GID to use on port: by default the RoCE v2 entry whose IPv4-mapped
+  /// address matches sel.ipv4 (any when 0), else the first RoCE v2 entry; on
+  /// InfiniBand the port GID (index 0). Never a blind index 0 on RoCE.
+  /// Errors: errc::no_such_gid.
   result<gid_entry> select_gid(std::uint8_t port, const gid_selector &sel = {}) const;
-  // Whether this device (with the loaded release, provider and kernel)
-  // supports f. For extended_cq and wr_api the first call creates and destroys
-  // a small object of that kind on the device (the provider op can be present
-  // while the kernel refuses it), so the answer matches what
-  // completion_queue::extended() and queue_pair::uses_wr_api() will report;
-  // the answer is cached in the context.
+  /// Whether this device (with the loaded release, provider and kernel)
+  /// supports f. For extended_cq and wr_api the first call creates and destroys
+  /// a small object of that kind on the device (the provider op can be present
+  /// while the kernel refuses it), so the answer matches what
+  /// completion_queue::extended() and queue_pair::uses_wr_api() will report;
+  /// the answer is cached in the context.
   bool supports(feature f) const noexcept;
-  // Which provider drives this context (the object whose code its poll_cq
-  // runs) and whether its direct-verbs library is usable; loads that library
-  // the first time. Empty name on an empty context or an unnamed object.
+  /// Which provider drives this context (the object whose code its poll_cq
+  /// runs) and whether its direct-verbs library is usable; loads that library
+  /// the first time. Empty name on an empty context or an unnamed object.
   provider_info provider() const;
 
-  // The device's asynchronous event file descriptor (readable when an event
-  // is pending; non-blocking once next_event() has run), -1 when empty.
+  /// The device's asynchronous event file descriptor (readable when an event
+  /// is pending; non-blocking once next_event() has run), -1 when empty.
   int async_fd() const noexcept;
-  // Waits up to timeout (milliseconds::max(): no limit) for the next
-  // asynchronous event (port up or down, QP/CQ/SRQ errors, device fatal),
-  // takes and acknowledges it. Errors: errc::timed_out, errc::empty_object,
-  // or the errno.
+  /// Waits up to timeout (milliseconds::max(): no limit) for the next
+  /// asynchronous event (port up or down, QP/CQ/SRQ errors, device fatal),
+  /// takes and acknowledges it. Errors: errc::timed_out, errc::empty_object,
+  /// or the errno.
   result<async_event> next_event(std::chrono::milliseconds timeout) const;
 
   ::ibv_context *native_handle() const noexcept { return ctx_; }
@@ -263,4 +264,4 @@ private:
 
 } // namespace rdmadl
 
-#endif // RDMADL_DEVICE_HPP
+#endif ///< RDMADL_DEVICE_HPP

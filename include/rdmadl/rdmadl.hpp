@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// rdmadl/rdmadl.hpp - the whole C++ API. Includes no rdma-core header; see
-// <rdmadl/native.hpp> for that.
+/// @file
+/// rdmadl/rdmadl.hpp - the whole C++ API. Includes no rdma-core header; see
+/// <rdmadl/native.hpp> for that.
 #ifndef RDMADL_RDMADL_HPP
 #define RDMADL_RDMADL_HPP
 
@@ -16,4 +17,4 @@
 #include "rdmadl/runtime.hpp"
 #include "rdmadl/version.h"
 
-#endif // RDMADL_RDMADL_HPP
+#endif ///< RDMADL_RDMADL_HPP

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* rdmadl's version, written once here; CMake parses it. */
+/** @file
+ * rdmadl's version, written once here; CMake parses it. */
 #ifndef RDMADL_VERSION_H
 #define RDMADL_VERSION_H
 #define RDMADL_VERSION_MAJOR 0
