@@ -48,4 +48,4 @@ private:
 
 } // namespace rdmadl
 
-#endif ///< RDMADL_CHANNEL_HPP
+#endif // RDMADL_CHANNEL_HPP

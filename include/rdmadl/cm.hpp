@@ -152,4 +152,4 @@ RDMADL_CXX_API result<connection> connect(std::string_view host, std::uint16_t p
 
 } // namespace rdmadl
 
-#endif ///< RDMADL_CM_HPP
+#endif // RDMADL_CM_HPP

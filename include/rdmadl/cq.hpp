@@ -197,4 +197,4 @@ private:
 
 } // namespace rdmadl
 
-#endif ///< RDMADL_CQ_HPP
+#endif // RDMADL_CQ_HPP

@@ -264,4 +264,4 @@ private:
 
 } // namespace rdmadl
 
-#endif ///< RDMADL_DEVICE_HPP
+#endif // RDMADL_DEVICE_HPP

@@ -255,4 +255,4 @@ private:
 
 } // namespace rdmadl
 
-#endif ///< RDMADL_ERROR_HPP
+#endif // RDMADL_ERROR_HPP

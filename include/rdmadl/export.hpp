@@ -17,4 +17,4 @@
 #define RDMADL_CXX_API
 #endif
 
-#endif ///< RDMADL_EXPORT_HPP
+#endif // RDMADL_EXPORT_HPP

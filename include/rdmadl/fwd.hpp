@@ -80,4 +80,4 @@ private:
 } // namespace detail
 } // namespace rdmadl
 
-#endif ///< RDMADL_FWD_HPP
+#endif // RDMADL_FWD_HPP

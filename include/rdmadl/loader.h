@@ -155,4 +155,4 @@ RDMADL_API const char *rdmadl_reason(void);
 }
 #endif
 
-#endif /**< RDMADL_LOADER_H */
+#endif /* RDMADL_LOADER_H */

@@ -151,4 +151,4 @@ private:
 
 } // namespace rdmadl
 
-#endif ///< RDMADL_MEMORY_HPP
+#endif // RDMADL_MEMORY_HPP

@@ -322,4 +322,4 @@ cm_mesh(std::size_t rank, std::span<const cm_address> nodes, cm_channel_options 
 
 } // namespace rdmadl
 
-#endif ///< RDMADL_MULTI_CHANNEL_HPP
+#endif // RDMADL_MULTI_CHANNEL_HPP

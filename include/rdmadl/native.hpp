@@ -38,4 +38,4 @@ inline int poll(const completion_queue &cq, int n, ibv_wc *wc) noexcept {
 
 } // namespace rdmadl::native
 
-#endif ///< RDMADL_NATIVE_HPP
+#endif // RDMADL_NATIVE_HPP

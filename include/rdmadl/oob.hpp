@@ -39,4 +39,4 @@ RDMADL_CXX_API result<std::vector<std::byte>> exchange(std::string_view host, st
 
 } // namespace rdmadl::oob
 
-#endif ///< RDMADL_OOB_HPP
+#endif // RDMADL_OOB_HPP

@@ -480,4 +480,4 @@ private:
 
 } // namespace rdmadl
 
-#endif ///< RDMADL_QP_HPP
+#endif // RDMADL_QP_HPP

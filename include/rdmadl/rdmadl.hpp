@@ -17,4 +17,4 @@
 #include "rdmadl/runtime.hpp"
 #include "rdmadl/version.h"
 
-#endif ///< RDMADL_RDMADL_HPP
+#endif // RDMADL_RDMADL_HPP

@@ -113,4 +113,4 @@ inline constexpr feature all_features[] = {
 
 } // namespace rdmadl
 
-#endif ///< RDMADL_RUNTIME_HPP
+#endif // RDMADL_RUNTIME_HPP
