@@ -21,12 +21,18 @@ namespace rdmadl {
 /// Move-only.
 class RDMADL_CXX_API completion_channel {
 public:
-  /// Errors: operation_not_supported, errc::empty_object, or the errno.
+  /// Creates a channel on ctx. Errors: operation_not_supported,
+  /// errc::empty_object, or the errno.
   static result<completion_channel> create(const context &ctx);
 
+  /// An empty channel.
   completion_channel() noexcept = default;
+  /// Moves; the source becomes empty.
   completion_channel(completion_channel &&o) noexcept = default;
+  /// Moves; the source becomes empty and this handle's former channel is
+  /// released (destroyed when no queue uses it).
   completion_channel &operator=(completion_channel &&o) noexcept = default;
+  /// Releases this handle; the channel is destroyed with its last queue.
   ~completion_channel() = default;
 
   /// The file descriptor (readable when an event is pending), -1 when empty.
@@ -37,7 +43,9 @@ public:
   /// errc::empty_object, or the errno.
   result<::ibv_cq *> wait(std::chrono::milliseconds timeout) const;
 
+  /// The rdma-core channel; null when empty.
   ::ibv_comp_channel *native_handle() const noexcept { return ch_; }
+  /// False for an empty (default-constructed or moved-from) channel.
   explicit operator bool() const noexcept { return ch_.get() != nullptr; }
 
 private:
