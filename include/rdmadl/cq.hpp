@@ -26,18 +26,18 @@ namespace rdmadl {
 
 /// enum ibv_wc_opcode values.
 enum class wc_opcode : int {
-  send = 0,
-  rdma_write = 1,
-  rdma_read = 2,
-  comp_swap = 3,
-  fetch_add = 4,
-  bind_mw = 5,
-  local_inv = 6,
-  tso = 7,
-  flush = 8,
-  atomic_write = 9,
-  recv = 128,
-  recv_rdma_with_imm = 129,
+  send = 0,                 ///< IBV_WC_SEND: a send finished
+  rdma_write = 1,           ///< IBV_WC_RDMA_WRITE: an RDMA write finished
+  rdma_read = 2,            ///< IBV_WC_RDMA_READ: an RDMA read finished
+  comp_swap = 3,            ///< IBV_WC_COMP_SWAP: a compare-and-swap finished
+  fetch_add = 4,            ///< IBV_WC_FETCH_ADD: a fetch-and-add finished
+  bind_mw = 5,              ///< IBV_WC_BIND_MW: a memory window bind finished
+  local_inv = 6,            ///< IBV_WC_LOCAL_INV: a local invalidate finished
+  tso = 7,                  ///< IBV_WC_TSO: a TCP segmentation offload send finished
+  flush = 8,                ///< IBV_WC_FLUSH: a flush finished
+  atomic_write = 9,         ///< IBV_WC_ATOMIC_WRITE: an atomic write finished
+  recv = 128,               ///< IBV_WC_RECV: a receive took an incoming send
+  recv_rdma_with_imm = 129, ///< IBV_WC_RECV_RDMA_WITH_IMM: a receive took a write's immediate
 };
 
 namespace detail {
@@ -52,19 +52,30 @@ constexpr std::uint32_t be32(std::uint32_t v) noexcept {
 
 /// One work completion: the layout twin of struct ibv_wc.
 struct completion {
-  std::uint64_t wr_id = 0;
-  int status = 0; ///< enum ibv_wc_status; 0 = success
+  std::uint64_t wr_id = 0; ///< the work request's wr_id, as posted
+  int status = 0;          ///< enum ibv_wc_status; 0 = success
   /// enum ibv_wc_opcode; valid only when ok() (rdma-core leaves it undefined
   /// on error).
   wc_opcode opcode = wc_opcode::send;
   std::uint32_t vendor_err = 0; ///< provider's own code, kept beside status
-  std::uint32_t byte_len = 0;
-  std::uint32_t imm_be = 0; ///< immediate data, network byte order (see imm())
+  std::uint32_t byte_len = 0;   ///< bytes transferred (receives: bytes that arrived)
+  std::uint32_t imm_be = 0;     ///< immediate data, network byte order (see imm())
+  /// @name Queue pair numbers
+  //@{
+  /// qp_num: the local queue pair's number; src_qp: the sender's QP number
+  /// (UD receives).
   std::uint32_t qp_num = 0, src_qp = 0;
+  //@}
   unsigned wc_flags = 0; ///< IBV_WC_GRH = 1, IBV_WC_WITH_IMM = 2, ...
+  /// @name Addressing of UD receives
+  //@{
+  /// The P_Key index (GSI only), the sender's LID, its service level and the
+  /// destination LID path bits (InfiniBand).
   std::uint16_t pkey_index = 0, slid = 0;
   std::uint8_t sl = 0, dlid_path_bits = 0;
+  //@}
 
+  /// True when the work request succeeded (status 0).
   bool ok() const noexcept { return status == 0; }
   /// Whether the completion carries immediate data (success only).
   bool has_imm() const noexcept { return status == 0 && (wc_flags & 2u); }
@@ -76,10 +87,13 @@ struct completion {
   }
 };
 
+/// Options of completion_queue::create().
 struct cq_options {
   int depth = 256; ///< clamped to [1, the device's max_cqe]
   /// For request_notify()/wait(); the queue keeps the channel alive.
   const completion_channel *channel = nullptr;
+  /// The completion vector (interrupt) that signals the channel: 0 to the
+  /// context's num_comp_vectors - 1.
   int comp_vector = 0;
   /// Create it with ibv_create_cq_ex when context::supports(extended_cq).
   /// poll() then reads it through ibv_start_poll (out of line); the default,
@@ -100,9 +114,14 @@ public:
   /// errc::empty_object, or the errno.
   static result<completion_queue> create(const context &ctx, const cq_options &opts = {});
 
+  /// An empty queue.
   completion_queue() noexcept = default;
+  /// Moves; the source becomes empty.
   completion_queue(completion_queue &&o) noexcept = default;
+  /// Moves; the source becomes empty and this handle's former queue is
+  /// released (destroyed when no queue pair uses it).
   completion_queue &operator=(completion_queue &&o) noexcept = default;
+  /// Releases this handle; the queue is destroyed with its last queue pair.
   ~completion_queue() = default;
 
   /// Takes up to out.size() completions without blocking; returns how many.
@@ -136,10 +155,15 @@ public:
   /// True when created with ibv_create_cq_ex (poll() then reads it through
   /// ibv_start_poll/ibv_next_poll).
   bool extended() const noexcept { return ex_.get() != nullptr; }
+  /// The number of entries the provider made (the clamped depth asked for,
+  /// or more); 0 when empty.
   int depth() const noexcept;
 
+  /// The rdma-core queue (also for an extended one); null when empty.
   ::ibv_cq *native_handle() const noexcept { return cq_; }
+  /// The extended queue; null unless extended().
   ::ibv_cq_ex *native_ex_handle() const noexcept { return ex_; }
+  /// False for an empty (default-constructed or moved-from) queue.
   explicit operator bool() const noexcept { return cq_.get() != nullptr; }
 
 private:
@@ -163,9 +187,13 @@ private:
 ///   for (; s && *s; (void)s->next()) use(s->wr_id(), s->status());
 class RDMADL_CXX_API poll_session {
 public:
+  /// An empty session (never on a completion).
   poll_session() noexcept = default;
+  /// Moves; the source becomes empty.
   poll_session(poll_session &&o) noexcept = default;
+  /// Ends this session (ibv_end_poll), then takes o's; o becomes empty.
   poll_session &operator=(poll_session &&o) noexcept;
+  /// Ends the session (ibv_end_poll on an extended queue).
   ~poll_session();
 
   /// True while positioned on a completion.
@@ -174,17 +202,25 @@ public:
   /// session then stays empty). Errors: the provider's errno.
   result<bool> next() noexcept;
 
+  /// @name The current completion
+  /// Its fields, each read on demand; 0 (false, send) when the session is
+  /// not on a completion.
+  //@{
+  /// The field of that name (see completion); 0 when not on a completion.
   std::uint64_t wr_id() const noexcept;
   int status() const noexcept;
+  /// status() as an error_code in wc_category(); 0 (success) when not on one.
   std::error_code error() const noexcept;
   wc_opcode opcode() const noexcept; ///< valid when status() == 0
   std::uint32_t vendor_err() const noexcept;
   std::uint32_t byte_len() const noexcept;
+  /// Whether it carries immediate data (success only); false when not on one.
   bool has_imm() const noexcept;
   std::uint32_t imm() const noexcept; ///< host byte order; 0 without
   std::uint32_t qp_num() const noexcept;
   std::uint32_t src_qp() const noexcept;
   std::uint16_t slid() const noexcept;
+  //@}
 
 private:
   friend class completion_queue;
