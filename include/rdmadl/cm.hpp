@@ -29,11 +29,17 @@ class RDMADL_CXX_API event_channel {
 public:
   /// Errors: operation_not_supported (librdmacm absent), or the errno.
   static result<event_channel> create();
+  /// An empty channel.
   event_channel() noexcept = default;
+  /// Moves; the source becomes empty.
   event_channel(event_channel &&o) noexcept;
+  /// Swaps with o (o's destruction then frees what this held).
   event_channel &operator=(event_channel &&o) noexcept;
+  /// Destroys the channel (rdma_destroy_event_channel).
   ~event_channel();
+  /// The channel's file descriptor (non-blocking); -1 when empty.
   int fd() const noexcept;
+  /// The rdma_cm event channel; null when empty.
   ::rdma_event_channel *native_handle() const noexcept { return ch_; }
 
 private:
@@ -56,10 +62,19 @@ struct cm_options {
   /// is clamped). ack_timeout 0 keeps rdma_cm's choice from the route, which
   /// on Soft-RoCE is about 2.3 s a try; a non-zero value goes through
   /// RDMA_OPTION_ID_ACK_TIMEOUT (rdma-core 19, Linux 4.17; else the errno).
+  /// @name Dead-peer detection
+  //@{
+  /// How soon a peer that stopped answering turns into an error completion
+  /// (IBV_WC_RETRY_EXC_ERR): each transmission waits 4.096 us * 2^ack_timeout
+  /// for its acknowledgement and is retried retry_count times (0 to 7, more
+  /// is clamped). ack_timeout 0 keeps rdma_cm's choice from the route, which
+  /// on Soft-RoCE is about 2.3 s a try; a non-zero value goes through
+  /// RDMA_OPTION_ID_ACK_TIMEOUT (rdma-core 19, Linux 4.17; else the errno).
   /// The default of 6 retries, not 7, because Soft-RoCE reads 7 as "retry for
   /// ever", so a dead peer would never show.
   std::uint8_t ack_timeout = 0;
   std::uint8_t retry_count = 6;
+  //@}
 };
 
 namespace detail {
@@ -74,14 +89,23 @@ struct cm_state_deleter {
 /// frees everything on destruction.
 class RDMADL_CXX_API connection {
 public:
+  /// An empty connection.
   connection() noexcept;
+  /// Moves; the source becomes empty.
   connection(connection &&) noexcept;
+  /// Moves; the source becomes empty, and a connection this held is
+  /// disconnected (without waiting) and freed.
   connection &operator=(connection &&) noexcept;
+  /// Disconnects (rdma_disconnect, without waiting) and frees everything.
   ~connection();
 
+  /// The device context the connection runs on (empty for an empty connection).
   const context &ctx() const noexcept;
+  /// Its protection domain: register the buffers it uses here.
   const protection_domain &pd() const noexcept;
+  /// Its one completion queue, for sends and receives.
   completion_queue &cq() noexcept;
+  /// Its connected RC queue pair.
   queue_pair &qp() noexcept;
   /// The private data the peer sent with its connect or accept.
   std::span<const std::byte> peer_data() const noexcept;
@@ -91,6 +115,7 @@ public:
   /// Waits up to timeout for the peer to disconnect. Errors: errc::timed_out,
   /// errc::unexpected_event.
   result<void> wait_disconnect(std::chrono::milliseconds timeout);
+  /// The rdma_cm id; null when empty.
   ::rdma_cm_id *native_handle() const noexcept;
 
 private:
@@ -103,8 +128,12 @@ private:
 /// An incoming connection request, from listener::get_request().
 class RDMADL_CXX_API connection_request {
 public:
+  /// An empty request.
   connection_request() noexcept;
+  /// Moves; the source becomes empty.
   connection_request(connection_request &&) noexcept;
+  /// Moves; the source becomes empty. A request this held is freed without
+  /// the destructor's explicit reject.
   connection_request &operator=(connection_request &&) noexcept;
   ~connection_request(); ///< rejects if neither accepted nor rejected
   /// The private data the client sent.
@@ -127,15 +156,20 @@ public:
   /// listens. Errors: operation_not_supported, or the errno
   /// (address_in_use, address_not_available, ...).
   static result<listener> bind(std::string_view host, std::uint16_t port, int backlog = 16);
+  /// An empty listener.
   listener() noexcept = default;
+  /// Moves; the source becomes empty.
   listener(listener &&o) noexcept;
+  /// Swaps with o (o's destruction then frees what this held).
   listener &operator=(listener &&o) noexcept;
+  /// Stops listening and frees the id and its event channel.
   ~listener();
   /// The bound port.
   std::uint16_t port() const noexcept;
   /// Waits up to timeout for a connection request. Errors: errc::timed_out,
   /// errc::unexpected_event, the errno.
   result<connection_request> get_request(std::chrono::milliseconds timeout);
+  /// The listening rdma_cm id; null when empty.
   ::rdma_cm_id *native_handle() const noexcept { return id_; }
 
 private:
