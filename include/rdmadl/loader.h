@@ -47,6 +47,13 @@ extern "C" {
 #define RDMADL_API
 #endif
 
+/** The libraries rdmadl loads: libibverbs, librdmacm, the providers'
+ * direct-verbs libraries and libibumad. The provider libraries (MLX5 ...
+ * IONIC) are part of one rdma-core release with its libibverbs: rdmadl loads
+ * one only when libibverbs is usable, from libibverbs's own directory when it
+ * is there (else the library search path), and refuses
+ * (RDMADL_STATE_INCOMPATIBLE, saying which) a file that needs another
+ * release's IBVERBS_PRIVATE_* node. libibumad stands alone. */
 typedef enum rdmadl_lib {
   RDMADL_LIB_IBVERBS = 0, /**< libibverbs.so.1 */
   RDMADL_LIB_RDMACM = 1,  /**< librdmacm.so.1 */
@@ -57,15 +64,10 @@ typedef enum rdmadl_lib {
   RDMADL_LIB_MANA = 6,    /**< libmana.so.1: manadv_* (Microsoft) */
   RDMADL_LIB_IONIC = 7,   /**< libionic.so.1: ionic_dv_* (AMD Pensando) */
   RDMADL_LIB_IBUMAD = 8,  /**< libibumad.so.3: umad_* */
-  RDMADL_LIB_COUNT = 9
+  RDMADL_LIB_COUNT = 9    /**< the number of libraries, not one of them */
 } rdmadl_lib;
 
-/** The provider libraries (MLX5 ... IONIC) are part of one rdma-core release
- * with its libibverbs: rdmadl loads one only when libibverbs is usable, from
- * libibverbs's own directory when it is there (else the library search
- * path), and refuses (RDMADL_STATE_INCOMPATIBLE, saying which) a file that
- * needs another release's IBVERBS_PRIVATE_* node. libibumad stands alone. */
-
+/** The outcome of loading one library (rdmadl_lib_state()). */
 typedef enum rdmadl_state {
   RDMADL_STATE_DISABLED = 0,     /**< RDMADL_DISABLE=1 */
   RDMADL_STATE_NOT_FOUND = 1,    /**< no such file (or not on the search path) */
@@ -144,6 +146,8 @@ RDMADL_API const char *rdmadl_symbol_name(size_t i, rdmadl_lib *lib);
 
 /** Asks libibverbs for its device list (once per call) and classifies it. */
 RDMADL_API rdmadl_stack rdmadl_stack_state(void);
+/** A stable lower-case name for a stack state ("ready", "no-kernel-support",
+ * ...), "unknown" for a value outside the enumeration. */
 RDMADL_API const char *rdmadl_stack_name(rdmadl_stack stack);
 
 /** One human-readable sentence saying why RDMA is or is not usable, e.g.

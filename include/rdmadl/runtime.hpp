@@ -59,7 +59,7 @@ enum class stack_state {
 /// What the loader found for one library. Strings live as long as the process;
 /// empty when not applicable.
 struct library_status {
-  library_state state;
+  library_state state;                   ///< the outcome of loading it
   std::string_view state_name;           ///< "loaded", "not-found", ...
   std::string_view requested;            ///< file name or override path asked for
   std::string_view path;                 ///< real path of the file loaded
