@@ -5,14 +5,16 @@
 /// and polling scopes that never let a buffer be freed while the NIC may
 /// still use it.
 ///
-///   auto mc = multi_channel::create(ctx, {.peers = 3}).value();   // prepared
-///   send_to_peers(mc.local_endpoints());       // out of band: entry i for peer i
-///   mc.handshake(endpoints_from_peers()).value();  // entry i: peer i's for us
-///   {
-///     auto s = mc.scope();
-///     auto h = s.post_write(1, *mr.slice(0, 64), peer_region);
-///     ...
-///   } // every request posted in s has completed (or was flushed) here
+/// @code
+/// auto mc = multi_channel::create(ctx, {.peers = 3}).value();   // prepared
+/// send_to_peers(mc.local_endpoints());       // out of band: entry i for peer i
+/// mc.handshake(endpoints_from_peers()).value();  // entry i: peer i's for us
+/// {
+///   auto s = mc.scope();
+///   auto h = s.post_write(1, *mr.slice(0, 64), peer_region);
+///   ...
+/// } // every request posted in s has completed (or was flushed) here
+/// @endcode
 ///
 /// Every peer has its own RC queue pair; all share one protection domain (a
 /// region registered once works with every peer) and one completion queue.
@@ -36,8 +38,9 @@
 
 namespace rdmadl {
 
+/// Options of multi_channel::create() and channel::create().
 struct channel_options {
-  std::size_t peers = 1;
+  std::size_t peers = 1; ///< the number of peers, one RC queue pair each (channel: always 1)
   std::uint32_t send_depth = 64; ///< per peer, clamped to the device
   std::uint32_t recv_depth = 64; ///< per peer, clamped to the device
   std::uint8_t port = 0;         ///< 0: the first active port
@@ -50,11 +53,13 @@ struct channel_options {
 
 /// The outcome of one work request of a scope.
 struct work_result {
-  std::size_t peer = 0;
+  std::size_t peer = 0;       ///< the peer it was posted to
   std::uint64_t id = 0;       ///< the handle's id
   int status = 0;             ///< enum ibv_wc_status; 0 = success
   std::uint32_t byte_len = 0; ///< received bytes (receives)
+  /// True when the request succeeded (status 0).
   bool ok() const noexcept { return status == 0; }
+  /// The status as an error_code in wc_category() (0 = success).
   std::error_code error() const noexcept {
     return status ? std::error_code(status, wc_category()) : std::error_code();
   }
@@ -62,7 +67,7 @@ struct work_result {
 
 /// A request posted in a scope. Only meaningful to the scope that made it.
 struct work_handle {
-  std::uint64_t id = 0;
+  std::uint64_t id = 0; ///< the request's wr_id, unique within its channel
 };
 
 /// A list of endpoints as one blob: "RDEL", version 1, 3 reserved bytes, the
@@ -88,13 +93,21 @@ struct channel_state;
 /// named in it. One scope per channel at a time; not copied or moved.
 class RDMADL_CXX_API polling_scope {
 public:
-  /// Post one request to peer. Errors: errc::batch_busy (another scope is
-  /// open), errc::out_of_range (no such peer), the errors of queue_pair.
+  /// @name Posting one request to peer
+  /// Each posts one signaled request on peer's queue pair and tracks it.
+  /// Errors: errc::batch_busy (another scope is open), errc::out_of_range
+  /// (no such peer), the errors of queue_pair's post_* of the same name.
+  //@{
+  /// Sends buf.
   result<work_handle> post_send(std::size_t peer, const local_slice &buf);
+  /// Posts buf as a receive (its byte_len is in the work_result).
   result<work_handle> post_recv(std::size_t peer, const local_slice &buf);
+  /// Writes buf to dst.
   result<work_handle> post_write(std::size_t peer, const local_slice &buf,
                                  const remote_region &dst);
+  /// Reads src into buf.
   result<work_handle> post_read(std::size_t peer, const local_slice &buf, const remote_region &src);
+  //@}
   /// Waits up to timeout for h. The result carries the peer and the work
   /// completion status (an error completion is a value with !ok()). Errors:
   /// errc::timed_out, errc::out_of_range (not a handle of this scope).
@@ -126,23 +139,36 @@ public:
   /// those of queue_pair::create.
   static result<multi_channel> create(const context &ctx, const channel_options &opts = {});
 
+  /// An empty channel.
   multi_channel() noexcept;
+  /// Moves; the source becomes empty. Not while a scope is open.
   multi_channel(multi_channel &&) noexcept;
+  /// Moves; the source becomes empty and what this held is freed. Not while
+  /// a scope of either is open.
   multi_channel &operator=(multi_channel &&) noexcept;
+  /// Frees the queue pairs, CQ and PD (create_cm: disconnects the peers
+  /// first, waiting up to disconnect_timeout). Not while a scope is open.
   ~multi_channel();
 
+  /// The number of peers; 0 when empty.
   std::size_t peers() const noexcept;
-  /// The endpoint to give peer i; all of them in peer order.
+  /// The endpoint to give peer (to pass to its handshake()). Errors:
+  /// errc::out_of_range (no such peer), errc::empty_object.
   result<endpoint> local_endpoint(std::size_t peer) const;
+  /// Every peer's local_endpoint(), in peer order (empty when empty).
   std::vector<endpoint> local_endpoints() const;
   /// Connects every peer's QP: remote[i] is the endpoint peer i made for
   /// this side. Errors: errc::bad_size (remote.size() != peers()), the errno
   /// of ibv_modify_qp.
   result<void> handshake(std::span<const endpoint> remote);
+  /// True once handshake() (or create_cm) connected every peer.
   bool connected() const noexcept;
 
+  /// The protection domain all peers share: register buffers here.
   const protection_domain &pd() const noexcept;
+  /// The completion queue all peers share (the scopes poll it).
   completion_queue &cq() noexcept;
+  /// peer's queue pair; an empty one when there is no such peer.
   queue_pair &qp(std::size_t peer) noexcept;
 
   /// A polling scope (see polling_scope). Opening a second one while one is
@@ -150,15 +176,33 @@ public:
   /// Do not move or destroy the channel while a scope of it is open.
   polling_scope scope() noexcept { return polling_scope(s_.get()); }
 
-  /// Blocking forms: post, then wait up to timeout. An error completion is
-  /// returned as the error (wc_category). On timeout the scope's end flushes.
+  /// @name Blocking operations on one peer
+  /// Each posts one request, then waits up to timeout for it, as a scope of
+  /// its own would: what has not completed then is awaited up to
+  /// scope_limit more, then flushed, so buf is free again on return. Errors:
+  /// an error completion (wc_category), errc::timed_out, errc::batch_busy (a
+  /// scope is open), errc::out_of_range (no such peer), or a post's error.
+  //@{
+  /// Sends buf to peer.
   result<void> send(std::size_t peer, const local_slice &buf, std::chrono::milliseconds timeout);
+  /// Receives into buf from peer; returns the bytes received.
   result<std::uint32_t> receive(std::size_t peer, const local_slice &buf,
                                 std::chrono::milliseconds timeout);
+  /// Writes buf to dst at peer.
   result<void> write(std::size_t peer, const local_slice &buf, const remote_region &dst,
                      std::chrono::milliseconds timeout);
+  /// Reads src at peer into buf.
   result<void> read(std::size_t peer, const local_slice &buf, const remote_region &src,
                     std::chrono::milliseconds timeout);
+  //@}
+  /// One request of scatter_send(), gather_receive(), scatter_write() or
+  /// gather_read().
+  struct part {
+    std::size_t peer;     ///< the peer
+    local_slice buf;      ///< the local buffer
+    remote_region remote; ///< write / read only
+  };
+  /// @name Many requests at once
   /// One request per (peer, buffer) pair, all posted, then all awaited; what
   /// is still pending at timeout is handled as at a scope's end (awaited up
   /// to scope_limit more, then flushed). The error is the first failed
@@ -170,26 +214,27 @@ public:
   /// posted (results then untouched): errc::bad_size (results shorter than
   /// parts), errc::batch_busy (a scope is open). None of these allocates
   /// once the channel has run a batch of that size.
-  struct part {
-    std::size_t peer;
-    local_slice buf;
-    remote_region remote; ///< write / read only
-  };
+  //@{
+  /// Sends each part's buf to its peer.
   result<void> scatter_send(std::span<const part> parts, std::chrono::milliseconds timeout,
                             std::span<work_result> results = {});
+  /// Receives into each part's buf from its peer.
   result<void> gather_receive(std::span<const part> parts, std::chrono::milliseconds timeout,
                               std::span<work_result> results = {});
+  /// Writes each part's buf to its remote at its peer.
   result<void> scatter_write(std::span<const part> parts, std::chrono::milliseconds timeout,
                              std::span<work_result> results = {});
+  /// Reads each part's remote at its peer into its buf.
   result<void> gather_read(std::span<const part> parts, std::chrono::milliseconds timeout,
                            std::span<work_result> results = {});
   /// The same buffer sent to each of peers; results[i] is peers[i]'s outcome.
   result<void> multicast_send(std::span<const std::size_t> peers, const local_slice &buf,
                               std::chrono::milliseconds timeout,
                               std::span<work_result> results = {});
+  //@}
 
-  /// ---- rdma_cm: built from a listener and addresses (see cm_channel_options
-  /// below and src/multi_channel_cm.cpp) ----
+  // ---- rdma_cm: built from a listener and addresses (see cm_channel_options
+  // below and src/multi_channel_cm.cpp) ----
 
   /// Connects to every opts.connect address (peers 0 .. C-1, in that order;
   /// each is sent opts.rank), then accepts opts.accept connections from
@@ -235,11 +280,16 @@ private:
 /// One peer: a multi_channel of one.
 class RDMADL_CXX_API channel {
 public:
+  /// multi_channel::create() with one peer (opts.peers is ignored).
   static result<channel> create(const context &ctx, channel_options opts = {});
   /// multi_channel::create_cm with exactly one peer (one address, or accept
   /// == 1); else errc::out_of_range. Events: base().next_cm_event().
   static result<channel> create_cm(listener *accept_from, const cm_channel_options &opts);
+  /// An empty channel.
   channel() noexcept = default;
+  /// @name As multi_channel's, for peer 0
+  //@{
+  /// The multi_channel member of the same name, for the one peer.
   result<endpoint> local_endpoint() const { return mc_.local_endpoint(0); }
   result<void> handshake(const endpoint &remote) { return mc_.handshake({&remote, 1}); }
   bool connected() const noexcept { return mc_.connected(); }
@@ -259,13 +309,24 @@ public:
                     std::chrono::milliseconds timeout) {
     return mc_.read(0, buf, src, timeout);
   }
+  //@}
+  /// The multi_channel of one peer underneath (its qp(0), cq(), rdma_cm events).
   multi_channel &base() noexcept { return mc_; }
 
 private:
   multi_channel mc_;
 };
 
-/// ---- rdma_cm: peers from a listener and from addresses ----
+// ---- rdma_cm: peers from a listener and from addresses ----
+
+/// Where a node listens for rdma_cm connections (cm_channel_options::connect,
+/// cm_mesh()).
+struct cm_address {
+  std::string host;       ///< name or numeric address
+  std::uint16_t port = 0; ///< the port (not 0)
+};
+
+/// Options of multi_channel::create_cm() (and channel::create_cm()).
 ///
 /// No out-of-band exchange: a node connects to the addresses it knows and
 /// accepts the rest. Each connecting side sends a rank (12 bytes of rdma_cm
@@ -274,12 +335,6 @@ private:
 /// A full mesh of K nodes: node k connects to nodes 0..k-1 and accepts nodes
 /// k+1..K-1, so node j is peer j (j < k) or j - 1 (j > k) of node k; see
 /// cm_mesh().
-
-struct cm_address {
-  std::string host; ///< name or numeric address
-  std::uint16_t port = 0;
-};
-
 struct cm_channel_options {
   /// send_depth, recv_depth (clamped to the device) and scope_limit apply;
   /// peers and connect are unused (the count is connect.size() + accept;
@@ -297,20 +352,22 @@ struct cm_channel_options {
   std::chrono::milliseconds disconnect_timeout{1000};
 };
 
+/// What happened to a peer of a channel built with create_cm (cm_peer_event).
 enum class cm_event_kind {
   disconnected,     ///< the peer disconnected, or the connection broke
   connection_error, ///< CONNECT_ERROR, UNREACHABLE
-  device_removal,
-  address_change,
-  timewait_exit, ///< the peer's queue pair may be reused
-  other,
+  device_removal,   ///< DEVICE_REMOVAL: the device went away
+  address_change,   ///< ADDR_CHANGE: the local address the connection uses changed
+  timewait_exit,    ///< the peer's queue pair may be reused
+  other,            ///< any other rdma_cm event (see event)
 };
 
+/// One rdma_cm event of a peer (multi_channel::next_cm_event()).
 struct cm_peer_event {
-  std::size_t peer = 0;
-  cm_event_kind kind = cm_event_kind::other;
-  int event = 0;  ///< enum rdma_cm_event_type
-  int status = 0; ///< the event's status (0 or a negated errno)
+  std::size_t peer = 0;                      ///< the peer's index
+  cm_event_kind kind = cm_event_kind::other; ///< what happened
+  int event = 0;                             ///< enum rdma_cm_event_type
+  int status = 0;                            ///< the event's status (0 or a negated errno)
 };
 
 /// The options of node rank of a full mesh of nodes.size() nodes (nodes[i]
