@@ -183,8 +183,10 @@ private:
 /// (ibv_end_poll) when the object dies; keep at most one per queue, and do not
 /// poll() the queue while it lives. Move-only; keeps the queue alive.
 ///
-///   auto s = cq.start_poll();
-///   for (; s && *s; (void)s->next()) use(s->wr_id(), s->status());
+/// @code
+/// auto s = cq.start_poll();
+/// for (; s && *s; (void)s->next()) use(s->wr_id(), s->status());
+/// @endcode
 class RDMADL_CXX_API poll_session {
 public:
   /// An empty session (never on a completion).

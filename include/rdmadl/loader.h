@@ -2,9 +2,9 @@
 /** @file
  * rdmadl/loader.h - what rdmadl's run-time loader found.
  *
- * rdmadl dlopens libibverbs.so.1 and librdmacm.so.1 at start-up (and, thread-
- * safely, on first use) and binds every public symbol at its exact version
- * node. The providers' direct-verbs libraries (libmlx5.so.1, libefa.so.1,
+ * rdmadl dlopens libibverbs.so.1 and librdmacm.so.1 at start-up (and,
+ * thread-safely, on first use) and binds every public symbol at its exact
+ * version node. The providers' direct-verbs libraries (libmlx5.so.1, libefa.so.1,
  * libmlx4.so.1, libhns.so.1, libmana.so.1, libionic.so.1) and libibumad.so.3
  * are loaded the same way, but only when one of their functions is first
  * called (or rdmadl_lib_load() asks). This C header reports the outcome. It
@@ -12,16 +12,16 @@
  *
  * Environment (read with secure_getenv, so set-uid programs ignore it; see
  * README.md "Environment" for the exact rules):
- *   RDMADL_IBVERBS_PATH  file to load instead of libibverbs.so.1 (a path;
- *                        relative to the current directory, never searched;
- *                        only a regular file is opened)
- *   RDMADL_RDMACM_PATH   file to load instead of librdmacm.so.1 (same rules)
- *   RDMADL_MLX5_PATH, RDMADL_EFA_PATH, RDMADL_MLX4_PATH, RDMADL_HNS_PATH,
- *   RDMADL_MANA_PATH, RDMADL_IONIC_PATH, RDMADL_IBUMAD_PATH
- *                        the same for libmlx5.so.1 ... libibumad.so.3
- *   RDMADL_DISABLE=1     behave exactly as if no RDMA stack were installed
- *                        (1/true/yes/on; 0/false/no/off do not disable)
- *   RDMADL_DEBUG=1       log each resolution step to stderr
+ * - RDMADL_IBVERBS_PATH: a file to load instead of libibverbs.so.1 (a path;
+ *   relative to the current directory, never searched; only a regular file
+ *   is opened)
+ * - RDMADL_RDMACM_PATH: a file to load instead of librdmacm.so.1 (same rules)
+ * - RDMADL_MLX5_PATH, RDMADL_EFA_PATH, RDMADL_MLX4_PATH, RDMADL_HNS_PATH,
+ *   RDMADL_MANA_PATH, RDMADL_IONIC_PATH, RDMADL_IBUMAD_PATH: the same for
+ *   libmlx5.so.1 ... libibumad.so.3
+ * - RDMADL_DISABLE=1: behave exactly as if no RDMA stack were installed
+ *   (1/true/yes/on; 0/false/no/off do not disable)
+ * - RDMADL_DEBUG=1: log each resolution step to stderr
  *
  * All functions are thread-safe, never fail, and load libibverbs and librdmacm
  * first if that has not happened yet; they report a provider library or
