@@ -17,6 +17,7 @@
 
 #include "rdmadl/rdmadl.hpp"
 
+/// rdma-core's own types and inline calls on rdmadl's objects (opt-in).
 namespace rdmadl::native {
 
 /// The scatter/gather element of a slice.

@@ -16,6 +16,7 @@
 #include "rdmadl/error.hpp"
 #include "rdmadl/export.hpp"
 
+/// Out-of-band exchange over TCP, for what peers trade before RDMA connects.
 namespace rdmadl::oob {
 
 /// The largest blob exchange() carries.

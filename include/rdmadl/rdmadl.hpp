@@ -17,4 +17,8 @@
 #include "rdmadl/runtime.hpp"
 #include "rdmadl/version.h"
 
+/// @namespace rdmadl
+/// The C++ API. Every object is a move-only handle that keeps alive what it
+/// was made from; every call that can fail returns result<T>.
+
 #endif // RDMADL_RDMADL_HPP
