@@ -63,7 +63,7 @@ struct cm_options {
   /// on Soft-RoCE is about 2.3 s a try; a non-zero value goes through
   /// RDMA_OPTION_ID_ACK_TIMEOUT (rdma-core 19, Linux 4.17; else the errno).
   /// @name Dead-peer detection
-  //@{
+  /**@{*/
   /// How soon a peer that stopped answering turns into an error completion
   /// (IBV_WC_RETRY_EXC_ERR): each transmission waits 4.096 us * 2^ack_timeout
   /// for its acknowledgement and is retried retry_count times (0 to 7, more
@@ -74,7 +74,7 @@ struct cm_options {
   /// ever", so a dead peer would never show.
   std::uint8_t ack_timeout = 0;
   std::uint8_t retry_count = 6;
-  //@}
+  /**@}*/
 };
 
 namespace detail {

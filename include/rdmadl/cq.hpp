@@ -61,19 +61,19 @@ struct completion {
   std::uint32_t byte_len = 0;   ///< bytes transferred (receives: bytes that arrived)
   std::uint32_t imm_be = 0;     ///< immediate data, network byte order (see imm())
   /// @name Queue pair numbers
-  //@{
+  /**@{*/
   /// qp_num: the local queue pair's number; src_qp: the sender's QP number
   /// (UD receives).
   std::uint32_t qp_num = 0, src_qp = 0;
-  //@}
+  /**@}*/
   unsigned wc_flags = 0; ///< IBV_WC_GRH = 1, IBV_WC_WITH_IMM = 2, ...
   /// @name Addressing of UD receives
-  //@{
+  /**@{*/
   /// The P_Key index (GSI only), the sender's LID, its service level and the
   /// destination LID path bits (InfiniBand).
   std::uint16_t pkey_index = 0, slid = 0;
   std::uint8_t sl = 0, dlid_path_bits = 0;
-  //@}
+  /**@}*/
 
   /// True when the work request succeeded (status 0).
   bool ok() const noexcept { return status == 0; }
@@ -207,7 +207,7 @@ public:
   /// @name The current completion
   /// Its fields, each read on demand; 0 (false, send) when the session is
   /// not on a completion.
-  //@{
+  /**@{*/
   /// The field of that name (see completion); 0 when not on a completion.
   std::uint64_t wr_id() const noexcept;
   int status() const noexcept;
@@ -222,7 +222,7 @@ public:
   std::uint32_t qp_num() const noexcept;
   std::uint32_t src_qp() const noexcept;
   std::uint16_t slid() const noexcept;
-  //@}
+  /**@}*/
 
 private:
   friend class completion_queue;

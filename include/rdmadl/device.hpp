@@ -69,7 +69,7 @@ enum class gid_type {
   roce_v2  ///< RoCE v2: UDP/IP, routable
 };
 
-///@{
+/**@{*/
 /// Display names ("CA", "InfiniBand", "Ethernet", "ACTIVE", "HCA", ...); a
 /// value outside the enumeration gives "unknown".
 RDMADL_CXX_API std::string_view name(node_type v) noexcept;
@@ -78,7 +78,7 @@ RDMADL_CXX_API std::string_view name(link_layer v) noexcept;
 RDMADL_CXX_API std::string_view name(port_state v) noexcept;
 RDMADL_CXX_API std::string_view name(atomic_cap v) noexcept;
 RDMADL_CXX_API std::string_view name(gid_type v) noexcept; ///< "IB", "RoCE v1", "RoCE v2"
-///@}
+/**@}*/
 
 /// Asynchronous events: enum ibv_event_type values.
 enum class async_event_type : int {
@@ -161,7 +161,7 @@ struct gid_selector {
 /// A device's attributes and limits (context::query_device()).
 struct device_attr {
   /// @name Fields of struct ibv_device_attr
-  //@{
+  /**@{*/
   /// As in struct ibv_device_attr (ibv_query_device(3)), same names; the
   /// GUIDs are in host byte order, atomic_cap is the enum atomic.
   std::string fw_ver;
@@ -173,13 +173,13 @@ struct device_attr {
   unsigned device_cap_flags = 0;
   atomic_cap atomic = atomic_cap::none;
   std::uint8_t phys_port_cnt = 0;
-  //@}
+  /**@}*/
 };
 
 /// A port's attributes (context::query_port()).
 struct port_attr {
   /// @name Fields of struct ibv_port_attr
-  //@{
+  /**@{*/
   /// As in struct ibv_port_attr (ibv_query_port(3)), same names; state and
   /// link (link_layer) are enums, the MTUs are in bytes.
   port_state state = port_state::nop;
@@ -188,7 +188,7 @@ struct port_attr {
   std::uint16_t lid = 0, sm_lid = 0;
   std::uint8_t lmc = 0, active_width = 0, active_speed = 0;
   link_layer link = link_layer::unspecified;
-  //@}
+  /**@}*/
 };
 
 /// One entry of the device list. Valid while its device_list lives. A null

@@ -162,7 +162,7 @@ template <class T> class [[nodiscard]] result {
   static_assert(!std::is_reference_v<T>, "result<T&> is not supported");
 
 public:
-  using value_type = T; ///< T
+  using value_type = T; ///< the type held on success
 
   /// A result holding a copy of v.
   result(const T &v) requires std::is_copy_constructible_v<T> {
@@ -224,14 +224,14 @@ public:
     check();
     return std::move(value_);
   }
-  ///@{
+  /**@{*/
   /// Access to the value, as value(): aborts if this holds an error.
   T &operator*() & { return value(); }
   const T &operator*() const & { return value(); }
   T &&operator*() && { return std::move(*this).value(); }
   T *operator->() { return std::addressof(value()); }
   const T *operator->() const { return std::addressof(value()); }
-  ///@}
+  /**@}*/
 
   /// The value, or fallback when this holds an error.
   template <class U> T value_or(U &&fallback) const & {
@@ -263,7 +263,7 @@ private:
 /// Success or an error.
 template <> class [[nodiscard]] result<void> {
 public:
-  using value_type = void; ///< void
+  using value_type = void; ///< no value: success is all a result<void> holds
   /// Success.
   constexpr result() noexcept = default;
   /// An error; a 0 code is success.

@@ -150,7 +150,7 @@ RDMADL_API rdmadl_stack rdmadl_stack_state(void);
  * ...), "unknown" for a value outside the enumeration. */
 RDMADL_API const char *rdmadl_stack_name(rdmadl_stack stack);
 
-/** One human-readable sentence saying why RDMA is or is not usable, e.g.
+/** One human-readable sentence saying why RDMA is or is not usable, for example
  * "libibverbs.so.1 not found: libibverbs.so.1: cannot open shared object
  * file: No such file or directory". Based on the libraries only. */
 RDMADL_API const char *rdmadl_reason(void);

@@ -97,7 +97,7 @@ public:
   /// Each posts one signaled request on peer's queue pair and tracks it.
   /// Errors: errc::batch_busy (another scope is open), errc::out_of_range
   /// (no such peer), the errors of queue_pair's post_* of the same name.
-  //@{
+  /**@{*/
   /// Sends buf.
   result<work_handle> post_send(std::size_t peer, const local_slice &buf);
   /// Posts buf as a receive (its byte_len is in the work_result).
@@ -107,7 +107,7 @@ public:
                                  const remote_region &dst);
   /// Reads src into buf.
   result<work_handle> post_read(std::size_t peer, const local_slice &buf, const remote_region &src);
-  //@}
+  /**@}*/
   /// Waits up to timeout for h. The result carries the peer and the work
   /// completion status (an error completion is a value with !ok()). Errors:
   /// errc::timed_out, errc::out_of_range (not a handle of this scope).
@@ -182,7 +182,7 @@ public:
   /// scope_limit more, then flushed, so buf is free again on return. Errors:
   /// an error completion (wc_category), errc::timed_out, errc::batch_busy (a
   /// scope is open), errc::out_of_range (no such peer), or a post's error.
-  //@{
+  /**@{*/
   /// Sends buf to peer.
   result<void> send(std::size_t peer, const local_slice &buf, std::chrono::milliseconds timeout);
   /// Receives into buf from peer; returns the bytes received.
@@ -194,7 +194,7 @@ public:
   /// Reads src at peer into buf.
   result<void> read(std::size_t peer, const local_slice &buf, const remote_region &src,
                     std::chrono::milliseconds timeout);
-  //@}
+  /**@}*/
   /// One request of scatter_send(), gather_receive(), scatter_write() or
   /// gather_read().
   struct part {
@@ -214,7 +214,7 @@ public:
   /// posted (results then untouched): errc::bad_size (results shorter than
   /// parts), errc::batch_busy (a scope is open). None of these allocates
   /// once the channel has run a batch of that size.
-  //@{
+  /**@{*/
   /// Sends each part's buf to its peer.
   result<void> scatter_send(std::span<const part> parts, std::chrono::milliseconds timeout,
                             std::span<work_result> results = {});
@@ -231,12 +231,12 @@ public:
   result<void> multicast_send(std::span<const std::size_t> peers, const local_slice &buf,
                               std::chrono::milliseconds timeout,
                               std::span<work_result> results = {});
-  //@}
+  /**@}*/
 
   // ---- rdma_cm: built from a listener and addresses (see cm_channel_options
   // below and src/multi_channel_cm.cpp) ----
 
-  /// Connects to every opts.connect address (peers 0 .. C-1, in that order;
+  /// Connects to every opts.connect address (peers 0 to C-1, in that order;
   /// each is sent opts.rank), then accepts opts.accept connections from
   /// accept_from (peer C + rank - opts.first_rank for the client that sent
   /// rank). All peers share one PD and one CQ, on the device of the first
@@ -288,7 +288,7 @@ public:
   /// An empty channel.
   channel() noexcept = default;
   /// @name As multi_channel's, for peer 0
-  //@{
+  /**@{*/
   /// The multi_channel member of the same name, for the one peer.
   result<endpoint> local_endpoint() const { return mc_.local_endpoint(0); }
   result<void> handshake(const endpoint &remote) { return mc_.handshake({&remote, 1}); }
@@ -309,7 +309,7 @@ public:
                     std::chrono::milliseconds timeout) {
     return mc_.read(0, buf, src, timeout);
   }
-  //@}
+  /**@}*/
   /// The multi_channel of one peer underneath (its qp(0), cq(), rdma_cm events).
   multi_channel &base() noexcept { return mc_; }
 
@@ -341,7 +341,7 @@ struct cm_channel_options {
   /// rdma_cm sets the path and the rights); port and gid must stay at their
   /// defaults (else errc::not_honoured).
   channel_options channel;
-  std::vector<cm_address> connect;         ///< peers 0 .. connect.size() - 1, in order
+  std::vector<cm_address> connect;         ///< peers 0 to connect.size() - 1, in order
   std::uint32_t rank = 0;                  ///< sent to every address connected to
   std::size_t accept = 0;                  ///< peers connected from the listener
   std::uint32_t first_rank = 0;            ///< accepted ranks: [first_rank, first_rank + accept)
@@ -371,7 +371,7 @@ struct cm_peer_event {
 };
 
 /// The options of node rank of a full mesh of nodes.size() nodes (nodes[i]
-/// is where node i listens): connect to nodes 0 .. rank-1, accept the
+/// is where node i listens): connect to nodes 0 to rank-1, accept the
 /// nodes.size() - 1 - rank after it; base gives the other fields. Errors:
 /// errc::out_of_range (rank >= nodes.size()).
 RDMADL_CXX_API result<cm_channel_options>

@@ -388,7 +388,7 @@ public:
   /// errc::wrong_qp_type (a send without an address on UD, one-sided on UD,
   /// reads and atomics on UC), before the provider sees it. Errors:
   /// errc::wrong_qp_type, errc::empty_object, or the provider's errno.
-  //@{
+  /**@{*/
   /// Sends buf (RC, UC).
   result<void> post_send(const local_slice &buf, std::uint64_t wr_id,
                          send_flags flags = send_flags::signaled) noexcept {
@@ -459,7 +459,7 @@ public:
     send_request w = send_request::compare_swap(buf, dst, compare, swap, wr_id, flags);
     return send_now(w);
   }
-  //@}
+  /**@}*/
 
   /// A batch of send-queue work requests posted together: ibv_wr_start to
   /// ibv_wr_complete when uses_wr_api(), else one chained ibv_send_wr list.
@@ -514,7 +514,7 @@ public:
   /// returns *this. Nothing fails here: the first error (errc::wrong_qp_type,
   /// errc::batch_full past max_size, errc::batch_busy, errc::empty_object)
   /// is kept, later adds are ignored, and commit() returns it.
-  //@{
+  /**@{*/
   /// Adds the operation of that name (see above).
   send_batch &send(const local_slice &buf, std::uint64_t wr_id,
                    send_flags flags = send_flags::signaled) noexcept;
@@ -526,7 +526,7 @@ public:
                         std::uint64_t wr_id, send_flags flags = send_flags::signaled) noexcept;
   send_batch &read(const local_slice &buf, const remote_region &src, std::uint64_t wr_id,
                    send_flags flags = send_flags::signaled) noexcept;
-  //@}
+  /**@}*/
   /// The number of requests added since the batch opened or last committed.
   std::size_t size() const noexcept { return n_; }
   /// Posts everything added. Errors: the first error of an add
