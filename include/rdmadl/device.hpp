@@ -64,7 +64,7 @@ enum class atomic_cap {
 };
 /// The type of a GID table entry (enum ibv_gid_type).
 enum class gid_type {
-  ib,      ///< an InfiniBand GID (also what a release without GID types reports)
+  ib,      ///< an InfiniBand GID (a port whose link layer is InfiniBand)
   roce_v1, ///< RoCE v1: Ethernet frames, no IP header
   roce_v2  ///< RoCE v2: UDP/IP, routable
 };
