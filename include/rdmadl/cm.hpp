@@ -132,8 +132,8 @@ public:
   connection_request() noexcept;
   /// Moves; the source becomes empty.
   connection_request(connection_request &&) noexcept;
-  /// Moves; the source becomes empty. A request this held is freed without
-  /// the destructor's explicit reject.
+  /// Moves; the source becomes empty. A request this held and had not
+  /// answered is rejected first, as the destructor does.
   connection_request &operator=(connection_request &&) noexcept;
   ~connection_request(); ///< rejects if neither accepted nor rejected
   /// The private data the client sent.

@@ -224,8 +224,9 @@ public:
   device_list() noexcept = default;
   /// Moves; the source becomes empty.
   device_list(device_list &&o) noexcept = default;
-  /// Moves; the source becomes empty.
-  device_list &operator=(device_list &&o) noexcept = default;
+  /// Frees the list this held (its devices become invalid), then takes o's;
+  /// o becomes empty.
+  device_list &operator=(device_list &&o) noexcept;
   /// Frees the list (ibv_free_device_list); its devices become invalid.
   ~device_list();
 
