@@ -61,13 +61,18 @@ tier() {
   fi
 }
 
+# Everything the tiers test, stated (a plain top-level build leaves the tests,
+# examples and benchmarks out).
+all_parts=(-DRDMADL_BUILD_TESTS=ON -DRDMADL_BUILD_EXAMPLES=ON -DRDMADL_BUILD_BENCH=ON
+  -DRDMADL_BUILD_FFI=ON -DRDMADL_BUILD_TOOLS=ON -DRDMADL_INSTALL=ON)
+
 build_and_test() { # NAME CC CXX FLAGS [ENV...] [-- CMAKE_ARGS...]
   local name=$1 cc=$2 cxx=$3 flags=$4; shift 4
   local dir=$root/build/$name env=() extra=()
   while [ $# -gt 0 ] && [ "$1" != -- ]; do env+=("$1"); shift; done
   [ $# -gt 0 ] && shift && extra=("$@")
   CC=$cc CXX=$cxx cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DRDMADL_WERROR=ON -DRDMADL_RELEASES_DIR="$releases" "${extra[@]}" \
+    -DRDMADL_WERROR=ON -DRDMADL_RELEASES_DIR="$releases" "${all_parts[@]}" "${extra[@]}" \
     -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" \
     -DCMAKE_EXE_LINKER_FLAGS="$flags" -DCMAKE_SHARED_LINKER_FLAGS="$flags" >/dev/null &&
     cmake --build "$dir" -j "$jobs" &&

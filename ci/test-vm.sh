@@ -87,12 +87,15 @@ t_start=$(date +%s)
 # --- build ------------------------------------------------------------------
 if [ -z "$build" ]; then
   build=$root/build-vm
-  cmake -S "$root" -B "$build" -G Ninja -DRDMADL_WERROR=ON >/dev/null
+  cmake -S "$root" -B "$build" -G Ninja -DRDMADL_WERROR=ON -DRDMADL_BUILD_TESTS=ON \
+    -DRDMADL_BUILD_EXAMPLES=ON -DRDMADL_BUILD_FFI=ON >/dev/null
 else
   [ -f "$build/build.ninja" ] || die "$build is not a Ninja build directory"
   # Re-configure: directories added since (examples/, tests/cxx/) are only
   # picked up by a CMake run.
-  cmake -S "$root" -B "$build" >/dev/null
+  # The guest programs are tests and examples: a build made without them gets them.
+  cmake -S "$root" -B "$build" -DRDMADL_BUILD_TESTS=ON -DRDMADL_BUILD_EXAMPLES=ON \
+    -DRDMADL_BUILD_FFI=ON >/dev/null
 fi
 targets=(tests/guest/all rdmadl_verbs)
 [ -z "$clusters" ] || targets+=(examples/all tests/cxx/rdmadl-mc-cluster)
