@@ -10,6 +10,8 @@
 #   clang     clang++ -Werror build + host tests
 #   asan      ASan+UBSan build + host tests
 #   tsan      TSan build + host tests (16 threads racing into initialisation)
+#   deb       the Debian packages (ci/build-deb.sh): built, lintian, Depends,
+#             consumers built from them
 #   vm        Soft-RoCE VMs: bullseye 33.2, bookworm 44.0, trixie 56.1, sid
 #             65.0 and an image without rdma-core (ci/test-vm.sh)
 # Options: --skip-vm (local iteration only; CI never skips), --only TIER.
@@ -80,7 +82,7 @@ build_and_test() { # NAME CC CXX FLAGS [ENV...] [-- CMAKE_ARGS...]
 }
 
 prepare() {
-  ci/install-deps.sh $([ $skip_vm = 1 ] || echo --vm) && ci/fetch-releases.sh "$releases"
+  ci/install-deps.sh --deb $([ $skip_vm = 1 ] || echo --vm) && ci/fetch-releases.sh "$releases"
 }
 
 tier prepare prepare
@@ -93,8 +95,9 @@ supp=$root/tests/lsan.supp
 tier asan build_and_test asan gcc g++ "-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 LSAN_OPTIONS=suppressions=$supp
 tier tsan build_and_test tsan clang clang++ "-fsanitize=thread" TSAN_OPTIONS=halt_on_error=1
+tier deb ci/build-deb.sh --out build/deb
 if [ $skip_vm = 0 ]; then
-  tier vm ci/test-vm.sh --build-dir build/gcc
+  tier vm ci/test-vm.sh --build-dir build/gcc --debs build/deb
 else
   echo "=== tier vm: SKIPPED (--skip-vm)"
 fi
