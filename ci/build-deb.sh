@@ -8,12 +8,13 @@
 #   - no package depends on rdma-core (libibverbs1, librdmacm1, ...);
 #   - the shared libraries' SONAMEs; rdmadl-info has no RUNPATH;
 #   - from the unpacked librdmadl0 + librdmadl-dev, C++ and C consumers build
-#     with pkg-config (rdmadl, rdmadl-verbs) and run; the unpacked
+#     with pkg-config (rdmadl, rdmadl-verbs) and find_package, and run; the unpacked
 #     rdmadl-tools' rdmadl-info exits 1 (no usable library) with
 #     RDMADL_DISABLE=1;
 #   - the source tree is as clean after as before.
 # The .debs are left in DIR (default build/deb; the VM tier installs
 # librdmadl0 and rdmadl-tools from there). Last line: "N passed, M failed".
+# shellcheck disable=SC2317 # the functions run through check()
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root/build/deb
@@ -122,7 +123,6 @@ done
 # Consumers from the unpacked packages: the .pc files are relocatable, so
 # pointing PKG_CONFIG_PATH at the unpacked tree gives its include and lib dirs.
 export PKG_CONFIG_PATH=$lib/pkgconfig
-# shellcheck disable=SC2317 # called through check
 run_consumer() { # NAME EXPECTED-LINE COMPILER SOURCE PRE POST PKG-CONFIG-ARGS...
   local name=$1 want=$2 cc=$3 src=$4 pre=$5 post=$6; shift 6
   local flags
@@ -142,6 +142,18 @@ check "the --static C++ consumer needs no librdmadl.so.0" \
 check "C consumer: pkg-config --cflags --libs rdmadl-verbs" run_consumer c_dropin \
   'dropin-demo: consistent' "${CC:-gcc}" "$root/tests/dropin/dropin_demo.c" "" "" \
   --cflags --libs rdmadl-verbs
+# find_package from the unpacked tree: the CMake package is relocatable too.
+cmake_consumer() {
+  if ! cmake -S "$root/tests/install/consumer" -B "$tmp/cmake-consumer" -DCMAKE_PREFIX_PATH="$x/usr" \
+    -DDROPIN_SOURCE="$root/tests/dropin/dropin_demo.c" >"$tmp/cmake-consumer.log" 2>&1 ||
+    ! cmake --build "$tmp/cmake-consumer" --target consumer_cxx >>"$tmp/cmake-consumer.log" 2>&1; then
+    tail -20 "$tmp/cmake-consumer.log"
+    return 1
+  fi
+  RDMADL_DISABLE=1 LD_LIBRARY_PATH=$lib "$tmp/cmake-consumer/consumer_cxx" |
+    grep -q 'consumer: no stack.*: consistent'
+}
+check "C++ consumer: find_package(rdmadl) from librdmadl-dev" cmake_consumer
 st=0
 RDMADL_DISABLE=1 LD_LIBRARY_PATH=$lib "$x/usr/bin/rdmadl-info" >"$tmp/info.out" 2>&1 || st=$?
 check "rdmadl-info (unpacked) exits 1 with RDMADL_DISABLE=1 (got $st)" test "$st" -eq 1
