@@ -8,11 +8,11 @@ want=(cmake ninja-build g++ gcc clang libclang-rt-dev binutils python3 pkgconf)
 # configure requirement of perftest 25.x) to build Debian's perftest against
 # the link aliases (ci/build-perftest.sh).
 # --deb: what ci/build-deb.sh needs to build and check the Debian packages
-# (debian/control's Build-Depends beyond the above, and lintian).
+# (build-essential and debian/control's Build-Depends beyond the above, and lintian).
 for arg in "$@"; do
   case $arg in
     --vm) want+=(qemu-system-x86 busybox-static make patch libpci-dev) ;;
-    --deb) want+=(debhelper dpkg-dev lintian) ;;
+    --deb) want+=(build-essential debhelper dpkg-dev lintian) ;;
     *) echo "usage: install-deps.sh [--vm] [--deb]" >&2; exit 2 ;;
   esac
 done
