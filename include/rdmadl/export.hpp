@@ -11,6 +11,12 @@
 #ifndef RDMADL_EXPORT_HPP
 #define RDMADL_EXPORT_HPP
 
+// Every public C++ header includes this one. C++17 code calls rdmadl through
+// a C++20 target of its own (README, "C++ standard").
+#if defined(__cplusplus) && __cplusplus < 201709L
+#error "rdmadl's C++ API needs C++20 (-std=c++20, or CXX_STANDARD 20 on this target)"
+#endif
+
 #if defined(RDMADL_SHARED) && defined(__GNUC__)
 #define RDMADL_CXX_API __attribute__((visibility("default")))
 #else
