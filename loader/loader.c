@@ -1495,6 +1495,9 @@ void *rdmadl_resolve_slow(enum rdmadl_sym_index idx) {
   default:
     break;
   }
+  if (!f)
+    DEBUGF("%s@%s: not in the loaded library (a fallback or EOPNOTSUPP)", rdmadl_sym_name(idx),
+           rdmadl_sym_node(idx));
   errno = saved;
   return f;
 }
