@@ -233,3 +233,53 @@ TEST_CASE("runtime: diagnose follows the device's state, call by call" * doctest
   fake.fakeprov_reset();
   CHECK(diagnose().sentence.data() == up.sentence.data());
 }
+
+namespace {
+struct cxx_log {
+  int calls = 0, debug = 0, nested = 0;
+  std::string last;
+};
+void cxx_record(log_level level, std::string_view line, void *ctx) {
+  auto *l = static_cast<cxx_log *>(ctx);
+  l->calls++;
+  l->debug += level == log_level::debug;
+  l->last = std::string(line);
+}
+void cxx_nested(log_level, std::string_view, void *ctx) {
+  auto *l = static_cast<cxx_log *>(ctx);
+  l->calls++;
+  if (set_log_handler(log_level::debug, nullptr) == std::errc::resource_deadlock_would_occur)
+    l->nested++;
+}
+} // namespace
+
+// Under RDMADL_DISABLE (cxx.runtime.log), where every call into the library
+// logs a debug line: the C++ handler gets the level, the line and its context.
+TEST_CASE("runtime: set_log_handler routes the lines to a C++ handler" * doctest::skip()) {
+  REQUIRE(expected_stack() == "disabled");
+  cxx_log a, b;
+  REQUIRE_FALSE(set_log_handler(log_level::debug, cxx_record, &a));
+  CHECK_FALSE(device_list::get());
+  CHECK(a.calls == 1);
+  CHECK(a.debug == 1);
+  CHECK(a.last == "ibv_get_device_list@IBVERBS_1.1: not in the loaded library (a fallback or "
+                  "EOPNOTSUPP)");
+  // Another handler: the first is not called again.
+  REQUIRE_FALSE(set_log_handler(log_level::debug, cxx_record, &b));
+  CHECK_FALSE(device_list::get());
+  CHECK(a.calls == 1);
+  CHECK(b.calls == 1);
+  // Below the debug level: nothing.
+  REQUIRE_FALSE(set_log_handler(log_level::info, cxx_record, &b));
+  CHECK_FALSE(device_list::get());
+  CHECK(b.calls == 1);
+  // From inside a handler: refused.
+  cxx_log n;
+  REQUIRE_FALSE(set_log_handler(log_level::debug, cxx_nested, &n));
+  CHECK_FALSE(device_list::get());
+  CHECK(n.calls == 1);
+  CHECK(n.nested == 1);
+  CHECK_FALSE(set_log_handler(log_level::debug, nullptr));
+  CHECK_FALSE(device_list::get());
+  CHECK(n.calls == 1);
+}
