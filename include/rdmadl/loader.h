@@ -195,7 +195,8 @@ typedef void (*rdmadl_log_fn)(int level, const char *line, void *ctx);
 /// always, more as RDMADL_DEBUG asks; MAX_LEVEL and CTX are then ignored).
 /// A handler set before rdmadl's own constructor runs (from a program's
 /// constructor or .preinit_array) sees the start-up lines: setting one loads
-/// nothing. Thread-safe: FN and CTX change together; FN may be called from
+/// nothing. At RDMADL_LOG_INFO or above, the first load ends with the verdict,
+/// so it then also lists the devices and opens each once. Thread-safe: FN and CTX change together; FN may be called from
 /// any thread, several at once; once this returns, the previous handler is
 /// not running in any thread and is never called again. Lines a handler
 /// causes itself (it calls rdmadl) are dropped.
