@@ -264,7 +264,7 @@ static struct {
   void *ctx;
   int max_level;
 } log_sink;
-static int env_log_level = RDMADL_LOG_ERROR; /* from RDMADL_DEBUG */
+static int env_log_level = RDMADL_LOG_ERROR; /* atomic: from RDMADL_DEBUG */
 static int log_max = RDMADL_LOG_ERROR;       /* atomic: the level lines are formatted up to */
 static __thread int in_log_handler;
 
@@ -273,7 +273,10 @@ static inline int log_on(int level) {
 }
 
 static void log_update_max(void) {
-  __atomic_store_n(&log_max, log_sink.fn ? log_sink.max_level : env_log_level, __ATOMIC_RELAXED);
+  __atomic_store_n(&log_max,
+                   log_sink.fn ? log_sink.max_level
+                               : __atomic_load_n(&env_log_level, __ATOMIC_RELAXED),
+                   __ATOMIC_RELAXED);
 }
 
 static void log_emit(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3), cold));
@@ -297,7 +300,7 @@ static void log_emit(int level, const char *fmt, ...) {
       log_sink.fn(level, text, log_sink.ctx);
       in_log_handler = 0;
     }
-  } else if (level <= env_log_level) {
+  } else if (level <= __atomic_load_n(&env_log_level, __ATOMIC_RELAXED)) {
     fprintf(stderr, "rdmadl: %s\n", text);
   }
   pthread_rwlock_unlock(&log_lock);
@@ -1215,11 +1218,14 @@ static int load_all(void) {
     return 0;
   }
   const char *dbg = env.debug, *dis = env.disable;
-  int debug_understood;
-  env_log_level = parse_debug_level(dbg, &debug_understood);
-  pthread_rwlock_wrlock(&log_lock);
+  int debug_understood, level = parse_debug_level(dbg, &debug_understood);
+  /* (A handler that caused this load holds the lock for reading already.) */
+  if (!in_log_handler)
+    pthread_rwlock_wrlock(&log_lock);
+  __atomic_store_n(&env_log_level, level, __ATOMIC_RELAXED);
   log_update_max();
-  pthread_rwlock_unlock(&log_lock);
+  if (!in_log_handler)
+    pthread_rwlock_unlock(&log_lock);
   /* A load again (a fork child whose parent's loading thread was cut off)
    * starts from an empty table; the first one finds it empty (382 stores
    * were 1.5 k instructions of every start-up). Only this thread exists
