@@ -151,6 +151,7 @@ report collect() {
   }
   // The loader's verdict: the same sentence rdmadl_verdict() gives any program.
   auto d = rdmadl::diagnose();
+  r.stack = d.state; // (one reading: the stack line agrees with the verdict)
   r.usable = d.usable;
   r.why = std::string(d.sentence);
   r.status =
