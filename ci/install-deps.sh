@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # install-deps.sh [--vm]: the Debian packages rdmadl's build and tests need.
+# doxygen and groff-base: the reference manual and man page (ci/build-docs.sh).
 # Installs only what is missing (as root); otherwise says what to install.
 set -euo pipefail
-want=(cmake ninja-build g++ gcc clang libclang-rt-dev binutils python3 pkgconf)
+want=(cmake ninja-build g++ gcc clang libclang-rt-dev binutils python3 pkgconf doxygen groff-base)
 # --vm: QEMU and busybox for the images; make, patch and libpci-dev (a
 # configure requirement of perftest 25.x) to build Debian's perftest against
 # the link aliases (ci/build-perftest.sh).

@@ -6,6 +6,8 @@
 #   gcc       g++ -Werror build + all host tests (absent, fakes, tier-2 real
 #             releases without devices, drop-in, coexistence, threads, C++ API)
 #   headers   the build read only the bundled rdma-core headers
+#   docs      the reference manual: Doxygen over the public headers, no
+#             warning (every public entity documented); the man page renders
 #   shared    the same with BUILD_SHARED_LIBS=ON (librdmadl.so: exports, install)
 #   clang     clang++ -Werror build + host tests
 #   asan      ASan+UBSan build + host tests
@@ -82,6 +84,7 @@ tier prepare prepare
 tier symbols ci/check-symbols.sh "$releases"
 tier gcc build_and_test gcc gcc g++ ""
 tier headers ci/check-headers.sh build/gcc
+tier docs ci/build-docs.sh build/docs
 tier shared build_and_test shared gcc g++ "" -- -DBUILD_SHARED_LIBS=ON
 tier clang build_and_test clang clang clang++ ""
 supp=$root/tests/lsan.supp

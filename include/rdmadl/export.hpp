@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: MIT
-// rdmadl/export.hpp - RDMADL_CXX_API marks what librdmadl.so exports.
-//
-// The library is compiled with hidden visibility; in a shared build
-// (BUILD_SHARED_LIBS, which defines RDMADL_SHARED for the library and its
-// users) RDMADL_CXX_API gives the public classes and functions default
-// visibility, and the version script (src/rdmadl.map) keeps everything else
-// local. In a static build it is empty. (The loader's C API in loader.h has
-// its own RDMADL_API.)
+/// @file
+/// rdmadl/export.hpp - RDMADL_CXX_API marks what librdmadl.so exports.
+///
+/// The library is compiled with hidden visibility; in a shared build
+/// (BUILD_SHARED_LIBS, which defines RDMADL_SHARED for the library and its
+/// users) RDMADL_CXX_API gives the public classes and functions default
+/// visibility, and the version script (src/rdmadl.map) keeps everything else
+/// local. In a static build it is empty. (The loader's C API in loader.h has
+/// its own RDMADL_API.)
 #ifndef RDMADL_EXPORT_HPP
 #define RDMADL_EXPORT_HPP
 

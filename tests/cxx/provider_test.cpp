@@ -847,6 +847,21 @@ TEST_CASE("provider: every teardown order frees everything, children before pare
   }
 }
 
+TEST_CASE("provider: a device list moved over another frees the one it held") {
+  start();
+  {
+    auto a = ok(device_list::get());
+    auto b = ok(device_list::get());
+    CHECK(fp().fakeprov_live(FAKEPROV_DEVICE_LIST) == 2);
+    a = std::move(b);
+    CHECK(fp().fakeprov_live(FAKEPROV_DEVICE_LIST) == 1);
+    CHECK(a.size() == 1);
+    CHECK(b.size() == 0);
+  }
+  CHECK(fp().fakeprov_live(FAKEPROV_DEVICE_LIST) == 0);
+  CHECK(fp().fakeprov_violations() == 0);
+}
+
 TEST_CASE("provider: injected errors surface as the right std::error_code") {
   start();
   {
