@@ -290,6 +290,10 @@ class RDMADL_CXX_API context {
 public:
   /// Opens the device called name, or the first device when name is empty.
   /// Errors: as device_list::get(), errc::no_devices when no such device.
+  /// When RDMA cannot work here, diagnose() (runtime.hpp) gives the sentence to
+  /// show a user: why (no library, disabled, no kernel support, no device, no
+  /// active port) and what to do; without a listed device its error is the
+  /// one this call returns.
   static result<context> open(std::string_view name = {});
   /// Opens d. Errors: operation_not_supported, or the errno.
   static result<context> open(const device &d);

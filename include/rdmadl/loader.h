@@ -21,7 +21,10 @@
  *   libmlx5.so.1 ... libibumad.so.3
  * - RDMADL_DISABLE=1: behave exactly as if no RDMA stack were installed
  *   (1/true/yes/on; 0/false/no/off do not disable)
- * - RDMADL_DEBUG=1: log each resolution step to stderr
+ * - RDMADL_DEBUG=1: log a summary to stderr: one line per library as it
+ *   loads, then the verdict (also true/yes/on/info)
+ * - RDMADL_DEBUG=2: also every resolution step, one line per symbol (also
+ *   any larger number, debug, symbols)
  *
  * All functions are thread-safe, never fail, and load libibverbs and librdmacm
  * first if that has not happened yet; they report a provider library or
@@ -150,10 +153,61 @@ RDMADL_API rdmadl_stack rdmadl_stack_state(void);
  * ...), "unknown" for a value outside the enumeration. */
 RDMADL_API const char *rdmadl_stack_name(rdmadl_stack stack);
 
-/** One human-readable sentence saying why RDMA is or is not usable, for example
- * "libibverbs.so.1 not found: libibverbs.so.1: cannot open shared object
- * file: No such file or directory". Based on the libraries only. */
+/** What the libraries are, for example "libibverbs.so.1 (rdma-core 44.0,
+ * IBVERBS_1.14, PATH): complete for its release, 19 newer symbols absent, 5
+ * emulated; librdmacm.so.1 (...)": an older release lacking newer symbols is
+ * complete. Based on the libraries only, never the kernel or the devices: to
+ * tell a user why RDMA is off, show rdmadl_verdict(). Control characters are
+ * escaped as rdmadl-info prints them: backslash-n, backslash-t,
+ * backslash-xNN, and a backslash doubled. */
 RDMADL_API const char *rdmadl_reason(void);
+
+/** The one sentence to show a user: whether RDMA is usable here and, if not,
+ * why and what to do. It is what `rdmadl-info` prints after "usable: yes|no: ".
+ * Looks at everything, computed afresh on each call: the libraries, the
+ * kernel (ibv_get_device_list), the devices (each is opened once to find an
+ * active port). E.g. "libibverbs is installed (PATH) but the kernel has no
+ * RDMA support (ibv_get_device_list: ENOSYS): load an RDMA driver, or
+ * Soft-RoCE: modprobe rdma_rxe; rdma link add rxe0 type rxe netdev IFACE";
+ * "RDMA is disabled by RDMADL_DISABLE"; "RDMA is usable: 1 device (rxe0),
+ * active: rxe0 port 1". Control characters are escaped as in rdmadl_reason().
+ * @return never NULL. The string lives as long as the process: each distinct
+ *         sentence is kept once (interned), so a pointer returned earlier
+ *         stays valid when the devices change; memory grows only with the
+ *         number of distinct sentences. */
+RDMADL_API const char *rdmadl_verdict(void);
+/** rdmadl_verdict(), and from the same computation the stack's state
+ * (*stack, when non-NULL) and whether RDMA is usable (*usable: 1 when a
+ * device has an active port, else 0; when non-NULL). RDMADL_STACK_READY with
+ * *usable 0 means devices exist but no port is active (or none opens). */
+RDMADL_API const char *rdmadl_verdict_state(rdmadl_stack *stack, int *usable);
+
+/** Log levels: a line of level L reaches a handler set with max_level >= L. */
+typedef enum rdmadl_log_level {
+  RDMADL_LOG_ERROR = 0, /**< a call fails in an unusual way (the load deadlock guard) */
+  RDMADL_LOG_WARN = 1,  /**< a setting is ignored (RDMADL_DISABLE=please) */
+  RDMADL_LOG_INFO = 2,  /**< the summary: a line per library as it loads, then the verdict */
+  RDMADL_LOG_DEBUG = 3  /**< every step: each dlopen, each symbol bound or missing */
+} rdmadl_log_level;
+
+/** Receives one log line: LEVEL (rdmadl_log_level), LINE without "rdmadl: "
+ * and without a newline, control characters escaped as in rdmadl_reason();
+ * valid only during the call. CTX is what rdmadl_set_log_handler() was given. */
+typedef void (*rdmadl_log_fn)(int level, const char *line, void *ctx);
+
+/** Sends rdmadl's log lines up to MAX_LEVEL to FN(level, line, CTX) instead
+ * of stderr; FN NULL restores the default (stderr, "rdmadl: " LINE, errors
+ * always, more as RDMADL_DEBUG asks; MAX_LEVEL and CTX are then ignored).
+ * A handler set before rdmadl's own constructor runs (from a program's
+ * constructor or .preinit_array) sees the start-up lines: setting one loads
+ * nothing. At RDMADL_LOG_INFO or above, the first load ends with the verdict,
+ * so it then also lists the devices and opens each once. Thread-safe: FN and
+ * CTX change together; FN may be called from any thread, several at once;
+ * once this returns, the previous handler is not running in any thread and is
+ * never called again. Lines a handler causes itself (it calls rdmadl) are
+ * dropped.
+ * @return 0, or EDEADLK when called from inside a handler (nothing changes). */
+RDMADL_API int rdmadl_set_log_handler(int max_level, rdmadl_log_fn fn, void *ctx);
 
 #ifdef __cplusplus
 }

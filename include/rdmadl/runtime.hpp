@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
 #include "rdmadl/export.hpp"
@@ -99,8 +100,48 @@ RDMADL_CXX_API std::string_view soname(library lib) noexcept;
 RDMADL_CXX_API stack_state stack() noexcept;
 /// A stable name for a stack state ("ready", "no-kernel-support", ...).
 RDMADL_CXX_API std::string_view name(stack_state s) noexcept;
-/// One sentence saying why RDMA is or is not usable, from the libraries only.
+/// What the libraries are (rdmadl_reason()): an older release lacking newer
+/// symbols reads as complete. The libraries only: show diagnose().sentence to
+/// users.
 RDMADL_CXX_API std::string_view reason() noexcept;
+
+/// Whether RDMA is usable here and, if not, why: the loader's one verdict.
+struct diagnosis {
+  bool usable;       ///< a device has an active port
+  stack_state state; ///< disabled, no_library, no_kernel_support, no_devices or ready
+  /// What a call needing RDMA fails with: {} when usable;
+  /// std::errc::operation_not_supported (disabled, no library);
+  /// errc::no_kernel_support; errc::no_devices; errc::no_active_port (ready,
+  /// but no port is active or no device opens). Each of the rdmadl::errc
+  /// values compares equal to its std::errc (error.hpp).
+  std::error_code error;
+  /// rdmadl_verdict(): the sentence rdmadl-info prints ("RDMA is usable: ...",
+  /// "libibverbs is installed (...) but the kernel has no RDMA support ...").
+  /// Lives as long as the process.
+  std::string_view sentence;
+};
+/// Computes the verdict afresh (asks for the device list and opens each
+/// device once). Never throws.
+RDMADL_CXX_API diagnosis diagnose() noexcept;
+
+/// Log levels of set_log_handler (values of rdmadl_log_level).
+enum class log_level {
+  error = 0, ///< a call fails in an unusual way (the load deadlock guard)
+  warn = 1,  ///< a setting is ignored (RDMADL_DISABLE=please)
+  info = 2,  ///< the summary: a line per library as it loads, then the verdict
+  debug = 3  ///< every step: each dlopen, each symbol bound or missing
+};
+/// A log handler: the level, the line (no "rdmadl: " prefix, no newline,
+/// control characters escaped; valid during the call) and the context.
+using log_fn = void (*)(log_level level, std::string_view line, void *ctx);
+/// rdmadl_set_log_handler() for C++: lines up to max_level go to fn(level,
+/// line, ctx); fn == nullptr restores the default (stderr as RDMADL_DEBUG
+/// asks). Same promises: thread-safe, never loads anything, the previous
+/// handler is not running and never runs again once this returns.
+/// @return {} or std::errc::resource_deadlock_would_occur when called from
+///         inside a handler.
+RDMADL_CXX_API std::error_code set_log_handler(log_level max_level, log_fn fn,
+                                               void *ctx = nullptr) noexcept;
 /// Whether the loaded release provides f (library level: resolved symbols).
 /// For device-level answers use context::supports().
 RDMADL_CXX_API bool supports(feature f) noexcept;
