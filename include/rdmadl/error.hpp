@@ -19,11 +19,17 @@
 // result is a null pointer, so creating, testing and returning one calls
 // nothing in the standard library (std::error_code's default constructor
 // calls std::system_category()). error() builds the std::error_code.
+//
+// Calls whose failures have more to say than a code (which field of a peer's
+// endpoint is wrong, which host and port timed out) also leave a sentence
+// for the calling thread in last_error_detail().
 #ifndef RDMADL_ERROR_HPP
 #define RDMADL_ERROR_HPP
 
 #include <memory>
 #include <new>
+#include <source_location>
+#include <string_view>
 #include <system_error>
 #include <type_traits>
 #include <utility>
@@ -64,7 +70,16 @@
   X(wrong_device, no_such_device,                                                                  \
     "an rdma_cm peer is on another device than the channel's first peer")                          \
   X(library_lacks, operation_not_supported,                                                        \
-    "the loaded libibverbs release lacks this call (a newer rdma-core has it)")
+    "the loaded libibverbs release lacks this call (a newer rdma-core has it)")                    \
+  X(gid_mismatch, network_unreachable,                                                             \
+    "the peer's GID cannot be reached from ours (address family, scope or subnet differ, or one "  \
+    "side has no GID; rdmadl::last_error_detail() says which)")                                    \
+  X(no_lid, network_unreachable,                                                                   \
+    "an InfiniBand port has LID 0 (no subnet manager has configured it)")                          \
+  X(bad_peer_qpn, invalid_argument,                                                                \
+    "the peer's endpoint has no usable QP number (0, 1 or above 24 bits)")                         \
+  X(bad_peer_mtu, invalid_argument,                                                                \
+    "the peer's endpoint has an MTU that is not 256, 512, 1024, 2048 or 4096 bytes")
 
 namespace rdmadl {
 
@@ -99,9 +114,21 @@ template <> struct std::is_error_code_enum<rdmadl::errc> : std::true_type {};
 
 namespace rdmadl {
 
+/// What the calling thread's last failed call had to say beyond its error
+/// code: which field of a peer's endpoint is wrong and what to set instead,
+/// or which host, port and side of an out-of-band exchange failed.
+///
+/// Set by queue_pair::connect() (and so multi_channel::handshake()),
+/// oob::exchange() and the oob::connection calls: each clears it when it
+/// starts and sets it when it fails with a detail, so after a success it is
+/// empty. Other calls leave it alone. Per thread; the view stays valid until
+/// the next of those calls on this thread.
+/// @return the sentence, or an empty view when there is none.
+RDMADL_CXX_API std::string_view last_error_detail() noexcept;
+
 namespace detail {
-[[noreturn]] RDMADL_CXX_API void bad_result_access(int value,
-                                                   const std::error_category *cat) noexcept;
+[[noreturn]] RDMADL_CXX_API void bad_result_access(int value, const std::error_category *cat,
+                                                   std::source_location where) noexcept;
 // The generic category, taken once per call site only on error paths.
 RDMADL_CXX_API const std::error_category *generic() noexcept;
 RDMADL_CXX_API const std::error_category *own() noexcept;
@@ -182,17 +209,19 @@ public:
   bool has_value() const noexcept { return err_.ok(); }
   explicit operator bool() const noexcept { return err_.ok(); }
 
-  // The value; aborts if this holds an error.
-  T &value() & {
-    check();
+  /// The value. If this holds an error, prints the error, this thread's
+  /// last_error_detail() and the caller's file:line and function to stderr
+  /// and aborts. (`*r` and `r->` abort the same way but name this header.)
+  T &value(std::source_location where = std::source_location::current()) & {
+    check(where);
     return value_;
   }
-  const T &value() const & {
-    check();
+  const T &value(std::source_location where = std::source_location::current()) const & {
+    check(where);
     return value_;
   }
-  T &&value() && {
-    check();
+  T &&value(std::source_location where = std::source_location::current()) && {
+    check(where);
     return std::move(value_);
   }
   T &operator*() & { return value(); }
@@ -213,9 +242,9 @@ public:
   std::error_code error() const noexcept { return err_.code(); }
 
 private:
-  void check() const {
+  void check(std::source_location where) const {
     if (!err_.ok()) [[unlikely]]
-      detail::bad_result_access(err_.value(), err_.category());
+      detail::bad_result_access(err_.value(), err_.category(), where);
   }
   void destroy() noexcept {
     if (has_value())
@@ -241,10 +270,10 @@ public:
 
   bool has_value() const noexcept { return err_.ok(); }
   explicit operator bool() const noexcept { return err_.ok(); }
-  // Aborts if this holds an error.
-  void value() const {
+  /// Aborts if this holds an error, naming the caller as result<T>::value() does.
+  void value(std::source_location where = std::source_location::current()) const {
     if (!err_.ok()) [[unlikely]]
-      detail::bad_result_access(err_.value(), err_.category());
+      detail::bad_result_access(err_.value(), err_.category(), where);
   }
   std::error_code error() const noexcept { return err_.code(); }
 
