@@ -38,7 +38,7 @@ struct RDMADL_CXX_API endpoint {
   std::uint16_t lid = 0;
   gid gid_value;
   std::uint32_t qkey = 0;
-  std::uint32_t mtu = 0; // the sender's active MTU in bytes (informational)
+  std::uint32_t mtu = 0; // the sender's active MTU in bytes; connect() uses no more (0: unknown)
 
   static constexpr std::uint8_t format_version = 1;
   static constexpr std::size_t serialized_size = 44;
@@ -70,7 +70,7 @@ struct qp_options {
 
 // Options of connect(). Zero means "what the device reports".
 struct connect_options {
-  std::uint32_t mtu = 0;          // bytes; min(port active MTU, this)
+  std::uint32_t mtu = 0;          // bytes; min(port active MTU, peer's MTU, this)
   std::uint8_t max_rd_atomic = 0; // clamped to max_qp_rd_atom / max_qp_init_rd_atom
   std::uint8_t min_rnr_timer = 12;
   std::uint8_t timeout = 14;  // 4.096 us * 2^timeout
@@ -309,9 +309,17 @@ public:
 
   // This QP's endpoint, to send to the peer. Errors: errc::empty_object.
   result<endpoint> local_endpoint() const;
-  // RESET->INIT->RTR->RTS towards peer (RC/UC), or INIT->RTR->RTS (UD; peer
-  // ignored). MTU = min(port active MTU, opts.mtu); rd_atomic clamped to the
-  // device. Errors: errc::empty_object, or the errno of ibv_modify_qp.
+  /// RESET->INIT->RTR->RTS towards peer (RC/UC), or INIT->RTR->RTS (UD; peer
+  /// ignored). Path MTU = min(our port's active MTU, peer.mtu when set,
+  /// opts.mtu when set), so both sides agree; rd_atomic clamped to the device.
+  /// Before any modify, checks that peer can be reached from this QP's port:
+  /// errc::bad_peer_qpn (QPN 0, 1 or over 24 bits), errc::bad_peer_mtu (not
+  /// 256..4096), errc::no_lid (InfiniBand port, ours or the peer's, with LID 0),
+  /// errc::gid_mismatch (RoCE: peer GID zero, IPv4 vs IPv6, link-local vs
+  /// global, another /64 subnet on RoCE v1). Other errors: errc::empty_object,
+  /// or the errno of ibv_modify_qp. Every failure but empty_object sets
+  /// last_error_detail(): what is wrong and what to set (for a failed modify,
+  /// every path field given: MTUs, QPN, PSN, LIDs, GIDs and GID type).
   result<void> connect(const endpoint &peer, const connect_options &opts = {});
   // Moves the QP to the error state (flushes outstanding work requests).
   result<void> to_error() noexcept;
