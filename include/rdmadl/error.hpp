@@ -79,7 +79,8 @@
   X(bad_peer_qpn, invalid_argument,                                                                \
     "the peer's endpoint has no usable QP number (0, 1 or above 24 bits)")                         \
   X(bad_peer_mtu, invalid_argument,                                                                \
-    "the peer's endpoint has an MTU that is not 256, 512, 1024, 2048 or 4096 bytes")
+    "the peer's endpoint has an MTU that is not 256, 512, 1024, 2048 or 4096 bytes")               \
+  X(peer_closed, connection_reset, "the peer closed the out-of-band connection")
 
 namespace rdmadl {
 
