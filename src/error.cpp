@@ -119,12 +119,10 @@ std::string format(const char *fmt, ...) {
   return out;
 }
 
-void bad_result_access(int value, const std::error_category *cat,
-                       std::source_location where) noexcept {
+void bad_result_access(int value, const std::error_category *cat, call_site where) noexcept {
   std::error_code ec = cat ? std::error_code(value, *cat) : std::error_code();
   std::fprintf(stderr, "rdmadl: %s:%u: in %s: value() of a result holding an error: %s: %s\n",
-               where.file_name(), static_cast<unsigned>(where.line()), where.function_name(),
-               ec.category().name(), ec.message().c_str());
+               where.file, where.line, where.function, ec.category().name(), ec.message().c_str());
   if (!error_detail.empty())
     std::fprintf(stderr, "rdmadl: this thread's last error detail: %s\n", error_detail.c_str());
   std::abort();

@@ -28,7 +28,6 @@
 
 #include <memory>
 #include <new>
-#include <source_location>
 #include <string_view>
 #include <system_error>
 #include <type_traits>
@@ -127,9 +126,25 @@ namespace rdmadl {
 /// @return the sentence, or an empty view when there is none.
 RDMADL_CXX_API std::string_view last_error_detail() noexcept;
 
+/// Where a call is written: the default argument of result<T>::value() takes
+/// its caller's file, function and line. (std::source_location would do, but
+/// clang before 15 cannot provide it with libstdc++; these builtins are what
+/// it is made of in GCC and clang alike.)
+struct call_site {
+  const char *file = "";
+  const char *function = "";
+  unsigned line = 0;
+  /// The call site of the expression this is the default argument of.
+  static constexpr call_site current(const char *f = __builtin_FILE(),
+                                     const char *fn = __builtin_FUNCTION(),
+                                     unsigned l = __builtin_LINE()) noexcept {
+    return {f, fn, l};
+  }
+};
+
 namespace detail {
 [[noreturn]] RDMADL_CXX_API void bad_result_access(int value, const std::error_category *cat,
-                                                   std::source_location where) noexcept;
+                                                   call_site where) noexcept;
 // The generic category, taken once per call site only on error paths.
 RDMADL_CXX_API const std::error_category *generic() noexcept;
 RDMADL_CXX_API const std::error_category *own() noexcept;
@@ -213,15 +228,15 @@ public:
   /// The value. If this holds an error, prints the error, this thread's
   /// last_error_detail() and the caller's file:line and function to stderr
   /// and aborts. (`*r` and `r->` abort the same way but name this header.)
-  T &value(std::source_location where = std::source_location::current()) & {
+  T &value(call_site where = call_site::current()) & {
     check(where);
     return value_;
   }
-  const T &value(std::source_location where = std::source_location::current()) const & {
+  const T &value(call_site where = call_site::current()) const & {
     check(where);
     return value_;
   }
-  T &&value(std::source_location where = std::source_location::current()) && {
+  T &&value(call_site where = call_site::current()) && {
     check(where);
     return std::move(value_);
   }
@@ -243,7 +258,7 @@ public:
   std::error_code error() const noexcept { return err_.code(); }
 
 private:
-  void check(std::source_location where) const {
+  void check(call_site where) const {
     if (!err_.ok()) [[unlikely]]
       detail::bad_result_access(err_.value(), err_.category(), where);
   }
@@ -272,7 +287,7 @@ public:
   bool has_value() const noexcept { return err_.ok(); }
   explicit operator bool() const noexcept { return err_.ok(); }
   /// Aborts if this holds an error, naming the caller as result<T>::value() does.
-  void value(std::source_location where = std::source_location::current()) const {
+  void value(call_site where = call_site::current()) const {
     if (!err_.ok()) [[unlikely]]
       detail::bad_result_access(err_.value(), err_.category(), where);
   }
