@@ -119,10 +119,11 @@ std::string format(const char *fmt, ...) {
   return out;
 }
 
-void bad_result_access(int value, const std::error_category *cat, call_site where) noexcept {
+void bad_result_access(int value, const std::error_category *cat, const char *file,
+                       const char *function, unsigned line) noexcept {
   std::error_code ec = cat ? std::error_code(value, *cat) : std::error_code();
-  std::fprintf(stderr, "rdmadl: %s:%u: in %s: value() of a result holding an error: %s: %s\n",
-               where.file, where.line, where.function, ec.category().name(), ec.message().c_str());
+  std::fprintf(stderr, "rdmadl: %s:%u: in %s: value() of a result holding an error: %s: %s\n", file,
+               line, function, ec.category().name(), ec.message().c_str());
   if (!error_detail.empty())
     std::fprintf(stderr, "rdmadl: this thread's last error detail: %s\n", error_detail.c_str());
   std::abort();
