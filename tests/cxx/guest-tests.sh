@@ -6,7 +6,7 @@
 # "RDMADL-CHECK cxx-<name> PASS|FAIL".
 cxx_checks="peer-exit probe device gid-select memory-bounds rc-send-recv uc-send-recv send-imm
   write-imm write-read dmabuf atomics ud-send-recv srq batch-poll comp-channel send-batch
-  send-batch-chained endpoint lifetimes batch-guard prepared poll-session waits-saturate multi-channel mixed-posts
+  send-batch-chained endpoint peer-mismatch lifetimes batch-guard prepared poll-session waits-saturate multi-channel mixed-posts
   cm-connect cm-reject cm-ack-timeout cm-multi-channel cm-mesh async-events"
 if [ "$RDMADL_SUITE" = none ]; then
   run cxx-absent rdmadl-cxx-device-test --absent
