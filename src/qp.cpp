@@ -26,16 +26,20 @@ std::uint32_t fresh_psn(std::uint32_t qpn) noexcept {
 }
 } // namespace
 
-// Layout: magic[4] version[1] pad[3] qpn[4] psn[4] lid[2] pad[2] gid[16]
-// qkey[4] mtu[4], little-endian (the GID as its 16 raw bytes). QPN and PSN
-// are 24-bit values: their upper 8 bits are written as zero, so parse()
-// accepts every blob serialize() makes.
+// Layout: magic[4] version[1] pad[3] qpn[4] psn[4] lid[2] gid_type[1] pad[1]
+// gid[16] qkey[4] mtu[4], little-endian (the GID as its 16 raw bytes). QPN
+// and PSN are 24-bit values: their upper 8 bits are written as zero, so
+// parse() accepts every blob serialize() makes. gid_type is 0 (not said), 1
+// (IB), 2 (RoCE v1) or 3 (RoCE v2); it was a reserved zero byte before, so
+// older blobs parse as "not said" (an older parser refuses a newer blob that
+// says a type, errc::bad_blob).
 std::array<std::byte, endpoint::serialized_size> endpoint::serialize() const noexcept {
   std::array<std::byte, serialized_size> b{};
   detail::put_header(b.data(), endpoint_magic, format_version);
   detail::put_le(b.data() + 8, qpn & detail::max_24bit);
   detail::put_le(b.data() + 12, psn & detail::max_24bit);
   detail::put_le(b.data() + 16, lid);
+  b[18] = static_cast<std::byte>(gid_kind ? static_cast<int>(*gid_kind) + 1 : 0);
   for (int i = 0; i < 16; i++)
     b[20 + i] = static_cast<std::byte>(gid_value.raw[i]);
   detail::put_le(b.data() + 36, qkey);
@@ -51,8 +55,12 @@ result<endpoint> endpoint::parse(std::span<const std::byte> b) {
   endpoint e;
   e.qpn = detail::get_le<std::uint32_t>(b.data() + 8);
   e.psn = detail::get_le<std::uint32_t>(b.data() + 12);
-  if (e.qpn > detail::max_24bit || e.psn > detail::max_24bit || !detail::zero_bytes(b, 18, 2))
+  const auto kind = static_cast<std::uint8_t>(b[18]);
+  if (e.qpn > detail::max_24bit || e.psn > detail::max_24bit || kind > 3 ||
+      !detail::zero_bytes(b, 19, 1))
     return errc::bad_blob;
+  if (kind)
+    e.gid_kind = static_cast<gid_type>(kind - 1);
   e.lid = detail::get_le<std::uint16_t>(b.data() + 16);
   for (int i = 0; i < 16; i++)
     e.gid_value.raw[i] = static_cast<std::uint8_t>(b[20 + i]);
@@ -298,6 +306,7 @@ result<endpoint> queue_pair::local_endpoint() const {
   e.gid_value = n_->local_gid;
   e.qkey = n_->qkey;
   e.mtu = n_->active_mtu;
+  e.gid_kind = n_->local_gid_type;
   return e;
 }
 
@@ -361,6 +370,13 @@ status_code check_peer(const detail::qp_node &s, const endpoint &peer) {
                                        peer.mtu));
   const unsigned port = s.port;
   if (s.link == link_layer::infiniband) {
+    if (peer.gid_kind && *peer.gid_kind != gid_type::ib)
+      return detail::fail(
+          errc::gid_mismatch,
+          detail::format("peer's GID %s is %s: the peer is on Ethernet (RoCE), but our port %u "
+                         "is InfiniBand; the two cannot reach each other",
+                         show(peer.gid_value).c_str(), std::string(name(*peer.gid_kind)).c_str(),
+                         port));
     if (s.lid == 0)
       return detail::fail(errc::no_lid,
                           detail::format("our port %u is InfiniBand with LID 0: no subnet manager "
@@ -378,6 +394,12 @@ status_code check_peer(const detail::qp_node &s, const endpoint &peer) {
   }
   if (s.link != link_layer::ethernet)
     return {};
+  if (peer.gid_kind == gid_type::ib)
+    return detail::fail(
+        errc::gid_mismatch,
+        detail::format("peer's GID %s is an InfiniBand one: the peer is on InfiniBand, but our "
+                       "port %u is Ethernet (RoCE); the two cannot reach each other",
+                       show(peer.gid_value).c_str(), port));
   if (peer.gid_value.is_zero())
     return detail::fail(
         errc::gid_mismatch,
@@ -388,6 +410,13 @@ status_code check_peer(const detail::qp_node &s, const endpoint &peer) {
   if (s.local_gid.is_zero())
     return {}; // a borrowed QP whose GID we could not learn: let the verbs decide
   const gid &mine = s.local_gid, &theirs = peer.gid_value;
+  if (peer.gid_kind && s.local_gid_type && *peer.gid_kind != *s.local_gid_type)
+    return detail::fail(
+        errc::gid_mismatch,
+        detail::format("peer's GID is %s (%s), ours %s: both sides need the same RoCE version; "
+                       "set qp_options::gid.type (or qp_options::gid_index) so they match",
+                       std::string(name(*peer.gid_kind)).c_str(), show(theirs).c_str(),
+                       ours(s).c_str()));
   if (mine.is_ipv4_mapped() != theirs.is_ipv4_mapped())
     return detail::fail(
         errc::gid_mismatch,

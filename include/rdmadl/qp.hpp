@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 
 #include "rdmadl/cq.hpp"
@@ -39,6 +40,10 @@ struct RDMADL_CXX_API endpoint {
   gid gid_value;
   std::uint32_t qkey = 0;
   std::uint32_t mtu = 0; // the sender's active MTU in bytes; connect() uses no more (0: unknown)
+  /// The type of the sender's GID (IB, RoCE v1, RoCE v2), so connect() can
+  /// name a RoCE v1/v2 or InfiniBand/RoCE mismatch; empty: not said (a blob
+  /// from a build before this field, or a QP whose GID was not selected).
+  std::optional<gid_type> gid_kind;
 
   static constexpr std::uint8_t format_version = 1;
   static constexpr std::size_t serialized_size = 44;
@@ -47,7 +52,7 @@ struct RDMADL_CXX_API endpoint {
   // Parses a blob made by serialize(); accepts exactly what serialize() can
   // produce. Errors (all equal to std::errc::invalid_argument):
   // errc::bad_size, errc::bad_magic, errc::newer_format, errc::bad_blob
-  // (non-zero reserved bytes, QPN or PSN above 24 bits).
+  // (non-zero reserved bytes, QPN or PSN above 24 bits, an unknown GID type).
   static result<endpoint> parse(std::span<const std::byte> blob);
   friend bool operator==(const endpoint &, const endpoint &) = default;
 };

@@ -933,12 +933,14 @@ TEST_CASE("provider: connect() names what is wrong with a peer's endpoint before
     SUBCASE("RoCE v1 is not routed: another /64 is refused, RoCE v2 lets it through") {
       endpoint e = good;
       e.gid_value = address({0xfe, 0x80, 0, 0, 0, 0, 0, 1}, {0x01});
+      e.gid_kind = gid_type::roce_v1;
       auto q = fresh(v1);
       CHECK(q.connect(e).error() == errc::gid_mismatch);
       CHECK(says("another /64 subnet"));
       CHECK(says("RoCE v1"));
       CHECK(modifies(q) == 0);
       auto q2 = fresh(link_local_v2);
+      e.gid_kind = gid_type::roce_v2;
       ok(q2.connect(e));
       CHECK(last_error_detail().empty());
     }
@@ -947,6 +949,7 @@ TEST_CASE("provider: connect() names what is wrong with a peer's endpoint before
       auto q = fresh(v4); // LID 0: no subnet manager
       endpoint e = good;
       e.lid = 5;
+      e.gid_kind = gid_type::ib;
       CHECK(q.connect(e).error() == errc::no_lid);
       CHECK(says("our port 1 is InfiniBand with LID 0"));
       CHECK(modifies(q) == 0);
@@ -959,6 +962,40 @@ TEST_CASE("provider: connect() names what is wrong with a peer's endpoint before
       CHECK(modifies(q2) == 0);
       e.lid = 0x2b;
       ok(q2.connect(e));
+    }
+    SUBCASE("RoCE v1 against RoCE v2: the blob says the type") {
+      auto peer_v1 = fresh(v1);
+      auto ev1 = ok(peer_v1.local_endpoint());
+      REQUIRE(ev1.gid_kind == gid_type::roce_v1);
+      auto back = ok(endpoint::parse(ev1.serialize()));
+      CHECK(back.gid_kind == gid_type::roce_v1);
+      auto q = fresh(link_local_v2); // the same address, RoCE v2
+      CHECK(q.connect(back).error() == errc::gid_mismatch);
+      CHECK(says("peer's GID is RoCE v1 (fe80::202:c9ff:fe12:3456), ours "
+                 "fe80::202:c9ff:fe12:3456 (GID index 2, RoCE v2, port 1): both sides need the "
+                 "same RoCE version; set qp_options::gid.type"));
+      CHECK(modifies(q) == 0);
+      // A blob that does not say the type (an older build's) is let through.
+      back.gid_kind.reset();
+      ok(q.connect(back));
+    }
+    SUBCASE("InfiniBand against RoCE, both ways") {
+      auto q = fresh(v4);
+      endpoint e = good;
+      e.gid_kind = gid_type::ib;
+      CHECK(q.connect(e).error() == errc::gid_mismatch);
+      CHECK(says("is an InfiniBand one: the peer is on InfiniBand, but our port 1 is Ethernet"));
+      fp().fakeprov_set(FAKEPROV_PORT_LINK_LAYER, IBV_LINK_LAYER_INFINIBAND);
+      fp().fakeprov_set(FAKEPROV_PORT_LID, 0x2a);
+      auto qi = fresh(v4);
+      CHECK(ok(qi.local_endpoint()).gid_kind == gid_type::ib);
+      e = good; // RoCE v2
+      e.lid = 0x2b;
+      CHECK(qi.connect(e).error() == errc::gid_mismatch);
+      CHECK(says("peer's GID ::ffff:192.0.2.1 is RoCE v2: the peer is on Ethernet (RoCE), but our "
+                 "port 1 is InfiniBand"));
+      CHECK(modifies(q) == 0);
+      CHECK(modifies(qi) == 0);
     }
     SUBCASE("the path MTU is the smaller of both ports' and the option") {
       struct {
