@@ -663,8 +663,9 @@ bool check_endpoint_errors() {
 
 // A real mismatch: a QP on the IPv4 RoCE v2 GID connecting to a peer QP on
 // an IPv6 (link-local) RoCE v2 GID of the same port. connect() refuses it
-// before any modify and the detail names both GIDs; a peer endpoint with
-// QPN 0 is refused the same way. The same QPs then connect on matching GIDs.
+// before any modify and the detail names both GIDs; so are a RoCE v1 peer on
+// the same address (when the port lists v1 GIDs) and a peer endpoint with
+// QPN 0. The same QPs then connect on matching GIDs.
 bool check_peer_mismatch() {
   TRY(ctx, context::open(dev_name));
   TRY(port, ctx->first_active_port());
@@ -697,6 +698,24 @@ bool check_peer_mismatch() {
   zero.qpn = 0;
   EXPECT(b->connect(zero).error() == errc::bad_peer_qpn);
   EXPECT(last_error_detail().find("peer's QPN is 0x0") != std::string_view::npos);
+  // RoCE v1 against v2 on one address, where the port lists a v1 GID.
+  const gid_entry *v1 = nullptr;
+  for (auto &e : *table)
+    if (e.type == gid_type::roce_v1 && e.value == v6->value)
+      v1 = &e;
+  if (v1) {
+    qp_options o1;
+    o1.gid_index = static_cast<int>(v1->index);
+    TRY(d, queue_pair::create(*ctx, *pd, *cq, *cq, o1));
+    TRY(ed, d->local_endpoint());
+    EXPECT(ed->gid_kind == gid_type::roce_v1);
+    TRY(parsed, endpoint::parse(ed->serialize()));
+    EXPECT(b->connect(*parsed).error() == errc::gid_mismatch);
+    std::fprintf(stderr, "  detail: %s\n", std::string(last_error_detail()).c_str());
+    EXPECT(last_error_detail().find("peer's GID is RoCE v1") != std::string_view::npos);
+  } else {
+    std::fprintf(stderr, "  no RoCE v1 GID on this port: v1 against v2 not tried\n");
+  }
   // Refused before any modify: both QPs are still in RESET and connect on
   // GIDs of one family.
   TRY(c, queue_pair::create(*ctx, *pd, *cq, *cq, o6));
