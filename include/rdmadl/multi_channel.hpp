@@ -134,9 +134,12 @@ public:
   // The endpoint to give peer i; all of them in peer order.
   result<endpoint> local_endpoint(std::size_t peer) const;
   std::vector<endpoint> local_endpoints() const;
-  // Connects every peer's QP: remote[i] is the endpoint peer i made for
-  // this side. Errors: errc::bad_size (remote.size() != peers()), the errno
-  // of ibv_modify_qp.
+  /// Connects every peer's QP: remote[i] is the endpoint peer i made for
+  /// this side. Errors: errc::bad_size (remote.size() != peers()), or what
+  /// queue_pair::connect() answers for a peer (errc::gid_mismatch, no_lid,
+  /// bad_peer_qpn, bad_peer_mtu, the errno of ibv_modify_qp); each sets
+  /// last_error_detail(), naming the peer ("multi_channel::handshake: peer 3:
+  /// ...").
   result<void> handshake(std::span<const endpoint> remote);
   bool connected() const noexcept;
 
