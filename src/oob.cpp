@@ -204,9 +204,14 @@ struct oob_stream {
   std::size_t out_done = 0;
   bool has_first = false; // listen: the blob that chose this connection
   std::vector<std::byte> first;
-  status_code broken;  // set: the stream cannot go on; every call fails so
-  std::string broken_; // and its sentence
-  std::string where;   // "connect to node2:18515"
+  // A direction that cannot go on: every later call on it fails with the
+  // code and its sentence. Sending and receiving keep their own, so a send
+  // and a receive may run at once on two threads.
+  struct stop {
+    status_code code;
+    std::string text;
+  } in_stop, out_stop;
+  std::string where; // "connect to node2:18515"
   explicit oob_stream(std::size_t limit) : in(limit) {}
 };
 
@@ -246,12 +251,15 @@ std::string message(std::error_code ec) {
   return ec.message();
 }
 
-// A stream that cannot go on: this and every later call fail with s.
-status_code break_stream(oob_stream &st, const call &c, status_code s, const std::string &what) {
-  st.broken = s;
-  st.broken_ = std::string(c.api) + ": " + c.where + what;
-  detail::set_error_detail(st.broken_);
+// A direction that cannot go on: this and every later call on it fail with s.
+status_code stop_here(oob_stream::stop &at, const call &c, status_code s, const std::string &what) {
+  at.code = s;
+  at.text = std::string(c.api) + ": " + c.where + what;
+  detail::set_error_detail(at.text);
   return s;
+}
+status_code stopped(const oob_stream::stop &at) {
+  return detail::fail(at.code, at.text);
 }
 
 // Sends the queued bytes. On timed_out they stay queued.
@@ -264,18 +272,18 @@ status_code flush_out(oob_stream &st, const call &c, clock::time_point d) {
       continue;
     }
     if (k < 0 && (errno == EPIPE || errno == ECONNRESET))
-      return break_stream(st, c, errc::peer_closed, ": the peer closed the connection");
+      return stop_here(st.out_stop, c, errc::peer_closed, ": the peer closed the connection");
     if (k < 0 && errno != EAGAIN && errno != EINTR) {
       auto ec = last();
-      return break_stream(st, c, ec, ": send failed (" + message(ec) + ")");
+      return stop_here(st.out_stop, c, ec, ": send failed (" + message(ec) + ")");
     }
     if (auto ec = wait_for(st.fd.get(), POLLOUT, d)) {
       if (ec == errc::timed_out)
         return fail(c, ec,
                     ": send timed out after " + show_timeout(c.timeout) + " (" +
                         std::to_string(st.out.size() - st.out_done) +
-                        " bytes queued: they go first with the next send)");
-      return break_stream(st, c, ec, ": waiting to send failed (" + message(ec) + ")");
+                        " bytes queued: they go first with the next send or flush)");
+      return stop_here(st.out_stop, c, ec, ": waiting to send failed (" + message(ec) + ")");
     }
   }
   st.out.clear();
@@ -285,18 +293,19 @@ status_code flush_out(oob_stream &st, const call &c, clock::time_point d) {
 
 status_code send_frame(oob_stream &st, const call &c, std::span<const std::byte> blob,
                        clock::time_point d) {
-  if (st.broken)
-    return detail::fail(st.broken, st.broken_);
+  if (st.out_stop.code)
+    return stopped(st.out_stop);
   if (blob.size() > st.in.limit())
     return fail(c, errc::bad_size,
                 ": our blob is " + std::to_string(blob.size()) + " bytes, over the limit of " +
                     std::to_string(st.in.limit()));
-  if (auto s = flush_out(st, c, d); !s.ok())
-    return s;
-  auto h = detail::frame_header(static_cast<std::uint32_t>(blob.size()));
-  st.out.assign(h.begin(), h.end());
-  st.out.insert(st.out.end(), blob.begin(), blob.end());
+  // Queued behind what an earlier timed-out send left, so that a timeout
+  // always means "queued whole".
+  st.out.erase(st.out.begin(), st.out.begin() + static_cast<std::ptrdiff_t>(st.out_done));
   st.out_done = 0;
+  auto h = detail::frame_header(static_cast<std::uint32_t>(blob.size()));
+  st.out.insert(st.out.end(), h.begin(), h.end());
+  st.out.insert(st.out.end(), blob.begin(), blob.end());
   return flush_out(st, c, d);
 }
 
@@ -305,8 +314,8 @@ result<std::vector<std::byte>> receive_frame(oob_stream &st, const call &c, cloc
     st.has_first = false;
     return std::move(st.first);
   }
-  if (st.broken)
-    return detail::fail(st.broken, st.broken_);
+  if (st.in_stop.code)
+    return stopped(st.in_stop);
   for (;;) {
     if (st.in.done())
       return st.in.take();
@@ -314,22 +323,22 @@ result<std::vector<std::byte>> receive_frame(oob_stream &st, const call &c, cloc
     ssize_t k = ::recv(st.fd.get(), room.data(), room.size(), 0);
     if (k > 0) {
       if (auto s = st.in.advance(static_cast<std::size_t>(k)); !s.ok())
-        return break_stream(st, c, s,
-                            ": the peer announced a blob of " + std::to_string(st.in.announced()) +
-                                " bytes, over the limit of " + std::to_string(st.in.limit()) +
-                                " (not an rdmadl oob peer, or a limit to raise)");
+        return stop_here(st.in_stop, c, s,
+                         ": the peer announced a blob of " + std::to_string(st.in.announced()) +
+                             " bytes, over the limit of " + std::to_string(st.in.limit()) +
+                             " (not an rdmadl oob peer, or a limit to raise)");
       continue;
     }
     if (k == 0) {
       if (!st.in.mid_frame())
-        return break_stream(st, c, errc::peer_closed, ": the peer closed the connection");
-      return break_stream(st, c, errc::peer_closed,
-                          st.in.announced() || st.in.received()
-                              ? ": the peer closed the connection after " +
-                                    std::to_string(st.in.received()) + " of the " +
-                                    std::to_string(st.in.announced()) + " bytes of a blob"
-                              : std::string(": the peer closed the connection within a blob's "
-                                            "length prefix"));
+        return stop_here(st.in_stop, c, errc::peer_closed, ": the peer closed the connection");
+      return stop_here(st.in_stop, c, errc::peer_closed,
+                       st.in.announced() || st.in.received()
+                           ? ": the peer closed the connection after " +
+                                 std::to_string(st.in.received()) + " of the " +
+                                 std::to_string(st.in.announced()) + " bytes of a blob"
+                           : std::string(": the peer closed the connection within a blob's "
+                                         "length prefix"));
     }
     if (errno == EAGAIN || errno == EINTR) {
       if (auto ec = wait_for(st.fd.get(), POLLIN, d)) {
@@ -337,14 +346,15 @@ result<std::vector<std::byte>> receive_frame(oob_stream &st, const call &c, cloc
           return fail(c, ec,
                       ": receive timed out after " + show_timeout(c.timeout) +
                           (st.in.mid_frame() ? " within a blob (what arrived is kept)" : ""));
-        return break_stream(st, c, ec, ": waiting to receive failed (" + message(ec) + ")");
+        return stop_here(st.in_stop, c, ec, ": waiting to receive failed (" + message(ec) + ")");
       }
       continue;
     }
     auto ec = last();
     if (ec == std::errc::connection_reset)
-      return break_stream(st, c, errc::peer_closed, ": the peer closed the connection (reset)");
-    return break_stream(st, c, ec, ": receive failed (" + message(ec) + ")");
+      return stop_here(st.in_stop, c, errc::peer_closed,
+                       ": the peer closed the connection (reset)");
+    return stop_here(st.in_stop, c, ec, ": receive failed (" + message(ec) + ")");
   }
 }
 
@@ -519,8 +529,8 @@ result<void> connection::flush(std::chrono::milliseconds timeout) {
   detail::clear_error_detail();
   if (!s_)
     return errc::empty_object; // no RDMA involved: never the stack's condition
-  if (s_->broken)
-    return detail::fail(s_->broken, s_->broken_);
+  if (s_->out_stop.code)
+    return stopped(s_->out_stop);
   const call c{"oob::connection::flush", s_->where, timeout};
   return flush_out(*s_, c, detail::deadline(timeout));
 }

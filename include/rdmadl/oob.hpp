@@ -55,7 +55,8 @@ namespace rdmadl::oob {
 /// exchange() frames them (exchange() is one send and one receive on one).
 /// Move-only; closes on destruction. Every call clears last_error_detail()
 /// and sets it when it fails. Timeouts: milliseconds::max() waits for ever,
-/// 0 or less only does what needs no waiting.
+/// 0 or less only does what needs no waiting. One thread may send (send,
+/// flush) while another receives; two sends or two receives at once may not.
 class RDMADL_CXX_API connection {
 public:
   /// An empty connection: every call fails with errc::empty_object.
@@ -90,7 +91,8 @@ public:
   /// more than max_size(); the stream cannot go on), errc::peer_closed (the
   /// peer closed between blobs or, says the detail, in the middle of one),
   /// errc::empty_object, the errno. After bad_size, peer_closed or an errno
-  /// every call fails the same way.
+  /// every later receive() fails the same way (and after peer_closed or an
+  /// errno of a send, every later send() and flush()).
   result<std::vector<std::byte>> receive(std::chrono::milliseconds timeout);
 
   /// The largest blob this connection sends or accepts.
