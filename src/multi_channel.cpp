@@ -143,13 +143,20 @@ std::vector<endpoint> multi_channel::local_endpoints() const {
 }
 
 result<void> multi_channel::handshake(std::span<const endpoint> remote) {
+  detail::clear_error_detail();
   if (!s_)
     return detail::empty_error();
   if (remote.size() != s_->qps.size())
-    return errc::bad_size;
+    return detail::fail(errc::bad_size,
+                        detail::format("multi_channel::handshake: %zu endpoints for %zu peers",
+                                       remote.size(), s_->qps.size()));
   for (std::size_t i = 0; i < remote.size(); i++)
-    if (auto r = s_->qps[i].connect(remote[i], s_->conn); !r)
+    if (auto r = s_->qps[i].connect(remote[i], s_->conn); !r) {
+      // connect() said what is wrong; say which peer.
+      detail::set_error_detail(detail::format("multi_channel::handshake: peer %zu: ", i) +
+                               std::string(last_error_detail()));
       return r;
+    }
   s_->connected = true;
   return {};
 }

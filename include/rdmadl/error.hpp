@@ -20,11 +20,16 @@
 /// result is a null pointer, so creating, testing and returning one calls
 /// nothing in the standard library (std::error_code's default constructor
 /// calls std::system_category()). error() builds the std::error_code.
+///
+/// Calls whose failures have more to say than a code (which field of a peer's
+/// endpoint is wrong, which host and port timed out) also leave a sentence
+/// for the calling thread in last_error_detail().
 #ifndef RDMADL_ERROR_HPP
 #define RDMADL_ERROR_HPP
 
 #include <memory>
 #include <new>
+#include <string_view>
 #include <system_error>
 #include <type_traits>
 #include <utility>
@@ -73,7 +78,17 @@
   X(peer_failed, not_connected,                                                                    \
     "the peer's queue pair is in the error state after a failed or timed-out request")             \
   X(too_many_peers, invalid_argument,                                                              \
-    "more peers than the device allows (max_qp queue pairs, or max_cqe CQ entries at 2 per peer)")
+    "more peers than the device allows (max_qp queue pairs, or max_cqe CQ entries at 2 per peer)") \
+  X(gid_mismatch, network_unreachable,                                                             \
+    "the peer's GID cannot be reached from ours (address family, scope or subnet differ, or one "  \
+    "side has no GID; rdmadl::last_error_detail() says which)")                                    \
+  X(no_lid, network_unreachable,                                                                   \
+    "an InfiniBand port has LID 0 (no subnet manager has configured it)")                          \
+  X(bad_peer_qpn, invalid_argument,                                                                \
+    "the peer's endpoint has no usable QP number (0, 1 or above 24 bits)")                         \
+  X(bad_peer_mtu, invalid_argument,                                                                \
+    "the peer's endpoint has an MTU that is not 256, 512, 1024, 2048 or 4096 bytes")               \
+  X(peer_closed, connection_reset, "the peer closed the out-of-band connection")
 
 namespace rdmadl {
 
@@ -114,9 +129,38 @@ template <> struct std::is_error_code_enum<rdmadl::errc> : std::true_type {};
 
 namespace rdmadl {
 
+/// What the calling thread's last failed call had to say beyond its error
+/// code: which field of a peer's endpoint is wrong and what to set instead,
+/// or which host, port and side of an out-of-band exchange failed.
+///
+/// Set by queue_pair::connect() (and so multi_channel::handshake()),
+/// oob::exchange() and the oob::connection calls: each clears it when it
+/// starts and sets it when it fails with a detail, so after a success it is
+/// empty. Other calls leave it alone. Per thread; the view stays valid until
+/// the next of those calls on this thread.
+/// @return the sentence, or an empty view when there is none.
+RDMADL_CXX_API std::string_view last_error_detail() noexcept;
+
+/// Where a call is written: the default argument of result<T>::value() takes
+/// its caller's file, function and line. (std::source_location would do, but
+/// clang before 15 cannot provide it with libstdc++; these builtins are what
+/// it is made of in GCC and clang alike.)
+struct call_site {
+  const char *file = "";
+  const char *function = "";
+  unsigned line = 0;
+  /// The call site of the expression this is the default argument of.
+  static constexpr call_site current(const char *f = __builtin_FILE(),
+                                     const char *fn = __builtin_FUNCTION(),
+                                     unsigned l = __builtin_LINE()) noexcept {
+    return {f, fn, l};
+  }
+};
+
 namespace detail {
-[[noreturn]] RDMADL_CXX_API void bad_result_access(int value,
-                                                   const std::error_category *cat) noexcept;
+[[noreturn]] RDMADL_CXX_API void bad_result_access(int value, const std::error_category *cat,
+                                                   const char *file, const char *function,
+                                                   unsigned line) noexcept;
 /// The generic category, taken once per call site only on error paths.
 RDMADL_CXX_API const std::error_category *generic() noexcept;
 RDMADL_CXX_API const std::error_category *own() noexcept;
@@ -216,29 +260,31 @@ public:
   /// True when this holds a value (false: error() says why).
   explicit operator bool() const noexcept { return err_.ok(); }
 
-  /// The value. Aborts the process, after printing the error to stderr, if
-  /// this holds an error: test the result first.
-  T &value() & {
-    check();
+  /// The value. If this holds an error, prints the error, this thread's
+  /// last_error_detail() and the caller's file:line and function to stderr
+  /// and aborts: test the result first. (`*r` and `r->` abort the same way
+  /// but name this header, not their caller.)
+  [[gnu::always_inline]] T &value(call_site where = call_site::current()) & {
+    check(where);
     return value_;
   }
-  /// The value; aborts if this holds an error (see above).
-  const T &value() const & {
-    check();
+  /// The value; aborts naming the caller if this holds an error (see above).
+  [[gnu::always_inline]] const T &value(call_site where = call_site::current()) const & {
+    check(where);
     return value_;
   }
-  /// The value, moved out; aborts if this holds an error (see above).
-  T &&value() && {
-    check();
+  /// The value, moved out; aborts naming the caller if this holds an error.
+  [[gnu::always_inline]] T &&value(call_site where = call_site::current()) && {
+    check(where);
     return std::move(value_);
   }
   /**@{*/
   /// Access to the value, as value(): aborts if this holds an error.
-  T &operator*() & { return value(); }
-  const T &operator*() const & { return value(); }
-  T &&operator*() && { return std::move(*this).value(); }
-  T *operator->() { return std::addressof(value()); }
-  const T *operator->() const { return std::addressof(value()); }
+  [[gnu::always_inline]] T &operator*() & { return value(); }
+  [[gnu::always_inline]] const T &operator*() const & { return value(); }
+  [[gnu::always_inline]] T &&operator*() && { return std::move(*this).value(); }
+  [[gnu::always_inline]] T *operator->() { return std::addressof(value()); }
+  [[gnu::always_inline]] const T *operator->() const { return std::addressof(value()); }
   /**@}*/
 
   /// The value, or fallback when this holds an error.
@@ -254,9 +300,12 @@ public:
   std::error_code error() const noexcept { return err_.code(); }
 
 private:
-  void check() const {
+  // Always inlined, with the call site in registers, so that the success
+  // path stays a test and a branch (checked with bench/cxx/run-host.sh).
+  [[gnu::always_inline]] void check(call_site where) const {
     if (!err_.ok()) [[unlikely]]
-      detail::bad_result_access(err_.value(), err_.category());
+      detail::bad_result_access(err_.value(), err_.category(), where.file, where.function,
+                                where.line);
   }
   void destroy() noexcept {
     if (has_value())
@@ -287,11 +336,11 @@ public:
   bool has_value() const noexcept { return err_.ok(); }
   /// True on success (false: error() says why).
   explicit operator bool() const noexcept { return err_.ok(); }
-  /// Nothing on success; aborts the process, after printing the error to
-  /// stderr, if this holds an error.
-  void value() const {
+  /// Aborts if this holds an error, naming the caller as result<T>::value() does.
+  [[gnu::always_inline]] void value(call_site where = call_site::current()) const {
     if (!err_.ok()) [[unlikely]]
-      detail::bad_result_access(err_.value(), err_.category());
+      detail::bad_result_access(err_.value(), err_.category(), where.file, where.function,
+                                where.line);
   }
   /// The error; a default (0, "success") error_code on success.
   std::error_code error() const noexcept { return err_.code(); }

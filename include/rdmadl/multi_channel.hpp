@@ -170,8 +170,11 @@ public:
   /// Every peer's local_endpoint(), in peer order (empty when empty).
   std::vector<endpoint> local_endpoints() const;
   /// Connects every peer's QP: remote[i] is the endpoint peer i made for
-  /// this side. Errors: errc::bad_size (remote.size() != peers()), the errno
-  /// of ibv_modify_qp.
+  /// this side. Errors: errc::bad_size (remote.size() != peers()), or what
+  /// queue_pair::connect() answers for a peer (errc::gid_mismatch, no_lid,
+  /// bad_peer_qpn, bad_peer_mtu, the errno of ibv_modify_qp); each sets
+  /// last_error_detail(), naming the peer ("multi_channel::handshake: peer 3:
+  /// ...").
   result<void> handshake(std::span<const endpoint> remote);
   /// Whether every peer is connected: handshake() (or create_cm()) succeeded
   /// and no peer has failed since (see connected(std::size_t)).

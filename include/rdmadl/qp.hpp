@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 
 #include "rdmadl/cq.hpp"
@@ -44,7 +45,12 @@ struct RDMADL_CXX_API endpoint {
   std::uint16_t lid = 0;  ///< the port's LID (InfiniBand; 0 on RoCE)
   gid gid_value;          ///< the GID the QP sends from (RoCE; on InfiniBand the port GID)
   std::uint32_t qkey = 0; ///< UD: the Q_Key a sender must use; 0 otherwise
-  std::uint32_t mtu = 0;  ///< the sender's active MTU in bytes (informational)
+  /// The sender's active MTU in bytes; connect() uses no more (0: unknown).
+  std::uint32_t mtu = 0;
+  /// The type of the sender's GID (IB, RoCE v1, RoCE v2), so connect() can
+  /// name a RoCE v1/v2 or InfiniBand/RoCE mismatch; empty: not said (a blob
+  /// from a build before this field, or a QP whose GID was not selected).
+  std::optional<gid_type> gid_kind;
 
   /// The blob format serialize() writes; parse() refuses a newer one.
   static constexpr std::uint8_t format_version = 1;
@@ -54,7 +60,7 @@ struct RDMADL_CXX_API endpoint {
   /// Parses a blob made by serialize(); accepts exactly what serialize() can
   /// produce. Errors (all equal to std::errc::invalid_argument):
   /// errc::bad_size, errc::bad_magic, errc::newer_format, errc::bad_blob
-  /// (non-zero reserved bytes, QPN or PSN above 24 bits).
+  /// (non-zero reserved bytes, QPN or PSN above 24 bits, an unknown GID type).
   static result<endpoint> parse(std::span<const std::byte> blob);
   /// Field-wise equality.
   friend bool operator==(const endpoint &, const endpoint &) = default;
@@ -78,7 +84,7 @@ struct qp_options {
 
 /// Options of connect(). Zero means "what the device reports".
 struct connect_options {
-  std::uint32_t mtu = 0;          ///< bytes; min(port active MTU, this)
+  std::uint32_t mtu = 0;          ///< bytes; min(port active MTU, peer's MTU, this)
   std::uint8_t max_rd_atomic = 0; ///< clamped to max_qp_rd_atom / max_qp_init_rd_atom
   /// RC: how long a sender that found no receive posted here waits before
   /// retrying (IB encoding: 12 = 0.64 ms).
@@ -351,8 +357,16 @@ public:
   /// This QP's endpoint, to send to the peer. Errors: errc::empty_object.
   result<endpoint> local_endpoint() const;
   /// RESET->INIT->RTR->RTS towards peer (RC/UC), or INIT->RTR->RTS (UD; peer
-  /// ignored). MTU = min(port active MTU, opts.mtu); rd_atomic clamped to the
-  /// device. Errors: errc::empty_object, or the errno of ibv_modify_qp.
+  /// ignored). Path MTU = min(our port's active MTU, peer.mtu when set,
+  /// opts.mtu when set), so both sides agree; rd_atomic clamped to the device.
+  /// Before any modify, checks that peer can be reached from this QP's port:
+  /// errc::bad_peer_qpn (QPN 0, 1 or over 24 bits), errc::bad_peer_mtu (not
+  /// 256..4096), errc::no_lid (InfiniBand port, ours or the peer's, with LID 0),
+  /// errc::gid_mismatch (RoCE: peer GID zero, IPv4 vs IPv6, link-local vs
+  /// global, another /64 subnet on RoCE v1). Other errors: errc::empty_object,
+  /// or the errno of ibv_modify_qp. Every failure but empty_object sets
+  /// last_error_detail(): what is wrong and what to set (for a failed modify,
+  /// every path field given: MTUs, QPN, PSN, LIDs, GIDs and GID type).
   result<void> connect(const endpoint &peer, const connect_options &opts = {});
   /// Moves the QP to the error state (flushes outstanding work requests).
   result<void> to_error() noexcept;

@@ -525,11 +525,19 @@ TEST_CASE("channel: a second scope is busy; bad peers, short results and endpoin
   CHECK(mc.handshake(one).error() == errc::bad_size);
   std::vector<endpoint> three(3, one[0]);
   CHECK(mc.handshake(three).error() == errc::bad_size);
+  CHECK(last_error_detail() == "multi_channel::handshake: 3 endpoints for 2 peers");
   CHECK_FALSE(mc.connected());
   auto blob = serialize_endpoints(three);
   blob.resize(blob.size() - endpoint::serialized_size); // count 3, two present
   CHECK(parse_endpoints(blob).error() == errc::bad_size);
   CHECK(fp().fakeprov_modify_log(mc.qp(0).qp_num(), nullptr, 0) == 0); // never touched
+  // A peer's endpoint that connect() refuses: the detail says which peer.
+  std::vector<endpoint> second_bad{one[0], one[0]};
+  second_bad[1].qpn = 0;
+  CHECK(mc.handshake(second_bad).error() == errc::bad_peer_qpn);
+  CHECK(last_error_detail().find("multi_channel::handshake: peer 1: peer's QPN is 0x0") == 0);
+  CHECK_FALSE(mc.connected());
+  CHECK(fp().fakeprov_modify_log(mc.qp(1).qp_num(), nullptr, 0) == 0); // refused before any modify
 }
 
 TEST_CASE("channel: a scope outlives its channel being moved and destroyed") {

@@ -663,6 +663,71 @@ bool check_endpoint_errors() {
   return true;
 }
 
+// A real mismatch: a QP on the IPv4 RoCE v2 GID connecting to a peer QP on
+// an IPv6 (link-local) RoCE v2 GID of the same port. connect() refuses it
+// before any modify and the detail names both GIDs; so are a RoCE v1 peer on
+// the same address (when the port lists v1 GIDs) and a peer endpoint with
+// QPN 0. The same QPs then connect on matching GIDs.
+bool check_peer_mismatch() {
+  TRY(ctx, context::open(dev_name));
+  TRY(port, ctx->first_active_port());
+  TRY(table, ctx->gid_table(*port));
+  const gid_entry *v6 = nullptr;
+  for (auto &e : *table)
+    if (!e.value.is_ipv4_mapped() && e.type == gid_type::roce_v2) {
+      v6 = &e;
+      break;
+    }
+  EXPECT(v6 != nullptr); // rxe has a link-local GID of each type
+  TRY(pd, protection_domain::create(*ctx));
+  TRY(cq, completion_queue::create(*ctx));
+  qp_options o4;
+  o4.gid.ipv4 = test_ip;
+  qp_options o6;
+  o6.gid_index = static_cast<int>(v6->index);
+  TRY(a, queue_pair::create(*ctx, *pd, *cq, *cq, o4));
+  TRY(b, queue_pair::create(*ctx, *pd, *cq, *cq, o6));
+  TRY(ea, a->local_endpoint());
+  TRY(eb, b->local_endpoint());
+  EXPECT(ea->gid_value.is_ipv4_mapped());
+  auto r = a->connect(*eb);
+  std::string said(last_error_detail());
+  std::fprintf(stderr, "  detail: %s\n", said.c_str());
+  EXPECT(r.error() == errc::gid_mismatch);
+  EXPECT(said.find("(IPv6), ours ::ffff:") != std::string::npos);
+  EXPECT(said.find("RoCE v2, port " + std::to_string(*port)) != std::string::npos);
+  endpoint zero = *ea;
+  zero.qpn = 0;
+  EXPECT(b->connect(zero).error() == errc::bad_peer_qpn);
+  EXPECT(last_error_detail().find("peer's QPN is 0x0") != std::string_view::npos);
+  // RoCE v1 against v2 on one address, where the port lists a v1 GID.
+  const gid_entry *v1 = nullptr;
+  for (auto &e : *table)
+    if (e.type == gid_type::roce_v1 && e.value == v6->value)
+      v1 = &e;
+  if (v1) {
+    qp_options o1;
+    o1.gid_index = static_cast<int>(v1->index);
+    TRY(d, queue_pair::create(*ctx, *pd, *cq, *cq, o1));
+    TRY(ed, d->local_endpoint());
+    EXPECT(ed->gid_kind == gid_type::roce_v1);
+    TRY(parsed, endpoint::parse(ed->serialize()));
+    EXPECT(b->connect(*parsed).error() == errc::gid_mismatch);
+    std::fprintf(stderr, "  detail: %s\n", std::string(last_error_detail()).c_str());
+    EXPECT(last_error_detail().find("peer's GID is RoCE v1") != std::string_view::npos);
+  } else {
+    std::fprintf(stderr, "  no RoCE v1 GID on this port: v1 against v2 not tried\n");
+  }
+  // Refused before any modify: both QPs are still in RESET and connect on
+  // GIDs of one family.
+  TRY(c, queue_pair::create(*ctx, *pd, *cq, *cq, o6));
+  TRY(ec, c->local_endpoint());
+  EXPECT_OK(b->connect(*ec));
+  EXPECT_OK(c->connect(*eb));
+  EXPECT(last_error_detail().empty());
+  return true;
+}
+
 // Parents die before children: each handle keeps what it uses alive, so the
 // queue pairs, regions and queue still work after the context and PD handles
 // are gone, and a context handle can be re-assigned under its PD.
@@ -1876,6 +1941,7 @@ int main(int argc, char **argv) {
       {"send-batch", [] { return check_send_batch(true); }},
       {"send-batch-chained", [] { return check_send_batch(false); }},
       {"endpoint", check_endpoint_errors},
+      {"peer-mismatch", check_peer_mismatch},
       {"lifetimes", check_lifetimes},
       {"batch-guard", check_batch_guard},
       {"prepared", check_prepared},
