@@ -146,9 +146,9 @@ RDMADL_CXX_API std::string_view last_error_detail() noexcept;
 /// clang before 15 cannot provide it with libstdc++; these builtins are what
 /// it is made of in GCC and clang alike.)
 struct call_site {
-  const char *file = "";
-  const char *function = "";
-  unsigned line = 0;
+  const char *file = "";     ///< the source file (__FILE__ of the caller)
+  const char *function = ""; ///< the enclosing function's name
+  unsigned line = 0;         ///< the line in file
   /// The call site of the expression this is the default argument of.
   static constexpr call_site current(const char *f = __builtin_FILE(),
                                      const char *fn = __builtin_FUNCTION(),

@@ -63,8 +63,11 @@ class RDMADL_CXX_API connection {
 public:
   /// An empty connection: every call fails with errc::empty_object.
   connection() noexcept;
+  /// Moves; the source becomes empty.
   connection(connection &&) noexcept;
+  /// Closes what this held, then moves; the source becomes empty.
   connection &operator=(connection &&) noexcept;
+  /// Closes the socket (a blob still queued by a timed-out send is dropped).
   ~connection();
 
   /// Listens on host:port as exchange() does and keeps the first connection
