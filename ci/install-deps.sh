@@ -1,13 +1,22 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# install-deps.sh [--vm]: the Debian packages rdmadl's build and tests need.
+# install-deps.sh [--vm] [--deb]: the Debian packages rdmadl's build and tests need.
+# doxygen and groff-base: the reference manual and man page (ci/build-docs.sh).
 # Installs only what is missing (as root); otherwise says what to install.
 set -euo pipefail
-want=(cmake ninja-build g++ gcc clang libclang-rt-dev binutils python3 pkgconf)
+want=(cmake ninja-build g++ gcc clang libclang-rt-dev binutils python3 pkgconf doxygen groff-base)
 # --vm: QEMU and busybox for the images; make, patch and libpci-dev (a
 # configure requirement of perftest 25.x) to build Debian's perftest against
 # the link aliases (ci/build-perftest.sh).
-[ "${1:-}" = --vm ] && want+=(qemu-system-x86 busybox-static make patch libpci-dev)
+# --deb: what ci/build-deb.sh needs to build and check the Debian packages
+# (build-essential and debian/control's Build-Depends beyond the above, and lintian).
+for arg in "$@"; do
+  case $arg in
+    --vm) want+=(qemu-system-x86 busybox-static make patch libpci-dev) ;;
+    --deb) want+=(build-essential debhelper dpkg-dev lintian) ;;
+    *) echo "usage: install-deps.sh [--vm] [--deb]" >&2; exit 2 ;;
+  esac
+done
 missing=()
 for pkg in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")

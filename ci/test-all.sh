@@ -6,10 +6,14 @@
 #   gcc       g++ -Werror build + all host tests (absent, fakes, tier-2 real
 #             releases without devices, drop-in, coexistence, threads, C++ API)
 #   headers   the build read only the bundled rdma-core headers
+#   docs      the reference manual: Doxygen over the public headers, no
+#             warning (every public entity documented); the man page renders
 #   shared    the same with BUILD_SHARED_LIBS=ON (librdmadl.so: exports, install)
 #   clang     clang++ -Werror build + host tests
 #   asan      ASan+UBSan build + host tests
 #   tsan      TSan build + host tests (16 threads racing into initialisation)
+#   deb       the Debian packages (ci/build-deb.sh): built, lintian, Depends,
+#             consumers built from them
 #   vm        Soft-RoCE VMs: bullseye 33.2, bookworm 44.0, trixie 56.1, sid
 #             65.0 and an image without rdma-core (ci/test-vm.sh)
 # Options: --skip-vm (local iteration only; CI never skips), --only TIER.
@@ -61,13 +65,18 @@ tier() {
   fi
 }
 
+# Everything the tiers test, stated (a plain top-level build leaves the tests,
+# examples and benchmarks out).
+all_parts=(-DRDMADL_BUILD_TESTS=ON -DRDMADL_BUILD_EXAMPLES=ON -DRDMADL_BUILD_BENCH=ON
+  -DRDMADL_BUILD_FFI=ON -DRDMADL_BUILD_TOOLS=ON -DRDMADL_INSTALL=ON)
+
 build_and_test() { # NAME CC CXX FLAGS [ENV...] [-- CMAKE_ARGS...]
   local name=$1 cc=$2 cxx=$3 flags=$4; shift 4
   local dir=$root/build/$name env=() extra=()
   while [ $# -gt 0 ] && [ "$1" != -- ]; do env+=("$1"); shift; done
   [ $# -gt 0 ] && shift && extra=("$@")
   CC=$cc CXX=$cxx cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DRDMADL_WERROR=ON -DRDMADL_RELEASES_DIR="$releases" "${extra[@]}" \
+    -DRDMADL_WERROR=ON -DRDMADL_RELEASES_DIR="$releases" "${all_parts[@]}" "${extra[@]}" \
     -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" \
     -DCMAKE_EXE_LINKER_FLAGS="$flags" -DCMAKE_SHARED_LINKER_FLAGS="$flags" >/dev/null &&
     cmake --build "$dir" -j "$jobs" &&
@@ -75,21 +84,23 @@ build_and_test() { # NAME CC CXX FLAGS [ENV...] [-- CMAKE_ARGS...]
 }
 
 prepare() {
-  ci/install-deps.sh $([ $skip_vm = 1 ] || echo --vm) && ci/fetch-releases.sh "$releases"
+  ci/install-deps.sh --deb $([ $skip_vm = 1 ] || echo --vm) && ci/fetch-releases.sh "$releases"
 }
 
 tier prepare prepare
 tier symbols ci/check-symbols.sh "$releases"
 tier gcc build_and_test gcc gcc g++ ""
 tier headers ci/check-headers.sh build/gcc
+tier docs ci/build-docs.sh build/docs
 tier shared build_and_test shared gcc g++ "" -- -DBUILD_SHARED_LIBS=ON
 tier clang build_and_test clang clang clang++ ""
 supp=$root/tests/lsan.supp
 tier asan build_and_test asan gcc g++ "-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 LSAN_OPTIONS=suppressions=$supp
 tier tsan build_and_test tsan clang clang++ "-fsanitize=thread" TSAN_OPTIONS=halt_on_error=1
+tier deb ci/build-deb.sh --out build/deb
 if [ $skip_vm = 0 ]; then
-  tier vm ci/test-vm.sh --build-dir build/gcc
+  tier vm ci/test-vm.sh --build-dir build/gcc --debs build/deb
 else
   echo "=== tier vm: SKIPPED (--skip-vm)"
 fi

@@ -6,6 +6,7 @@
 #
 #   ci/test-vm.sh [--build-dir DIR] [--suites "bullseye bookworm ..."] [--timeout S]
 #                 [--stages "single cluster"] [--clusters "sid,bullseye,bookworm,trixie sid,bullseye,none"]
+#                 [--debs DIR]
 #
 # Steps: build (cmake -G Ninja -DRDMADL_WERROR=ON into build-vm, unless
 # --build-dir names an existing build); build Debian's perftest against the
@@ -14,6 +15,10 @@
 # real libibverbs.so.1 / librdmacm.so.1 (readelf) and check ci/releases.txt
 # against it; assemble one payload; boot each suite once (ci/vm/run.sh), one
 # at a time; check the guest's RDMADL-CHECK lines against ci/releases.txt.
+# The image without rdma-core also installs the Debian packages librdmadl0 and
+# rdmadl-tools from --debs DIR (default build/deb, where ci/build-deb.sh puts
+# them) and runs /usr/bin/rdmadl-info there (check deb.rdmadl-info); with no
+# .debs in DIR that check fails: run ci/build-deb.sh first.
 # Then the cluster stage, from the same build: each --clusters entry (2 to 4
 # comma-separated suites) boots as one cluster (ci/vm/cluster.sh) and runs the
 # cross-node plan of ci/vm/cluster-plan.sh; every check a side owes must PASS.
@@ -37,6 +42,7 @@ timeout=300
 stages="single cluster"
 clusters="sid,bullseye,bookworm,trixie sid,bullseye,none"
 cluster_timeout=600
+debs=$root/build/deb
 
 die() { echo "test-vm: error: $*" >&2; exit 1; }
 say() { echo "test-vm: $*" >&2; }
@@ -48,6 +54,7 @@ while [ $# -gt 0 ]; do
     --timeout) timeout=$2; shift 2 ;;
     --stages) stages=$2; shift 2 ;;
     --clusters) clusters=$2; shift 2 ;;
+    --debs) debs=$2; shift 2 ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option $1" ;;
   esac
@@ -87,12 +94,15 @@ t_start=$(date +%s)
 # --- build ------------------------------------------------------------------
 if [ -z "$build" ]; then
   build=$root/build-vm
-  cmake -S "$root" -B "$build" -G Ninja -DRDMADL_WERROR=ON >/dev/null
+  cmake -S "$root" -B "$build" -G Ninja -DRDMADL_WERROR=ON -DRDMADL_BUILD_TESTS=ON \
+    -DRDMADL_BUILD_EXAMPLES=ON -DRDMADL_BUILD_FFI=ON >/dev/null
 else
   [ -f "$build/build.ninja" ] || die "$build is not a Ninja build directory"
   # Re-configure: directories added since (examples/, tests/cxx/) are only
   # picked up by a CMake run.
-  cmake -S "$root" -B "$build" >/dev/null
+  # The guest programs are tests and examples: a build made without them gets them.
+  cmake -S "$root" -B "$build" -DRDMADL_BUILD_TESTS=ON -DRDMADL_BUILD_EXAMPLES=ON \
+    -DRDMADL_BUILD_FFI=ON >/dev/null
 fi
 targets=(tests/guest/all rdmadl_verbs)
 [ -z "$clusters" ] || targets+=(examples/all tests/cxx/rdmadl-mc-cluster)
@@ -215,6 +225,16 @@ cp -L "$build/librdmadl-verbs.so.0" "$payload/lib/"
 # librdmadl-ffi: ffi_ops and the ctypes program only dlopen it.
 cp -L "$build/ffi/librdmadl-ffi.so.0" "$payload/lib/"
 cp "$root/tests/guest/ffi_pingpong.py" "$payload/"
+# The Debian packages, unpacked as dpkg would install them (the guest has no
+# dpkg): the none image copies this tree over its root.
+for pkg in librdmadl0 rdmadl-tools; do
+  found=0
+  for deb in "$debs/${pkg}"_*.deb; do
+    [ -f "$deb" ] || continue
+    dpkg-deb -x "$deb" "$payload/deb" && found=1
+  done
+  [ $found = 1 ] || say "no $pkg .deb in $debs (ci/build-deb.sh)"
+done
 mkdir -p "$payload/perftest"
 if [ -n "$perftest" ]; then
   cp "$perftest"/bin/ib_{send_bw,write_bw,read_bw,send_lat} "$payload/perftest/"
@@ -267,6 +287,19 @@ if [ "$RDMADL_SUITE" = none ]; then
   done
   run_shared --absent
   run ffi_ops ffi_ops --absent
+  # The Debian packages librdmadl0 + rdmadl-tools, installed: the packaged
+  # rdmadl-info starts from /usr/bin with the system's library path only and
+  # says there is no RDMA library (exit status 1).
+  step deb
+  if [ -x /payload/deb/usr/bin/rdmadl-info ] && cp -a /payload/deb/. /; then
+    env -u LD_LIBRARY_PATH /usr/bin/rdmadl-info >/tmp/deb-info.txt 2>&1
+    st=$?
+    cat /tmp/deb-info.txt
+    check deb.rdmadl-info $([ $st -eq 1 ] && grep -q '^usable: no' /tmp/deb-info.txt && echo 0 || echo 1)
+  else
+    echo "no Debian packages in the payload (ci/build-deb.sh, then ci/test-vm.sh --debs DIR)" >&2
+    check deb.rdmadl-info 1
+  fi
 else
   # Baseline: Debian's own tools, so a failure here is the VM, not rdmadl.
   step baseline

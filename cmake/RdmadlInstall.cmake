@@ -82,3 +82,40 @@ Libs: -L\${libdir} -lrdmadl-verbs
 Libs.private: -ldl -pthread
 ")
 install(FILES "${_pc}" DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# pkg-config for the C++ API (pkg-config --cflags --libs rdmadl). A shared
+# librdmadl.so.0 holds the loader: -lrdmadl is the whole link line, and its
+# users get RDMADL_SHARED as CMake's do; --static adds what the archive
+# would need. A static librdmadl.a needs the loader's archive after it, and
+# libdl and pthread: with no shared library installed these are in Libs, so
+# the plain and the --static line both link. The headers need C++20 (README,
+# "C++ standard"); pkg-config cannot choose a standard, so Cflags has none.
+if(TARGET rdmadl)
+  get_target_property(_rdmadl_type rdmadl TYPE)
+  set(_pc_deps "-lrdmadl-loader -ldl -pthread")
+  if(_rdmadl_type STREQUAL "SHARED_LIBRARY")
+    set(_pc_cflags "-I\${includedir} -DRDMADL_SHARED")
+    set(_pc_libs "-L\${libdir} -lrdmadl")
+    set(_pc_private "${_pc_deps}")
+  else()
+    set(_pc_cflags "-I\${includedir}")
+    set(_pc_libs "-L\${libdir} -lrdmadl ${_pc_deps}")
+    set(_pc_private "")
+  endif()
+  set(_pc_private_line "")
+  if(_pc_private)
+    set(_pc_private_line "Libs.private: ${_pc_private}\n")
+  endif()
+  set(_pc "${CMAKE_CURRENT_BINARY_DIR}/rdmadl.pc")
+  file(WRITE "${_pc}" "prefix=\${pcfiledir}/${_pc_up}
+libdir=\${prefix}/${CMAKE_INSTALL_LIBDIR}
+includedir=\${prefix}/${CMAKE_INSTALL_INCLUDEDIR}
+
+Name: rdmadl
+Description: C++20 API over RDMA verbs and rdma_cm, loaded at run time (works without rdma-core)
+Version: ${PROJECT_VERSION}
+Cflags: ${_pc_cflags}
+Libs: ${_pc_libs}
+${_pc_private_line}")
+  install(FILES "${_pc}" DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+endif()

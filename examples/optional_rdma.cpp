@@ -250,14 +250,15 @@ int main(int argc, char **argv) {
   if (port < 1 || port > 65534 || size == 0)
     return usage();
 
-  // What this end can do: an RDMA device that opens.
+  // What this end can do: an RDMA device that opens. When RDMA cannot work
+  // here, diagnose() gives the one sentence saying why (and what to do).
   hello mine{}, theirs{};
   auto ctx = context::open();
   mine.can_rdma = ctx ? 1 : 0;
   mine.size = sender ? size : 0;
   std::snprintf(mine.why, sizeof mine.why, "%s",
                 ctx ? (std::string("device ") + std::string(ctx->device_name())).c_str()
-                    : (ctx.error().message() + ": " + std::string(reason())).c_str());
+                    : std::string(diagnose().sentence).c_str());
 
   int fd = sender ? tcp_connect(host, static_cast<std::uint16_t>(port))
                   : tcp_listen_accept(static_cast<std::uint16_t>(port));

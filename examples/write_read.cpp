@@ -72,7 +72,7 @@ int main(int argc, char **argv) {
   }
   auto ctx = context::open(); // first device
   if (!ctx) {
-    std::fprintf(stderr, "no RDMA: %s (%s)\n", ctx.error().message().c_str(), reason().data());
+    std::fprintf(stderr, "no RDMA: %s\n", diagnose().sentence.data());
     return 1;
   }
   auto pd = protection_domain::create(*ctx).value();

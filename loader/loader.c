@@ -184,6 +184,7 @@ struct lib_info {
   int stat_errno;       /* the override's stat() failed: error formatted on demand */
   const char *path;     /* realpath of the loaded file, computed when asked */
   struct link_map *map; /* the loaded object */
+  void *handle;         /* its dlopen handle */
   size_t nmissing;
   const char *private_node; /* libibverbs: its IBVERBS_PRIVATE_* node */
   char *lazy_override;      /* lazy libraries: the override, read with the rest */
@@ -212,26 +213,144 @@ static struct lib_info libs[RDMADL_LIB_COUNT] = {
 };
 #undef LIB
 
-static int debug;
 static const char *reason; /* built when first asked for */
+/* Every distinct verdict sentence given out, so that each stays valid. */
+static pthread_mutex_t verdict_mu = PTHREAD_MUTEX_INITIALIZER;
+struct interned {
+  struct interned *next;
+  char text[];
+};
+static struct interned *verdicts;
+static char *build_verdict(rdmadl_stack *stack_out, int *usable_out);
 
 /* ---- diagnostics -------------------------------------------------------- */
 
-static void logf_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2), cold));
-static void logf_debug(const char *fmt, ...) {
+/* Control characters (and the backslash) of S as rdmadl-info prints them:
+ * \\, \n, \t, \xNN. A path or a dlerror() text can then never start a line
+ * of its own in a log or a sentence. Returns an allocated copy, or NULL. */
+static char *escape_dup(const char *s) {
+  size_t n = 0;
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+    n += *p == '\\' || *p == '\n' || *p == '\t' ? 2 : (*p < 0x20 || *p == 0x7f) ? 4 : 1;
+  char *out = malloc(n + 1), *o = out;
+  if (!out)
+    return NULL;
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (*p == '\\' || *p == '\n' || *p == '\t') {
+      *o++ = '\\';
+      *o++ = *p == '\n' ? 'n' : *p == '\t' ? 't' : '\\';
+    } else if (*p < 0x20 || *p == 0x7f) {
+      static const char hex[] = "0123456789abcdef";
+      *o++ = '\\';
+      *o++ = 'x';
+      *o++ = hex[*p >> 4];
+      *o++ = hex[*p & 15];
+    } else {
+      *o++ = (char)*p;
+    }
+  }
+  *o = '\0';
+  return out;
+}
+
+/* The log: one handler (with its context and level) or the default, which
+ * writes "rdmadl: LINE" to stderr up to the level RDMADL_DEBUG asks for.
+ * log_lock is held for reading around each delivery and for writing while
+ * the handler changes, so a handler replaced by rdmadl_set_log_handler() is
+ * not running anymore, and never runs again, once that call returns. */
+static pthread_rwlock_t log_lock = PTHREAD_RWLOCK_INITIALIZER;
+static struct {
+  rdmadl_log_fn fn;
+  void *ctx;
+  int max_level;
+} log_sink;
+static int env_log_level = RDMADL_LOG_ERROR; /* atomic: from RDMADL_DEBUG */
+static int log_max = RDMADL_LOG_ERROR;       /* atomic: the level lines are formatted up to */
+static __thread int in_log_handler;
+
+static inline int log_on(int level) {
+  return level <= __atomic_load_n(&log_max, __ATOMIC_RELAXED);
+}
+
+static void log_update_max(void) {
+  __atomic_store_n(&log_max,
+                   log_sink.fn ? log_sink.max_level
+                               : __atomic_load_n(&env_log_level, __ATOMIC_RELAXED),
+                   __ATOMIC_RELAXED);
+}
+
+static void log_emit(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3), cold));
+static void log_emit(int level, const char *fmt, ...) {
+  if (in_log_handler)
+    return; /* a handler that calls rdmadl: its own lines are dropped */
+  int saved = errno;
+  char *raw = NULL;
   va_list ap;
   va_start(ap, fmt);
-  fputs("rdmadl: ", stderr);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
+  if (vasprintf(&raw, fmt, ap) < 0)
+    raw = NULL;
   va_end(ap);
+  char *line = raw ? escape_dup(raw) : NULL;
+  free(raw);
+  const char *text = line ? line : "(out of memory formatting a log line)";
+  pthread_rwlock_rdlock(&log_lock);
+  if (log_sink.fn) {
+    if (level <= log_sink.max_level) {
+      in_log_handler = 1;
+      log_sink.fn(level, text, log_sink.ctx);
+      in_log_handler = 0;
+    }
+  } else if (level <= __atomic_load_n(&env_log_level, __ATOMIC_RELAXED)) {
+    fprintf(stderr, "rdmadl: %s\n", text);
+  }
+  pthread_rwlock_unlock(&log_lock);
+  free(line);
+  errno = saved;
 }
-/* Arguments are not even evaluated unless RDMADL_DEBUG is on. */
-#define DEBUGF(...)                                                                                \
+
+/* Arguments are not even evaluated unless someone wants the level. */
+#define LOGF(level, ...)                                                                           \
   do {                                                                                             \
-    if (__builtin_expect(debug, 0))                                                                \
-      logf_debug(__VA_ARGS__);                                                                     \
+    if (__builtin_expect(log_on(level), 0))                                                        \
+      log_emit(level, __VA_ARGS__);                                                                \
   } while (0)
+#define DEBUGF(...) LOGF(RDMADL_LOG_DEBUG, __VA_ARGS__)
+#define INFOF(...) LOGF(RDMADL_LOG_INFO, __VA_ARGS__)
+#define WARNF(...) LOGF(RDMADL_LOG_WARN, __VA_ARGS__)
+
+int rdmadl_set_log_handler(int max_level, rdmadl_log_fn fn, void *ctx) {
+  if (in_log_handler)
+    return EDEADLK;
+  pthread_rwlock_wrlock(&log_lock);
+  log_sink.fn = fn;
+  log_sink.ctx = fn ? ctx : NULL;
+  log_sink.max_level = fn ? max_level : RDMADL_LOG_ERROR;
+  log_update_max();
+  pthread_rwlock_unlock(&log_lock);
+  return 0;
+}
+
+static int parse_bool(const char *v);
+
+/* RDMADL_DEBUG: unset, empty, 0/false/no/off: errors only; 1/true/yes/on or
+ * "info": the summary; 2 (or more), "debug" or "symbols": every step. */
+static int parse_debug_level(const char *v, int *understood) {
+  *understood = 1;
+  if (v && (!strcasecmp(v, "debug") || !strcasecmp(v, "symbols")))
+    return RDMADL_LOG_DEBUG;
+  if (v && !strcasecmp(v, "info"))
+    return RDMADL_LOG_INFO;
+  char *end = NULL;
+  long n = v && *v >= '0' && *v <= '9' ? strtol(v, &end, 10) : -1;
+  if (end && *end == '\0')
+    return n >= 2 ? RDMADL_LOG_DEBUG : n == 1 ? RDMADL_LOG_INFO : RDMADL_LOG_ERROR;
+  int b = parse_bool(v);
+  if (b < 0) {
+    *understood = 0;
+    return RDMADL_LOG_INFO;
+  }
+  return b ? RDMADL_LOG_INFO : RDMADL_LOG_ERROR;
+}
 
 static char *dup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static char *dup_printf(const char *fmt, ...) {
@@ -961,6 +1080,7 @@ static void load_one(rdmadl_lib which, const char *override) {
     return;
   }
   lib->map = map;
+  lib->handle = h;
   /* A relative name means nothing once the current directory changes. */
   if (map->l_name[0] != '/')
     lib_path(lib);
@@ -997,39 +1117,94 @@ static int usable(rdmadl_state s) {
   return s == RDMADL_STATE_LOADED || s == RDMADL_STATE_PARTIAL;
 }
 
+static const char disabled_sentence[] = "RDMA is disabled by RDMADL_DISABLE";
+
+/* The rdma-core release in a real library's file name: "44.0" of
+ * libibverbs.so.1.14.44.0 (soname, then the library's own minor version,
+ * then the release), or NULL. */
+static const char *release_of(const struct lib_info *l, const char *path) {
+  const char *base = path ? strrchr(path, '/') : NULL;
+  base = base ? base + 1 : path;
+  size_t n = strlen(l->soname);
+  if (!base || strncmp(base, l->soname, n) != 0 || base[n] != '.')
+    return NULL;
+  const char *rel = strchr(base + n + 1, '.');
+  return rel && rel[1] >= '0' && rel[1] <= '9' ? rel + 1 : NULL;
+}
+
+/* The slot of a version node ("IBVERBS_1.14" -> 140), or -1. */
+static int node_slot(const struct lib_info *l, const char *node) {
+  size_t n = strlen(l->prefix);
+  if (!node || strncmp(node, l->prefix, n) != 0)
+    return -1;
+  char *end = NULL;
+  long minor = strtol(node + n, &end, 10), sub = 0;
+  if (end && *end == '.')
+    sub = strtol(end + 1, NULL, 10);
+  return (int)(minor * 10 + sub);
+}
+
+/* One library in one clause, e.g. "libibverbs.so.1 (rdma-core 44.0,
+ * IBVERBS_1.14, /usr/lib/libibverbs.so.1.14.44.0): complete for its release,
+ * 19 newer symbols absent, 5 emulated". Missing symbols of nodes newer than
+ * the file's highest one are normal for an older release; only those of its
+ * own nodes make it incomplete. Unescaped; allocated. */
+static char *describe_lib(struct lib_info *l) {
+  if (!usable(l->state)) {
+    const char *e = lib_error(l);
+    return dup_printf("%s %s: %s", l->requested ? l->requested : l->soname,
+                      rdmadl_state_name(l->state), e ? e : "unknown error");
+  }
+  const char *path = lib_path(l), *rel = release_of(l, path);
+  int top = node_slot(l, l->node);
+  size_t newer = 0, own = 0, emulated = 0;
+  for (size_t k = l->first; k < l->first + l->nsyms; k++) {
+    if (__atomic_load_n(&rdmadl_fn[k], __ATOMIC_ACQUIRE))
+      continue;
+    if (rdmadl_sym_meta[k].emu)
+      emulated++;
+    if ((int)rdmadl_sym_meta[k].slot > top)
+      newer++;
+    else
+      own++;
+  }
+  char what[160];
+  if (!l->nmissing)
+    snprintf(what, sizeof what, "complete");
+  else if (!own)
+    snprintf(what, sizeof what, "complete for its release, %zu newer symbol%s absent, %zu emulated",
+             newer, newer == 1 ? "" : "s", emulated);
+  else
+    snprintf(what, sizeof what,
+             "%zu symbol%s of its own release missing, %zu newer absent, %zu emulated", own,
+             own == 1 ? "" : "s", newer, emulated);
+  return dup_printf("%s (%s%s%s%s, %s): %s", l->soname, rel ? "rdma-core " : "", rel ? rel : "",
+                    rel ? ", " : "", l->node ? l->node : "no version node",
+                    path ? path : l->requested, what);
+}
+
+/* What the libraries are: libibverbs' clause, then librdmacm's. */
 static char *build_reason(void) {
   struct lib_info *v = &libs[RDMADL_LIB_IBVERBS], *c = &libs[RDMADL_LIB_RDMACM];
-  switch (v->state) {
-  case RDMADL_STATE_DISABLED:
-    return dup_printf("RDMA disabled by RDMADL_DISABLE");
-  case RDMADL_STATE_LOADED:
-  case RDMADL_STATE_PARTIAL:
-    break;
-  default:
-    return dup_printf("%s %s: %s", v->requested, rdmadl_state_name(v->state),
-                      lib_error(v) ? lib_error(v) : "unknown error");
-  }
-  const char *path = lib_path(v);
-  /* Missing from the library is not the same as unusable: say how many of
-   * the missing ones a fallback serves. */
-  size_t emulated = 0;
-  for (size_t k = 0; k < RDMADL_NSYMS; k++)
-    if (rdmadl_sym_meta[k].lib == RDMADL_LIB_IBVERBS && rdmadl_sym_meta[k].emu &&
-        !__atomic_load_n(&rdmadl_fn[k], __ATOMIC_ACQUIRE))
-      emulated++;
-  char missing[96] = "";
-  if (v->nmissing && emulated)
-    snprintf(missing, sizeof missing, ": %zu of %zu symbols missing, %zu of them emulated",
-             v->nmissing, v->nsyms, emulated);
-  else if (v->nmissing)
-    snprintf(missing, sizeof missing, ": %zu of %zu symbols missing", v->nmissing, v->nsyms);
-  if (usable(c->state))
-    return dup_printf("%s loaded (%s, %s%s); librdmacm %s", path ? path : v->requested,
-                      v->node ? v->node : "no version node", rdmadl_state_name(v->state), missing,
-                      rdmadl_state_name(c->state));
-  return dup_printf("%s loaded (%s, %s%s); librdmacm %s: %s", path ? path : v->requested,
-                    v->node ? v->node : "no version node", rdmadl_state_name(v->state), missing,
-                    rdmadl_state_name(c->state), lib_error(c) ? lib_error(c) : "unknown error");
+  if (v->state == RDMADL_STATE_DISABLED)
+    return strdup(disabled_sentence);
+  char *vs = describe_lib(v), *cs = usable(v->state) ? describe_lib(c) : NULL;
+  char *raw = usable(v->state) ? dup_printf("%s; %s", vs ? vs : "?", cs ? cs : "?")
+                               : (vs ? strdup(vs) : NULL);
+  free(vs);
+  free(cs);
+  char *out = raw ? escape_dup(raw) : NULL;
+  free(raw);
+  return out;
+}
+
+/* One INFO line for a library just loaded (or not). */
+static void log_lib_summary(struct lib_info *l) {
+  if (!log_on(RDMADL_LOG_INFO))
+    return;
+  char *d = describe_lib(l);
+  INFOF("%s", d ? d : "out of memory");
+  free(d);
 }
 
 /* Loads both libraries from scratch (a fork child may run it again after
@@ -1043,7 +1218,14 @@ static int load_all(void) {
     return 0;
   }
   const char *dbg = env.debug, *dis = env.disable;
-  debug = parse_bool(dbg) == 1;
+  int debug_understood, level = parse_debug_level(dbg, &debug_understood);
+  /* (A handler that caused this load holds the lock for reading already.) */
+  if (!in_log_handler)
+    pthread_rwlock_wrlock(&log_lock);
+  __atomic_store_n(&env_log_level, level, __ATOMIC_RELAXED);
+  log_update_max();
+  if (!in_log_handler)
+    pthread_rwlock_unlock(&log_lock);
   /* A load again (a fork child whose parent's loading thread was cut off)
    * starts from an empty table; the first one finds it empty (382 stores
    * were 1.5 k instructions of every start-up). Only this thread exists
@@ -1062,8 +1244,12 @@ static int load_all(void) {
     l->stat_errno = 0;
     l->path = NULL;
     l->map = NULL;
+    l->handle = NULL;
     l->nmissing = l->nsyms;
     l->private_node = NULL;
+    /* Only this load ever set it (a strdup of RDMADL_<LIB>_PATH): a load
+     * again frees the cut-off load's copy instead of leaking it. */
+    free(l->lazy_override);
     l->lazy_override = NULL;
     if (l->kind != KIND_EAGER) {
       const char *o = env.path[i];
@@ -1078,16 +1264,17 @@ static int load_all(void) {
   reason = NULL;
   int disable = parse_bool(dis);
   if (disable < 0)
-    DEBUGF("RDMADL_DISABLE=%s is not a boolean (1/true/yes/on, 0/false/no/off); ignored", dis);
-  if (dbg && parse_bool(dbg) < 0)
-    DEBUGF("RDMADL_DEBUG=%s is not a boolean", dbg);
+    WARNF("RDMADL_DISABLE=%s is not a boolean (1/true/yes/on, 0/false/no/off); ignored", dis);
+  if (!debug_understood)
+    WARNF("RDMADL_DEBUG=%s is not understood (0, 1, 2, info, debug, symbols); logging the summary",
+          dbg);
   if (disable == 1) {
     for (int i = 0; i < RDMADL_LIB_COUNT; i++) {
       libs[i].state = RDMADL_STATE_DISABLED;
       libs[i].error = "disabled by RDMADL_DISABLE";
       __atomic_store_n(&libs[i].lazy_done, 1, __ATOMIC_RELEASE);
     }
-    DEBUGF("disabled by RDMADL_DISABLE");
+    DEBUGF("%s", disabled_sentence);
   } else {
     load_one(RDMADL_LIB_IBVERBS, env.path[RDMADL_LIB_IBVERBS]);
     struct lib_info *c = &libs[RDMADL_LIB_RDMACM];
@@ -1107,8 +1294,12 @@ static int load_all(void) {
         }
     }
   }
-  if (debug)
-    logf_debug("%s", publish(&reason, build_reason()));
+  if (libs[RDMADL_LIB_IBVERBS].state == RDMADL_STATE_DISABLED) {
+    INFOF("%s", disabled_sentence);
+  } else {
+    log_lib_summary(&libs[RDMADL_LIB_IBVERBS]);
+    log_lib_summary(&libs[RDMADL_LIB_RDMACM]);
+  }
   errno = saved;
   return 1;
 }
@@ -1120,6 +1311,10 @@ static void after_fork_child(void) {
   pthread_cond_init(&load_cv, NULL);
   /* A lazy load another thread had under way: the child loads it again. */
   pthread_mutex_init(&lazy_mu, NULL);
+  /* Another thread inside a log handler, or the verdict's intern list. */
+  if (!in_log_handler)
+    pthread_rwlock_init(&log_lock, NULL);
+  pthread_mutex_init(&verdict_mu, NULL);
   if (__atomic_load_n(&lazy_busy, __ATOMIC_RELAXED) &&
       !pthread_equal(__atomic_load_n(&lazy_owner, __ATOMIC_RELAXED), pthread_self()))
     __atomic_store_n(&lazy_busy, 0, __ATOMIC_RELAXED);
@@ -1132,11 +1327,12 @@ static void after_fork_child(void) {
 }
 
 static void report_deadlock(const char *what) {
-  fprintf(stderr,
-          "rdmadl: %s: another thread has been loading %s for %d s and is still inside its "
-          "dlopen (a library constructor waiting for this thread?); this call fails with "
-          "EOPNOTSUPP instead of waiting forever\n",
-          what, __atomic_load_n(&loader_open_name, __ATOMIC_ACQUIRE), DEADLOCK_SECONDS);
+  /* An error: the default handler prints it whatever RDMADL_DEBUG says. */
+  LOGF(RDMADL_LOG_ERROR,
+       "%s: another thread has been loading %s for %d s and is still inside its dlopen (a "
+       "library constructor waiting for this thread?); this call fails with EOPNOTSUPP instead "
+       "of waiting forever",
+       what, __atomic_load_n(&loader_open_name, __ATOMIC_ACQUIRE), DEADLOCK_SECONDS);
 }
 
 enum { ENSURE_DONE = 1, ENSURE_REENTERED = 0, ENSURE_FAILED = -1, ENSURE_RETRY = 2 };
@@ -1215,6 +1411,16 @@ static int ensure_slow(const char *what) {
     __atomic_store_n(&loader, (pthread_t)0, __ATOMIC_RELEASE);
   __atomic_store_n(&load_state, latched ? LOAD_DONE : LOAD_NONE, __ATOMIC_SEQ_CST);
   wake_waiters();
+  /* The summary ends with the verdict (it lists the devices: only asked). */
+  if (latched && log_on(RDMADL_LOG_INFO)) {
+    int saved = errno;
+    rdmadl_stack st;
+    int ok;
+    char *raw = build_verdict(&st, &ok);
+    INFOF("verdict: %s", raw ? raw : "out of memory");
+    free(raw);
+    errno = saved;
+  }
   return latched ? ENSURE_DONE : ENSURE_FAILED;
 }
 
@@ -1272,9 +1478,7 @@ static void load_lazy(struct lib_info *lib) {
     __atomic_store_n(&lazy_owner, pthread_self(), __ATOMIC_RELEASE);
     __atomic_store_n(&lazy_busy, 1, __ATOMIC_RELEASE);
     load_one((rdmadl_lib)(lib - libs), lib->lazy_override);
-    if (debug)
-      logf_debug("%s: %s%s%s", lib->soname, rdmadl_state_name(lib->state),
-                 lib_error(lib) ? ": " : "", lib_error(lib) ? lib_error(lib) : "");
+    log_lib_summary(lib);
     /* Done before not busy: whoever sees busy cleared sees it done. */
     __atomic_store_n(&lib->lazy_done, 1, __ATOMIC_RELEASE);
     __atomic_store_n(&lazy_busy, 0, __ATOMIC_RELEASE);
@@ -1300,6 +1504,9 @@ void *rdmadl_resolve_slow(enum rdmadl_sym_index idx) {
   default:
     break;
   }
+  if (!f)
+    DEBUGF("%s@%s: not in the loaded library (a fallback or EOPNOTSUPP)", rdmadl_sym_name(idx),
+           rdmadl_sym_node(idx));
   errno = saved;
   return f;
 }
@@ -1457,8 +1664,24 @@ const char *rdmadl_symbol_name(size_t i, rdmadl_lib *lib) {
   return rdmadl_sym_name(i);
 }
 
-rdmadl_stack rdmadl_stack_state(void) {
-  ensure();
+/* The errno that libibverbs sets: its libc's. In a program linked -static,
+ * dlopen gives the library a libc of its own whose errno is not the
+ * program's, so the cause (ENOSYS: no kernel support) is read from there. */
+#define RDMADL_FN_LOADED(name)                                                                     \
+  ((__typeof__(&name))__atomic_load_n(&rdmadl_fn[RDMADL_IDX_##name], __ATOMIC_ACQUIRE))
+
+static int *library_errno(void) {
+  void *h = libs[RDMADL_LIB_IBVERBS].handle;
+  int *(*loc)(void) = h ? (int *(*)(void))dlsym(h, "__errno_location") : NULL;
+  return loc ? loc() : &errno;
+}
+
+/* Asks libibverbs for its device list once: the stack's state, the list
+ * (NULL unless READY; the caller frees it) and the errno of a failure. */
+static rdmadl_stack list_devices(struct ibv_device ***out, int *n, int *err) {
+  *out = NULL;
+  *n = 0;
+  *err = 0;
   if (libs[RDMADL_LIB_IBVERBS].state == RDMADL_STATE_DISABLED)
     return RDMADL_STACK_DISABLED;
   struct ibv_device **(*get)(int *) = (struct ibv_device * *(*)(int *))
@@ -1467,15 +1690,208 @@ rdmadl_stack rdmadl_stack_state(void) {
       &rdmadl_fn[RDMADL_IDX_ibv_free_device_list], __ATOMIC_ACQUIRE);
   if (!get || !release)
     return RDMADL_STACK_NO_LIBRARY;
-  int saved = errno, n = 0;
-  errno = 0;
-  struct ibv_device **list = get(&n);
-  int err = errno;
+  int saved = errno, *lib_errno = library_errno(), lib_saved = *lib_errno;
+  *lib_errno = 0;
+  struct ibv_device **list = get(n);
+  *err = *lib_errno;
+  *lib_errno = lib_saved;
   errno = saved;
   if (!list)
-    return err == ENOSYS ? RDMADL_STACK_NO_KERNEL_SUPPORT : RDMADL_STACK_NO_DEVICES;
-  release(list);
-  return n > 0 ? RDMADL_STACK_READY : RDMADL_STACK_NO_DEVICES;
+    return *err == ENOSYS ? RDMADL_STACK_NO_KERNEL_SUPPORT : RDMADL_STACK_NO_DEVICES;
+  if (*n <= 0) {
+    release(list);
+    return RDMADL_STACK_NO_DEVICES;
+  }
+  *out = list;
+  return RDMADL_STACK_READY;
+}
+
+rdmadl_stack rdmadl_stack_state(void) {
+  ensure();
+  struct ibv_device **list;
+  int n, err;
+  rdmadl_stack st = list_devices(&list, &n, &err);
+  if (list)
+    ((void (*)(struct ibv_device **))__atomic_load_n(&rdmadl_fn[RDMADL_IDX_ibv_free_device_list],
+                                                     __ATOMIC_ACQUIRE))(list);
+  return st;
+}
+
+/* A growing string; on allocation failure it stays NULL. */
+struct sbuf {
+  char *s;
+};
+static void sb_add(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_add(struct sbuf *b, const char *fmt, ...) {
+  char *more = NULL;
+  va_list ap;
+  va_start(ap, fmt);
+  if (vasprintf(&more, fmt, ap) < 0)
+    more = NULL;
+  va_end(ap);
+  char *joined = more ? dup_printf("%s%s", b->s ? b->s : "", more) : NULL;
+  free(more);
+  free(b->s);
+  b->s = joined;
+}
+
+enum { VERDICT_MAX_NAMED = 8 };
+
+/* The devices' clause of a READY stack: which exist and which port is
+ * active. Opens each device once; sets *usable. */
+static char *describe_devices(struct ibv_device **list, int n, int *usable_out) {
+  __typeof__(&ibv_get_device_name) name_of = RDMADL_FN_LOADED(ibv_get_device_name);
+  __typeof__(&ibv_open_device) open_dev = RDMADL_FN_LOADED(ibv_open_device);
+  __typeof__(&ibv_close_device) close_dev = RDMADL_FN_LOADED(ibv_close_device);
+  __typeof__(&ibv_query_device) qdev = RDMADL_FN_LOADED(ibv_query_device);
+  __typeof__(&ibv_query_port) qport = RDMADL_FN_LOADED(ibv_query_port);
+  struct sbuf names = {NULL}, active = {NULL};
+  int nactive = 0, opened = 0, open_err = 0;
+  const char *failed = NULL;
+  for (int i = 0; i < n; i++) {
+    const char *name = name_of ? name_of(list[i]) : NULL;
+    if (!name)
+      name = "?";
+    if (i < VERDICT_MAX_NAMED)
+      sb_add(&names, "%s%s", i ? ", " : "", name);
+    else if (i == VERDICT_MAX_NAMED)
+      sb_add(&names, ", ...");
+    if (!open_dev || !close_dev || !qdev || !qport)
+      continue;
+    int *lerr = library_errno();
+    *lerr = 0;
+    struct ibv_context *ctx = open_dev(list[i]);
+    if (!ctx) {
+      if (!failed) {
+        failed = name;
+        open_err = *lerr;
+      }
+      continue;
+    }
+    opened++;
+    struct ibv_device_attr attr;
+    memset(&attr, 0, sizeof attr);
+    if (qdev(ctx, &attr) == 0)
+      for (unsigned p = 1; p <= attr.phys_port_cnt; p++) {
+        struct ibv_port_attr pa;
+        memset(&pa, 0, sizeof pa);
+        if (qport(ctx, (uint8_t)p, (struct _compat_ibv_port_attr *)&pa) != 0 ||
+            pa.state != IBV_PORT_ACTIVE)
+          continue;
+        if (nactive++ < VERDICT_MAX_NAMED)
+          sb_add(&active, "%s%s port %u", nactive > 1 ? ", " : "", name, p);
+      }
+    close_dev(ctx);
+  }
+  char *out;
+  *usable_out = nactive > 0;
+  if (nactive)
+    out = dup_printf("RDMA is usable: %d device%s (%s), active: %s%s", n, n == 1 ? "" : "s",
+                     names.s ? names.s : "", active.s ? active.s : "",
+                     nactive > VERDICT_MAX_NAMED ? ", ..." : "");
+  else if (!opened && failed)
+    out = dup_printf("RDMA devices exist (%s) but none can be opened (%s: %s)",
+                     names.s ? names.s : "", failed,
+                     open_err ? strerror(open_err) : "ibv_open_device failed");
+  else
+    out = dup_printf("RDMA devices exist (%s) but no port is active: bring a link up "
+                     "(Soft-RoCE: its network interface must be up)",
+                     names.s ? names.s : "");
+  free(names.s);
+  free(active.s);
+  return out;
+}
+
+/* The verdict, unescaped: one sentence and what the stack is. */
+static char *build_verdict(rdmadl_stack *stack_out, int *usable_out) {
+  *usable_out = 0;
+  struct lib_info *v = &libs[RDMADL_LIB_IBVERBS];
+  struct ibv_device **list;
+  int n, err;
+  rdmadl_stack st = list_devices(&list, &n, &err);
+  *stack_out = st;
+  char *out = NULL;
+  switch (st) {
+  case RDMADL_STACK_DISABLED:
+    out = strdup(disabled_sentence);
+    break;
+  case RDMADL_STACK_NO_LIBRARY: {
+    char *d = describe_lib(v);
+    const char *hint = "";
+    if (v->state == RDMADL_STATE_NOT_FOUND && v->requested == v->soname)
+      hint = ": install rdma-core's libibverbs (Debian/Ubuntu: libibverbs1 and "
+             "ibverbs-providers; Fedora/RHEL: libibverbs)";
+    out = dup_printf("no usable libibverbs: %s%s", d ? d : "?", hint);
+    free(d);
+    break;
+  }
+  case RDMADL_STACK_NO_KERNEL_SUPPORT: {
+    const char *path = lib_path(v);
+    out = dup_printf("libibverbs is installed (%s) but the kernel has no RDMA support "
+                     "(ibv_get_device_list: ENOSYS): load an RDMA driver, or Soft-RoCE: "
+                     "modprobe rdma_rxe; rdma link add rxe0 type rxe netdev IFACE",
+                     path ? path : v->requested);
+    break;
+  }
+  case RDMADL_STACK_NO_DEVICES:
+    out = err ? dup_printf("the kernel supports RDMA but the devices cannot be listed "
+                           "(ibv_get_device_list: %s)",
+                           strerror(err))
+              : strdup("the kernel supports RDMA but no device exists (for Soft-RoCE: rdma "
+                       "link add rxe0 type rxe netdev IFACE)");
+    break;
+  case RDMADL_STACK_READY:
+    out = describe_devices(list, n, usable_out);
+    RDMADL_FN_LOADED(ibv_free_device_list)(list);
+    break;
+  }
+  return out;
+}
+
+/* S (escaped) from the list of given-out sentences, added when new. */
+static const char *intern(const char *s) {
+  pthread_mutex_lock(&verdict_mu);
+  struct interned *e = verdicts;
+  for (; e; e = e->next)
+    if (strcmp(e->text, s) == 0)
+      break;
+  if (!e) {
+    size_t len = strlen(s) + 1;
+    e = malloc(sizeof *e + len);
+    if (e) {
+      memcpy(e->text, s, len);
+      e->next = verdicts;
+      verdicts = e;
+    }
+  }
+  pthread_mutex_unlock(&verdict_mu);
+  return e ? e->text : NULL;
+}
+
+const char *rdmadl_verdict_state(rdmadl_stack *stack, int *usable_out) {
+  rdmadl_stack st = RDMADL_STACK_NO_LIBRARY;
+  int ok = 0;
+  const char *out;
+  if (ensure() != ENSURE_DONE) {
+    out = "rdmadl has not loaded rdma-core yet";
+  } else {
+    char *raw = build_verdict(&st, &ok);
+    char *esc = raw ? escape_dup(raw) : NULL;
+    out = esc ? intern(esc) : NULL;
+    free(raw);
+    free(esc);
+    if (!out)
+      out = "out of memory while describing rdmadl's state";
+  }
+  if (stack)
+    *stack = st;
+  if (usable_out)
+    *usable_out = ok;
+  return out;
+}
+
+const char *rdmadl_verdict(void) {
+  return rdmadl_verdict_state(NULL, NULL);
 }
 
 const char *rdmadl_stack_name(rdmadl_stack stack) {

@@ -5,12 +5,23 @@
 // The data path allocates nothing once warm: a scope's slots and results
 // live in vectors that are cleared, not freed, when the scope ends, and a
 // completion finds its slot in O(1) (wr_id - base is the slot's index).
+//
+// The state is shared: a multi_channel and each of its open polling scopes
+// hold it, so a channel moved or destroyed while a scope is open leaves the
+// scope working on the same queue pairs, freed when the last holder ends.
+//
+// A peer whose queue pair went to the error state (an error completion, or
+// a flush this side asked for after a timeout) is marked failed: RC cannot
+// leave that state without a new connection, so every later post to it is
+// refused with errc::peer_failed and connected() answers false.
 #ifndef RDMADL_SRC_CHANNEL_STATE_HPP
 #define RDMADL_SRC_CHANNEL_STATE_HPP
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <climits>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -24,6 +35,38 @@ namespace rdmadl::detail {
 enum channel_op { k_send, k_recv, k_write, k_read };
 struct cm_group;
 
+// The queue depths of a channel of peers queue pairs on one CQ of dev.
+struct channel_depths {
+  std::uint32_t send = 1, recv = 1; // per peer
+  int cqe = 2;                      // the shared CQ's
+};
+// Every peer's queue pair has send + recv entries on the shared CQ, so the
+// CQ cannot overflow: each wish is clamped to max_qp_wr, then both are cut
+// in proportion until peers * (send + recv) fits max_cqe. Errors:
+// errc::too_many_peers (more peers than max_qp, or than max_cqe / 2: one
+// send and one receive each), before anything is created. A limit the
+// device reports as 0 or less is taken as no limit.
+inline result<channel_depths> plan_depths(const device_attr &dev, std::size_t peers,
+                                          std::uint32_t send, std::uint32_t recv) noexcept {
+  if (dev.max_qp > 0 && peers > static_cast<std::size_t>(dev.max_qp))
+    return errc::too_many_peers;
+  const std::uint64_t cap = dev.max_cqe > 0 ? static_cast<std::uint64_t>(dev.max_cqe) : INT_MAX;
+  if (peers > cap / 2)
+    return errc::too_many_peers;
+  channel_depths d;
+  std::uint64_t s = clamp_to(send, dev.max_qp_wr), r = clamp_to(recv, dev.max_qp_wr);
+  const std::uint64_t per = cap / peers; // >= 2
+  if (s + r > per) {
+    std::uint64_t s2 = std::clamp<std::uint64_t>(s * per / (s + r), 1, per - 1);
+    r = std::min(r, per - s2);
+    s = s2;
+  }
+  d.send = static_cast<std::uint32_t>(s);
+  d.recv = static_cast<std::uint32_t>(r);
+  d.cqe = static_cast<int>(peers * (s + r)); // <= cap <= INT_MAX
+  return d;
+}
+
 struct channel_state {
   context ctx;
   protection_domain pd;
@@ -32,6 +75,8 @@ struct channel_state {
   connect_options conn;
   std::chrono::milliseconds limit{10000};
   bool connected = false;
+  std::vector<std::uint8_t> failed; // by peer: its queue pair is in the error state
+  std::size_t failed_peers = 0;
   std::atomic<bool> scope_open{false};
   struct slot {
     std::uint64_t id;
@@ -68,6 +113,22 @@ struct channel_state {
     outstanding++;
     return id;
   }
+  // Marks peer failed (its queue pair is, or is being put, in the error state).
+  void fail(std::size_t peer) noexcept {
+    if (peer < failed.size() && !failed[peer]) {
+      failed[peer] = 1;
+      failed_peers++;
+    }
+  }
+  // Marks the peer of an error completion failed (found by its QP number:
+  // the completion may be of no open request).
+  void note_error(const completion &c) noexcept {
+    for (std::size_t p = 0; p < qps.size(); p++)
+      if (qps[p].qp_num() == c.qp_num) {
+        fail(p);
+        return;
+      }
+  }
   // Takes what the CQ has; marks the matching slots done. A completion that
   // matches no slot (of a scope that ended on a poll error) is dropped.
   status_code poll_some() noexcept {
@@ -76,6 +137,8 @@ struct channel_state {
       return n.error();
     for (std::size_t i = 0; i < *n; i++) {
       slot *s = find(wc[i].wr_id);
+      if (!wc[i].ok())
+        s && !s->done ? fail(s->peer) : note_error(wc[i]);
       if (!s || s->done)
         continue;
       s->done = true;

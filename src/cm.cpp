@@ -343,12 +343,23 @@ result<connection> connect(std::string_view host, std::uint16_t port, const cm_o
 
 connection_request::connection_request() noexcept = default;
 connection_request::connection_request(connection_request &&) noexcept = default;
-connection_request &connection_request::operator=(connection_request &&) noexcept = default;
-connection_request::~connection_request() {
-  if (s_ && s_->id() && !s_->answered) {
-    rdma_reject(s_->id(), nullptr, 0);
-    s_->answered = true;
+// A request nobody answered is refused, so the client hears REJECTED at once
+// instead of waiting for its own timeout.
+static void reject_unanswered(detail::cm_state *s) noexcept {
+  if (s && s->id() && !s->answered) {
+    rdma_reject(s->id(), nullptr, 0);
+    s->answered = true;
   }
+}
+connection_request &connection_request::operator=(connection_request &&o) noexcept {
+  if (this != &o) {
+    reject_unanswered(s_.get());
+    s_ = std::move(o.s_);
+  }
+  return *this;
+}
+connection_request::~connection_request() {
+  reject_unanswered(s_.get());
 }
 std::span<const std::byte> connection_request::peer_data() const noexcept {
   return s_ ? std::span<const std::byte>(s_->peer_data) : std::span<const std::byte>();

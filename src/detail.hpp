@@ -10,6 +10,7 @@
 #include <climits>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <system_error>
 
@@ -87,6 +88,14 @@ inline std::error_code empty_error() noexcept {
     return stack_error(0);
   return make_error_code(errc::empty_object);
 }
+// last_error_detail(): emptied by the calls that document it when they start;
+// fail() sets it and returns s, for `return fail(errc::x, "...")`.
+void clear_error_detail() noexcept;
+void set_error_detail(std::string text) noexcept;
+status_code fail(status_code s, std::string text) noexcept;
+// printf into a std::string, for those sentences.
+std::string format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 // IBV_MTU_* <-> bytes.
 inline std::uint32_t mtu_bytes(int mtu_enum) noexcept {
   return mtu_enum >= 1 && mtu_enum <= 5 ? 128u << mtu_enum : 0;

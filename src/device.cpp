@@ -143,6 +143,15 @@ result<device_list> device_list::get() {
   d.n_ = static_cast<std::size_t>(n);
   return d;
 }
+device_list &device_list::operator=(device_list &&o) noexcept {
+  if (this != &o) {
+    if (list_)
+      ibv_free_device_list(list_);
+    list_ = std::move(o.list_);
+    n_ = std::move(o.n_);
+  }
+  return *this;
+}
 device_list::~device_list() {
   if (list_)
     ibv_free_device_list(list_);

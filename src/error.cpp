@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 #include "rdmadl_verbs.h"
 
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 #include "detail.hpp"
 #include "rdmadl/error.hpp"
@@ -82,11 +84,48 @@ const std::error_category &wc_category() noexcept {
   return c;
 }
 
+namespace {
+// The detail of this thread's last failed call (see last_error_detail()).
+thread_local std::string error_detail;
+} // namespace
+
+std::string_view last_error_detail() noexcept {
+  return error_detail;
+}
+
 namespace detail {
-void bad_result_access(int value, const std::error_category *cat) noexcept {
+void clear_error_detail() noexcept {
+  error_detail.clear();
+}
+void set_error_detail(std::string text) noexcept {
+  error_detail = std::move(text);
+}
+status_code fail(status_code s, std::string text) noexcept {
+  error_detail = std::move(text);
+  return s;
+}
+
+std::string format(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  va_list again;
+  va_copy(again, ap);
+  int n = std::vsnprintf(nullptr, 0, fmt, ap);
+  va_end(ap);
+  std::string out(n > 0 ? static_cast<std::size_t>(n) : 0, '\0');
+  if (n > 0)
+    std::vsnprintf(out.data(), out.size() + 1, fmt, again);
+  va_end(again);
+  return out;
+}
+
+void bad_result_access(int value, const std::error_category *cat, const char *file,
+                       const char *function, unsigned line) noexcept {
   std::error_code ec = cat ? std::error_code(value, *cat) : std::error_code();
-  std::fprintf(stderr, "rdmadl: value() of a result holding an error: %s: %s\n",
-               ec.category().name(), ec.message().c_str());
+  std::fprintf(stderr, "rdmadl: %s:%u: in %s: value() of a result holding an error: %s: %s\n", file,
+               line, function, ec.category().name(), ec.message().c_str());
+  if (!error_detail.empty())
+    std::fprintf(stderr, "rdmadl: this thread's last error detail: %s\n", error_detail.c_str());
   std::abort();
 }
 const std::error_category *generic() noexcept {

@@ -67,22 +67,27 @@ result<multi_channel> multi_channel::create(const context &ctx, const channel_op
     return detail::empty_error();
   if (opts.peers == 0)
     return errc::out_of_range;
-  auto s = std::make_unique<detail::channel_state>();
+  auto dev = ctx.query_device();
+  if (!dev)
+    return dev.error();
+  auto depths = detail::plan_depths(*dev, opts.peers, opts.send_depth, opts.recv_depth);
+  if (!depths)
+    return depths.error();
+  auto s = std::make_shared<detail::channel_state>();
   auto pd = protection_domain::create(ctx);
   if (!pd)
     return pd.error();
   s->pd = std::move(*pd);
   cq_options co;
-  std::size_t depth = opts.peers * (std::size_t{opts.send_depth} + opts.recv_depth);
-  co.depth = depth > 1u << 20 ? 1 << 20 : static_cast<int>(depth);
+  co.depth = depths->cqe;
   auto cq = completion_queue::create(ctx, co);
   if (!cq)
     return cq.error();
   s->cq = std::move(*cq);
   qp_options qo;
   qo.type = qp_type::rc;
-  qo.send_depth = opts.send_depth;
-  qo.recv_depth = opts.recv_depth;
+  qo.send_depth = depths->send;
+  qo.recv_depth = depths->recv;
   qo.port = opts.port;
   qo.gid = opts.gid;
   for (std::size_t i = 0; i < opts.peers; i++) {
@@ -91,6 +96,7 @@ result<multi_channel> multi_channel::create(const context &ctx, const channel_op
       return qp.error();
     s->qps.push_back(std::move(*qp));
   }
+  s->failed.assign(opts.peers, 0);
   s->conn = opts.connect;
   s->limit = opts.scope_limit;
   multi_channel mc;
@@ -102,7 +108,10 @@ std::size_t multi_channel::peers() const noexcept {
   return s_ ? s_->qps.size() : 0;
 }
 bool multi_channel::connected() const noexcept {
-  return s_ && s_->connected;
+  return s_ && s_->connected && s_->failed_peers == 0;
+}
+bool multi_channel::connected(std::size_t peer) const noexcept {
+  return s_ && s_->connected && peer < s_->failed.size() && !s_->failed[peer];
 }
 const protection_domain &multi_channel::pd() const noexcept {
   static const protection_domain none;
@@ -121,7 +130,7 @@ result<endpoint> multi_channel::local_endpoint(std::size_t peer) const {
   if (!s_)
     return detail::empty_error();
   if (peer >= s_->qps.size())
-    return errc::out_of_range;
+    return errc::no_such_peer;
   return s_->qps[peer].local_endpoint();
 }
 
@@ -134,13 +143,20 @@ std::vector<endpoint> multi_channel::local_endpoints() const {
 }
 
 result<void> multi_channel::handshake(std::span<const endpoint> remote) {
+  detail::clear_error_detail();
   if (!s_)
     return detail::empty_error();
   if (remote.size() != s_->qps.size())
-    return errc::bad_size;
+    return detail::fail(errc::bad_size,
+                        detail::format("multi_channel::handshake: %zu endpoints for %zu peers",
+                                       remote.size(), s_->qps.size()));
   for (std::size_t i = 0; i < remote.size(); i++)
-    if (auto r = s_->qps[i].connect(remote[i], s_->conn); !r)
+    if (auto r = s_->qps[i].connect(remote[i], s_->conn); !r) {
+      // connect() said what is wrong; say which peer.
+      detail::set_error_detail(detail::format("multi_channel::handshake: peer %zu: ", i) +
+                               std::string(last_error_detail()));
       return r;
+    }
   s_->connected = true;
   return {};
 }
@@ -176,11 +192,14 @@ result<bool> await_id(detail::channel_state &s, std::uint64_t id, completion *ou
     auto n = s.cq.poll(s.wc);
     if (!n)
       return n.error();
-    for (std::size_t i = 0; i < *n; i++)
+    for (std::size_t i = 0; i < *n; i++) {
       if (s.wc[i].wr_id == id) {
         *out = s.wc[i];
         return true;
       }
+      if (!s.wc[i].ok())
+        s.note_error(s.wc[i]);
+    }
     if (!timed) {
       deadline = detail::deadline(timeout);
       timed = true;
@@ -198,21 +217,25 @@ result<void> run_one(detail::channel_state &s, std::size_t peer, int k, const lo
                      std::uint32_t *byte_len) {
   bool expected = false;
   if (!s.scope_open.compare_exchange_strong(expected, true))
-    return errc::batch_busy;
+    return errc::channel_busy;
   struct close_scope {
     std::atomic<bool> &open;
     ~close_scope() { open.store(false); }
   } closer{s.scope_open};
   if (peer >= s.qps.size())
-    return errc::out_of_range;
+    return errc::no_such_peer;
+  if (s.failed[peer])
+    return errc::peer_failed;
   const std::uint64_t id = s.next_id++; // below every later scope's base
   if (auto posted = post_one(s.qps[peer], k, buf, r, id); !posted)
     return posted.error();
   completion c;
   auto got = await_id(s, id, &c, timeout);
   if (got && *got) {
-    if (!c.ok())
+    if (!c.ok()) {
+      s.fail(peer); // RC: an error completion leaves the queue pair in error
       return c.error();
+    }
     if (byte_len)
       *byte_len = c.byte_len;
     return {};
@@ -222,8 +245,11 @@ result<void> run_one(detail::channel_state &s, std::size_t peer, int k, const lo
   status_code err = got ? status_code(errc::timed_out) : got.error();
   auto more = got ? await_id(s, id, &c, s.limit) : result<bool>(false);
   if (!more || !*more) {
+    s.fail(peer);
     (void)s.qps[peer].to_error();
     (void)await_id(s, id, &c, s.limit);
+  } else if (!c.ok()) {
+    s.fail(peer);
   }
   return err;
 }
@@ -252,7 +278,7 @@ result<void> multi_channel::run(std::size_t n, int k, const PartAt &part_at,
                                 std::chrono::milliseconds timeout, std::span<work_result> results,
                                 std::uint32_t *byte_len) {
   if (!results.empty() && results.size() < n)
-    return errc::bad_size;
+    return errc::short_results;
   if (n == 1 && results.empty() && s_) {
     one_part p = part_at(0);
     return run_one(*s_, p.peer, k, *p.buf, p.remote, timeout, byte_len);
@@ -338,14 +364,16 @@ void detail::channel_state::settle() {
   // Whatever has not completed: its queue pair goes to the error state, so
   // the NIC stops and flushes it; take the flushed completions.
   for (const auto &p : pending)
-    if (!p.done)
+    if (!p.done && !failed[p.peer]) {
+      fail(p.peer);
       (void)qps[p.peer].to_error();
+    }
   (void)drain(detail::deadline(limit));
 }
 
 // ---- polling_scope ----
 
-polling_scope::polling_scope(detail::channel_state *s) noexcept : s_(s) {
+polling_scope::polling_scope(std::shared_ptr<detail::channel_state> s) noexcept : s_(std::move(s)) {
   if (!s_) {
     err_ = detail::empty_error();
     return;
@@ -353,7 +381,7 @@ polling_scope::polling_scope(detail::channel_state *s) noexcept : s_(s) {
   bool expected = false;
   owner_ = s_->scope_open.compare_exchange_strong(expected, true);
   if (!owner_)
-    err_ = errc::batch_busy;
+    err_ = errc::channel_busy;
   else
     s_->begin();
 }
@@ -377,7 +405,9 @@ result<work_handle> polling_scope::post(std::size_t peer, int k, const local_sli
     return err_;
   auto &s = *s_;
   if (peer >= s.qps.size())
-    return errc::out_of_range;
+    return errc::no_such_peer;
+  if (s.failed[peer])
+    return errc::peer_failed;
   std::uint64_t id = s.base + s.pending.size();
   if (auto posted = post_one(s.qps[peer], k, buf, r, id); !posted)
     return posted.error();

@@ -8,14 +8,15 @@
 #include <array>
 #include <atomic>
 #include <chrono>
-#include <cstring>
 #include <deque>
 #include <netdb.h>
+#include <optional>
 #include <poll.h>
 #include <string>
 
 #include "channel_state.hpp"
 #include "cm_common.hpp"
+#include "cm_hello.hpp"
 #include "detail.hpp"
 #include "nodes.hpp"
 #include "rdmadl/cm.hpp"
@@ -69,26 +70,11 @@ namespace {
 using ms = std::chrono::milliseconds;
 using clock = std::chrono::steady_clock;
 
-constexpr char hello_magic[5] = "RDMC";
-constexpr std::uint8_t hello_version = 1;
-constexpr std::size_t hello_size = 12;
-// Why a client was rejected (byte 8 of a reject's private data).
+// Why a client was rejected (the value of a reject's hello frame).
 enum refusal : std::uint8_t { r_malformed = 1, r_range = 2, r_taken = 3, r_device = 4 };
 
-std::array<std::byte, hello_size> hello(std::uint32_t v) {
-  std::array<std::byte, hello_size> b{};
-  detail::put_header(b.data(), hello_magic, hello_version);
-  detail::put_le(b.data() + 8, v);
-  return b;
-}
-// The value of a hello blob, or nothing if it is not one.
-bool parse_hello(std::span<const std::byte> b, std::uint32_t &v) {
-  if (b.size() < hello_size || std::memcmp(b.data(), hello_magic, 4) != 0 ||
-      b[4] != std::byte{hello_version})
-    return false;
-  v = detail::get_le<std::uint32_t>(b.data() + 8);
-  return true;
-}
+using detail::cm_hello;
+using detail::parse_cm_hello;
 
 // An address to connect to; an empty host or port 0 is no address.
 result<sockaddr_storage> resolve(const cm_address &a) {
@@ -133,9 +119,9 @@ void note(detail::cm_group &g, std::size_t peer, const rdma_cm_event *ev) {
 // as for any rdma_cm event.
 std::error_code event_error(const rdma_cm_event *ev) {
   if (ev->event == RDMA_CM_EVENT_REJECTED) {
-    std::uint32_t why = 0;
     auto p = static_cast<const std::byte *>(ev->param.conn.private_data);
-    if (p && parse_hello({p, ev->param.conn.private_data_len}, why) && why != r_device)
+    auto why = p ? parse_cm_hello({p, ev->param.conn.private_data_len}) : std::nullopt;
+    if (why && *why != r_device)
       return make_error_code(errc::rank_refused);
   }
   return detail::cm_event_error(ev);
@@ -180,12 +166,11 @@ result<void> add_qp(detail::channel_state &s, detail::cm_group &g, std::size_t p
     auto dev = s.ctx.query_device();
     if (!dev)
       return dev.error();
+    auto depths = detail::plan_depths(*dev, total, o.channel.send_depth, o.channel.recv_depth);
+    if (!depths)
+      return depths.error();
     cq_options co;
-    std::size_t depth =
-        total * (std::size_t{detail::clamp_to(o.channel.send_depth, dev->max_qp_wr)} +
-                 detail::clamp_to(o.channel.recv_depth, dev->max_qp_wr));
-    co.depth =
-        detail::clamp_to(static_cast<int>(std::min<std::size_t>(depth, 1u << 30)), dev->max_cqe);
+    co.depth = depths->cqe;
     co.extended = false;
     auto cq = completion_queue::create(s.ctx, co);
     if (!cq)
@@ -197,9 +182,12 @@ result<void> add_qp(detail::channel_state &s, detail::cm_group &g, std::size_t p
   auto dev = s.ctx.query_device();
   if (!dev)
     return dev.error();
+  auto depths = detail::plan_depths(*dev, total, o.channel.send_depth, o.channel.recv_depth);
+  if (!depths)
+    return depths.error();
   qp_options qo;
-  qo.send_depth = o.channel.send_depth;
-  qo.recv_depth = o.channel.recv_depth;
+  qo.send_depth = depths->send;
+  qo.recv_depth = depths->recv;
   ibv_qp_init_attr a = detail::plain(detail::qp_init_attr(
       *dev, qo, s.pd.native_handle(), s.cq.native_handle(), s.cq.native_handle()));
   if (rdma_create_qp(id, s.pd.native_handle(), &a))
@@ -234,7 +222,7 @@ rdma_conn_param conn_param(const detail::channel_state &s, const cm_channel_opti
 
 // Rejects a connection request, saying why, and destroys its id.
 void refuse(rdma_cm_id *id, refusal why) {
-  auto b = hello(why);
+  auto b = cm_hello(why);
   rdma_reject(id, b.data(), static_cast<std::uint8_t>(b.size()));
   rdma_destroy_id(id);
 }
@@ -262,7 +250,7 @@ result<void> connect_peer(detail::channel_state &s, detail::cm_group &g, std::si
     return r;
   if (auto r = add_qp(s, g, peer, o, total); !r)
     return r;
-  auto me = hello(o.rank);
+  auto me = cm_hello(o.rank);
   rdma_conn_param p = conn_param(s, o, me);
   if (rdma_connect(id, &p))
     return detail::last_error();
@@ -272,25 +260,86 @@ result<void> connect_peer(detail::channel_state &s, detail::cm_group &g, std::si
   return {};
 }
 
-// Accepts o.accept clients from l, each at the index its rank gives.
+// The next event of either channel, waiting until deadline; the caller
+// acks it. Errors: errc::timed_out, or the errno.
+result<rdma_cm_event *> take_either(rdma_event_channel *a, rdma_event_channel *b,
+                                    clock::time_point deadline) {
+  for (;;) {
+    for (auto *ch : {a, b}) {
+      rdma_cm_event *ev = nullptr;
+      if (rdma_get_cm_event(ch, &ev) == 0)
+        return ev;
+      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+        return detail::last_error();
+    }
+    int left = detail::poll_timeout(deadline);
+    if (left == 0)
+      return errc::timed_out;
+    pollfd p[2] = {{a->fd, POLLIN, 0}, {b->fd, POLLIN, 0}};
+    if (::poll(p, 2, left) < 0 && errno != EINTR)
+      return detail::last_error();
+  }
+}
+
+// Gives up an accepted client that did not get connected: its queue pair
+// and id go, so the same rank may connect again.
+void drop_accepted(detail::channel_state &s, detail::cm_group &g, std::size_t peer) {
+  s.qps[peer] = queue_pair(); // rdma_destroy_qp; the node held the id until here
+  g.ids[peer].reset();
+}
+
+// Accepts o.accept clients from l, each at the index its rank gives, all
+// within one deadline (o.timeout from the start of the accepting, never
+// restarted). Requests and the accepted clients' connection events are
+// taken as they come, so a client that is slow to complete its connection
+// does not hold up the others; one whose connection fails (CONNECT_ERROR,
+// UNREACHABLE, REJECTED, DISCONNECTED before ESTABLISHED) frees its rank
+// for a new attempt. Refused clients (malformed, out-of-range or taken
+// rank) are rejected and the accepting goes on.
 result<void> accept_peers(detail::channel_state &s, detail::cm_group &g, listener &l,
                           const cm_channel_options &o, std::size_t total) {
   const std::size_t base = o.connect.size();
   rdma_event_channel *lch = l.native_handle()->channel;
+  const auto deadline = detail::deadline(o.timeout);
   std::error_code refused; // the first client refused, reported if time runs out
-  for (std::size_t done = 0; done < o.accept;) {
-    auto ev = detail::take_cm_event(lch, detail::deadline(o.timeout));
+  std::size_t done = 0;
+  while (done < o.accept) {
+    auto ev = take_either(lch, g.native(), deadline);
     if (!ev)
       return refused && ev.error() == errc::timed_out ? result<void>(refused) : ev.error();
-    if ((*ev)->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
-      auto ec = event_error(*ev);
-      rdma_ack_cm_event(*ev);
-      return ec;
-    }
     rdma_cm_id *id = (*ev)->id;
-    std::uint32_t rank = 0;
+    if ((*ev)->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
+      const auto type = (*ev)->event;
+      std::size_t peer = g.index_of(id);
+      if (peer >= g.ids.size()) {
+        // The listener's own event (device removal, address change) ends
+        // the accepting, as before; one of an id already dropped is stale.
+        const bool listener_event = id->channel == lch;
+        auto ec = event_error(*ev);
+        rdma_ack_cm_event(*ev);
+        if (listener_event)
+          return ec;
+        continue;
+      }
+      if (peer < base || g.up[peer]) { // a connected peer's event
+        note(g, peer, *ev);
+        rdma_ack_cm_event(*ev);
+        continue;
+      }
+      rdma_ack_cm_event(*ev);
+      if (type == RDMA_CM_EVENT_ESTABLISHED) {
+        g.up[peer] = true;
+        done++;
+      } else if (type == RDMA_CM_EVENT_CONNECT_ERROR || type == RDMA_CM_EVENT_UNREACHABLE ||
+                 type == RDMA_CM_EVENT_REJECTED || type == RDMA_CM_EVENT_DISCONNECTED) {
+        drop_accepted(s, g, peer);
+      }
+      continue;
+    }
     auto p = static_cast<const std::byte *>((*ev)->param.conn.private_data);
-    bool ok = p && parse_hello({p, (*ev)->param.conn.private_data_len}, rank);
+    auto hello = p ? parse_cm_hello({p, (*ev)->param.conn.private_data_len}) : std::nullopt;
+    const bool ok = hello.has_value();
+    const std::uint32_t rank = hello.value_or(0);
     rdma_ack_cm_event(*ev);
     refusal why = !ok                                                      ? r_malformed
                   : rank < o.first_rank || rank - o.first_rank >= o.accept ? r_range
@@ -328,10 +377,6 @@ result<void> accept_peers(detail::channel_state &s, detail::cm_group &g, listene
       rdma_reject(id, nullptr, 0);
       return ec;
     }
-    if (auto r = expect(g, id, RDMA_CM_EVENT_ESTABLISHED, o.timeout); !r)
-      return r;
-    g.up[peer] = true;
-    done++;
   }
   return {};
 }
@@ -392,7 +437,7 @@ result<multi_channel> multi_channel::create_cm(listener *from, const cm_channel_
     auto ch = event_channel::create();
     if (!ch)
       return ch.error();
-    auto s = std::make_unique<detail::channel_state>();
+    auto s = std::make_shared<detail::channel_state>();
     s->cm = std::make_shared<detail::cm_group>();
     auto &g = *s->cm;
     g.ch->ch = std::move(*ch);
@@ -400,6 +445,7 @@ result<multi_channel> multi_channel::create_cm(listener *from, const cm_channel_
     g.ids.resize(total);
     g.up = std::make_unique<std::atomic<bool>[]>(total);
     s->qps.resize(total);
+    s->failed.assign(total, 0);
     s->limit = o.channel.scope_limit;
     for (std::size_t i = 0; i < addrs.size(); i++)
       if (auto r = connect_peer(*s, g, i, addrs[i], o, total); !r)
@@ -444,6 +490,11 @@ result<cm_peer_event> multi_channel::next_cm_event(std::chrono::milliseconds tim
   }
   auto e = g.queued.front();
   g.queued.pop_front();
+  // A peer reported gone was disconnected from this side too (its queue
+  // pair flushed): it is failed, as after a failed request.
+  if (e.kind == cm_event_kind::disconnected || e.kind == cm_event_kind::connection_error ||
+      e.kind == cm_event_kind::device_removal)
+    s_->fail(e.peer);
   return e;
 }
 

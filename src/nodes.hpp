@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 
 #include "rdmadl/rdmadl.hpp"
 
@@ -100,6 +101,7 @@ struct qp_node {
   std::uint8_t port = 1;
   int gid_index = 0;
   gid local_gid;
+  std::optional<gid_type> local_gid_type; // unknown when no GID was selected
   std::uint16_t lid = 0;
   std::uint32_t psn = 0;
   std::uint32_t qkey = 0;

@@ -2,9 +2,11 @@
 #include "rdmadl_verbs.h"
 
 #include <algorithm>
+#include <arpa/inet.h>
 #include <chrono>
 #include <cstring>
 #include <endian.h>
+#include <string>
 #include <utility>
 
 #include "detail.hpp"
@@ -24,16 +26,20 @@ std::uint32_t fresh_psn(std::uint32_t qpn) noexcept {
 }
 } // namespace
 
-// Layout: magic[4] version[1] pad[3] qpn[4] psn[4] lid[2] pad[2] gid[16]
-// qkey[4] mtu[4], little-endian (the GID as its 16 raw bytes). QPN and PSN
-// are 24-bit values: their upper 8 bits are written as zero, so parse()
-// accepts every blob serialize() makes.
+// Layout: magic[4] version[1] pad[3] qpn[4] psn[4] lid[2] gid_type[1] pad[1]
+// gid[16] qkey[4] mtu[4], little-endian (the GID as its 16 raw bytes). QPN
+// and PSN are 24-bit values: their upper 8 bits are written as zero, so
+// parse() accepts every blob serialize() makes. gid_type is 0 (not said), 1
+// (IB), 2 (RoCE v1) or 3 (RoCE v2); it was a reserved zero byte before, so
+// older blobs parse as "not said" (an older parser refuses a newer blob that
+// says a type, errc::bad_blob).
 std::array<std::byte, endpoint::serialized_size> endpoint::serialize() const noexcept {
   std::array<std::byte, serialized_size> b{};
   detail::put_header(b.data(), endpoint_magic, format_version);
   detail::put_le(b.data() + 8, qpn & detail::max_24bit);
   detail::put_le(b.data() + 12, psn & detail::max_24bit);
   detail::put_le(b.data() + 16, lid);
+  b[18] = static_cast<std::byte>(gid_kind ? static_cast<int>(*gid_kind) + 1 : 0);
   for (int i = 0; i < 16; i++)
     b[20 + i] = static_cast<std::byte>(gid_value.raw[i]);
   detail::put_le(b.data() + 36, qkey);
@@ -49,8 +55,12 @@ result<endpoint> endpoint::parse(std::span<const std::byte> b) {
   endpoint e;
   e.qpn = detail::get_le<std::uint32_t>(b.data() + 8);
   e.psn = detail::get_le<std::uint32_t>(b.data() + 12);
-  if (e.qpn > detail::max_24bit || e.psn > detail::max_24bit || !detail::zero_bytes(b, 18, 2))
+  const auto kind = static_cast<std::uint8_t>(b[18]);
+  if (e.qpn > detail::max_24bit || e.psn > detail::max_24bit || kind > 3 ||
+      !detail::zero_bytes(b, 19, 1))
     return errc::bad_blob;
+  if (kind)
+    e.gid_kind = static_cast<gid_type>(kind - 1);
   e.lid = detail::get_le<std::uint16_t>(b.data() + 16);
   for (int i = 0; i < 16; i++)
     e.gid_value.raw[i] = static_cast<std::uint8_t>(b[20 + i]);
@@ -95,12 +105,14 @@ status_code init_path(qp_node &q, const context &ctx, std::uint8_t port, int gid
       return errc::no_such_gid;
     q.gid_index = gid_index;
     q.local_gid = it->value;
+    q.local_gid_type = it->type;
     return {};
   }
   auto g = ctx.select_gid(port, sel);
   if (g) {
     q.gid_index = static_cast<int>(g->index);
     q.local_gid = g->value;
+    q.local_gid_type = g->type;
   } else if (pa->link != link_layer::infiniband) {
     return g.error();
   }
@@ -294,13 +306,167 @@ result<endpoint> queue_pair::local_endpoint() const {
   e.gid_value = n_->local_gid;
   e.qkey = n_->qkey;
   e.mtu = n_->active_mtu;
+  e.gid_kind = n_->local_gid_type;
   return e;
 }
 
+namespace {
+
+// A GID as an address: "::ffff:192.0.2.1", "fe80::202:c9ff:fe12:3456".
+std::string show(const gid &g) {
+  char buf[INET6_ADDRSTRLEN];
+  if (!inet_ntop(AF_INET6, g.raw.data(), buf, sizeof buf))
+    return g.to_string();
+  return buf;
+}
+
+bool link_local(const gid &g) noexcept {
+  return g.raw[0] == 0xfe && (g.raw[1] & 0xc0) == 0x80;
+}
+
+bool valid_mtu(std::uint32_t m) noexcept {
+  return m == 256 || m == 512 || m == 1024 || m == 2048 || m == 4096;
+}
+
+// "fe80::1 (GID index 2, RoCE v2, port 1)": our side of the path.
+std::string ours(const detail::qp_node &s) {
+  return detail::format("%s (GID index %d, %s, port %u)", show(s.local_gid).c_str(), s.gid_index,
+                        s.local_gid_type ? std::string(name(*s.local_gid_type)).c_str() : "no type",
+                        static_cast<unsigned>(s.port));
+}
+
+const char *family(const gid &g) noexcept {
+  return g.is_ipv4_mapped() ? "IPv4" : "IPv6";
+}
+
+// The path MTU connect() uses: the smallest of our port's active MTU (1024
+// when it reports none), the peer's (when its endpoint says one) and
+// opts.mtu (when set).
+std::uint32_t path_mtu(const detail::qp_node &s, const endpoint &peer,
+                       const connect_options &opts) noexcept {
+  std::uint32_t mtu = s.active_mtu ? s.active_mtu : 1024;
+  if (peer.mtu)
+    mtu = std::min(mtu, peer.mtu);
+  if (opts.mtu)
+    mtu = std::min(mtu, opts.mtu);
+  return mtu;
+}
+
+// What the verbs would refuse with a bare EINVAL, or accept and then fail
+// with RETRY_EXC_ERR: a peer endpoint this QP cannot reach. Checked before
+// the first modify, with a sentence for last_error_detail().
+status_code check_peer(const detail::qp_node &s, const endpoint &peer) {
+  if (peer.qpn < 2 || peer.qpn > detail::max_24bit)
+    return detail::fail(
+        errc::bad_peer_qpn,
+        detail::format("peer's QPN is 0x%x: QPs 0 and 1 are the management QPs and a QPN has 24 "
+                       "bits, so the endpoint is empty or garbled (pass what the peer's "
+                       "queue_pair::local_endpoint() gave, serialised and parsed)",
+                       peer.qpn));
+  if (peer.mtu && !valid_mtu(peer.mtu))
+    return detail::fail(errc::bad_peer_mtu,
+                        detail::format("peer's MTU is %u bytes, which no port has (256, 512, "
+                                       "1024, 2048 or 4096): the endpoint is garbled",
+                                       peer.mtu));
+  const unsigned port = s.port;
+  if (s.link == link_layer::infiniband) {
+    if (peer.gid_kind && *peer.gid_kind != gid_type::ib)
+      return detail::fail(
+          errc::gid_mismatch,
+          detail::format("peer's GID %s is %s: the peer is on Ethernet (RoCE), but our port %u "
+                         "is InfiniBand; the two cannot reach each other",
+                         show(peer.gid_value).c_str(), std::string(name(*peer.gid_kind)).c_str(),
+                         port));
+    if (s.lid == 0)
+      return detail::fail(errc::no_lid,
+                          detail::format("our port %u is InfiniBand with LID 0: no subnet manager "
+                                         "has configured it (start one, e.g. opensm; `ibstat` "
+                                         "shows the port's base LID)",
+                                         port));
+    if (peer.lid == 0)
+      return detail::fail(
+          errc::no_lid,
+          detail::format("peer's LID is 0 but our port %u is InfiniBand, which routes by LID: "
+                         "the peer's port has no subnet manager, or the peer is on RoCE (its "
+                         "GID %s) and cannot reach an InfiniBand port",
+                         port, show(peer.gid_value).c_str()));
+    return {};
+  }
+  if (s.link != link_layer::ethernet)
+    return {};
+  if (peer.gid_kind == gid_type::ib)
+    return detail::fail(
+        errc::gid_mismatch,
+        detail::format("peer's GID %s is an InfiniBand one: the peer is on InfiniBand, but our "
+                       "port %u is Ethernet (RoCE); the two cannot reach each other",
+                       show(peer.gid_value).c_str(), port));
+  if (peer.gid_value.is_zero())
+    return detail::fail(
+        errc::gid_mismatch,
+        detail::format("peer's GID is zero (its LID %u): it is on InfiniBand or its endpoint came "
+                       "from a port without a RoCE GID, but our port %u is Ethernet (RoCE), "
+                       "which routes by GID",
+                       static_cast<unsigned>(peer.lid), port));
+  if (s.local_gid.is_zero())
+    return {}; // a borrowed QP whose GID we could not learn: let the verbs decide
+  const gid &mine = s.local_gid, &theirs = peer.gid_value;
+  if (peer.gid_kind && s.local_gid_type && *peer.gid_kind != *s.local_gid_type)
+    return detail::fail(
+        errc::gid_mismatch,
+        detail::format("peer's GID is %s (%s), ours %s: both sides need the same RoCE version; "
+                       "set qp_options::gid.type (or qp_options::gid_index) so they match",
+                       std::string(name(*peer.gid_kind)).c_str(), show(theirs).c_str(),
+                       ours(s).c_str()));
+  if (mine.is_ipv4_mapped() != theirs.is_ipv4_mapped())
+    return detail::fail(
+        errc::gid_mismatch,
+        detail::format("peer's GID is %s (%s), ours %s (%s): both sides need GIDs of one address "
+                       "family; choose ours with qp_options::gid (gid_selector::ipv4 picks an "
+                       "IPv4 one) or qp_options::gid_index, and the peer's the same way",
+                       show(theirs).c_str(), family(theirs), ours(s).c_str(), family(mine)));
+  if (!mine.is_ipv4_mapped() && link_local(mine) != link_local(theirs))
+    return detail::fail(
+        errc::gid_mismatch,
+        detail::format("peer's GID is %s (%s), ours %s (%s): a link-local GID reaches only its "
+                       "own link; use GIDs of the same scope on both sides (qp_options::gid_index)",
+                       show(theirs).c_str(), link_local(theirs) ? "link-local" : "global",
+                       ours(s).c_str(), link_local(mine) ? "link-local" : "global"));
+  if (!mine.is_ipv4_mapped() && s.local_gid_type == gid_type::roce_v1 &&
+      !std::equal(mine.raw.begin(), mine.raw.begin() + 8, theirs.raw.begin()))
+    return detail::fail(
+        errc::gid_mismatch,
+        detail::format("peer's GID %s is on another /64 subnet than ours %s, and RoCE v1 is not "
+                       "routed: use RoCE v2 GIDs (qp_options::gid.type = gid_type::roce_v2) on "
+                       "both sides, or GIDs of one subnet",
+                       show(theirs).c_str(), ours(s).c_str()));
+  return {};
+}
+
+// The sentence for a modify that failed: the error, then every path field
+// connect() gave, so the one that is wrong can be seen.
+status_code modify_failed(int rc, const char *to, const detail::qp_node &s, const endpoint &peer,
+                          const connect_options &opts) {
+  std::error_code ec = detail::rc_error(rc);
+  return detail::fail(
+      ec, detail::format("ibv_modify_qp to %s failed (%s); path MTU %u bytes (our port %u: %u, "
+                         "peer: %u, connect_options::mtu: %u), peer QPN 0x%x PSN 0x%x LID %u GID "
+                         "%s, ours %s LID %u",
+                         to, ec.message().c_str(), path_mtu(s, peer, opts),
+                         static_cast<unsigned>(s.port), s.active_mtu, peer.mtu, opts.mtu, peer.qpn,
+                         peer.psn, static_cast<unsigned>(peer.lid), show(peer.gid_value).c_str(),
+                         ours(s).c_str(), static_cast<unsigned>(s.lid)));
+}
+
+} // namespace
+
 result<void> queue_pair::connect(const endpoint &peer, const connect_options &opts) {
+  detail::clear_error_detail();
   if (!n_)
     return detail::empty_error();
   detail::qp_node &s = *n_;
+  if (s.type != qp_type::ud)
+    if (auto st = check_peer(s, peer); !st.ok())
+      return st;
   ibv_qp_attr a{};
   a.qp_state = IBV_QPS_INIT;
   a.pkey_index = 0;
@@ -321,16 +487,13 @@ result<void> queue_pair::connect(const endpoint &peer, const connect_options &op
     mask |= IBV_QP_ACCESS_FLAGS;
   }
   if (int rc = ibv_modify_qp(s.qp, &a, mask))
-    return detail::rc_error(rc);
+    return modify_failed(rc, "INIT", s, peer, opts);
 
   a = {};
   a.qp_state = IBV_QPS_RTR;
   mask = IBV_QP_STATE;
   if (s.type != qp_type::ud) {
-    std::uint32_t mtu = s.active_mtu ? s.active_mtu : 1024;
-    if (opts.mtu)
-      mtu = std::min(mtu, opts.mtu);
-    a.path_mtu = detail::mtu_enum(mtu);
+    a.path_mtu = detail::mtu_enum(path_mtu(s, peer, opts));
     a.dest_qp_num = peer.qpn & 0xffffff;
     a.rq_psn = peer.psn & 0xffffff;
     fill_ah(a.ah_attr, s, peer, opts.sl, opts.hop_limit, opts.traffic_class);
@@ -344,7 +507,7 @@ result<void> queue_pair::connect(const endpoint &peer, const connect_options &op
     }
   }
   if (int rc = ibv_modify_qp(s.qp, &a, mask))
-    return detail::rc_error(rc);
+    return modify_failed(rc, "RTR", s, peer, opts);
 
   a = {};
   a.qp_state = IBV_QPS_RTS;
@@ -360,7 +523,7 @@ result<void> queue_pair::connect(const endpoint &peer, const connect_options &op
     mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
   }
   if (int rc = ibv_modify_qp(s.qp, &a, mask))
-    return detail::rc_error(rc);
+    return modify_failed(rc, "RTS", s, peer, opts);
   return {};
 }
 

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
 #include "rdmadl_verbs.h"
 
+#include "rdmadl/error.hpp"
 #include "rdmadl/runtime.hpp"
+
+#include <mutex>
 
 namespace rdmadl {
 namespace {
@@ -58,6 +61,68 @@ std::string_view name(stack_state s) noexcept {
 
 std::string_view reason() noexcept {
   return sv(rdmadl_reason());
+}
+
+diagnosis diagnose() noexcept {
+  rdmadl_stack st = RDMADL_STACK_NO_LIBRARY;
+  int ok = 0;
+  const char *sentence = rdmadl_verdict_state(&st, &ok);
+  diagnosis d{ok != 0, static_cast<stack_state>(st), {}, sv(sentence)};
+  if (d.usable)
+    return d;
+  switch (d.state) {
+  case stack_state::disabled:
+  case stack_state::no_library:
+    d.error = std::make_error_code(std::errc::operation_not_supported);
+    break;
+  case stack_state::no_kernel_support:
+    d.error = make_error_code(errc::no_kernel_support);
+    break;
+  case stack_state::no_devices:
+    d.error = make_error_code(errc::no_devices);
+    break;
+  case stack_state::ready:
+    d.error = make_error_code(errc::no_active_port);
+    break;
+  }
+  return d;
+}
+
+namespace {
+// The C++ handler rides on the C one, whose context is one of two slots:
+// the slot rewritten is never the current handler's, and the one before it
+// is not running anymore (the C call that replaced it waited for it).
+struct cxx_sink {
+  log_fn fn;
+  void *ctx;
+};
+thread_local bool in_handler = false;
+void forward(int level, const char *line, void *ctx) {
+  auto *s = static_cast<cxx_sink *>(ctx);
+  in_handler = true;
+  s->fn(static_cast<log_level>(level), line, s->ctx);
+  in_handler = false;
+}
+} // namespace
+
+std::error_code set_log_handler(log_level max_level, log_fn fn, void *ctx) noexcept {
+  static cxx_sink slots[2];
+  static unsigned next = 0; // guarded by mu
+  static std::mutex mu;
+  if (in_handler)
+    return std::make_error_code(std::errc::resource_deadlock_would_occur);
+  std::lock_guard<std::mutex> lock(mu);
+  int r;
+  if (!fn) {
+    r = rdmadl_set_log_handler(0, nullptr, nullptr);
+  } else {
+    cxx_sink *s = &slots[next & 1];
+    *s = {fn, ctx};
+    r = rdmadl_set_log_handler(static_cast<int>(max_level), forward, s);
+    if (r == 0)
+      next++;
+  }
+  return r ? std::error_code(r, std::generic_category()) : std::error_code();
 }
 
 bool supports(feature f) noexcept {

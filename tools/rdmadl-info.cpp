@@ -432,38 +432,20 @@ report collect(const options &opt) {
         r.devices.push_back(std::move(di));
       }
   }
-  switch (r.stack) {
-  case rdmadl::stack_state::disabled:
-    r.why = "RDMA is disabled: RDMADL_DISABLE=1 is set";
-    r.status = exit_no_library;
-    break;
-  case rdmadl::stack_state::no_library:
-    r.why = "no usable libibverbs: " + std::string(rdmadl::reason());
-    r.status = exit_no_library;
-    break;
-  case rdmadl::stack_state::no_kernel_support:
-    r.why = "libibverbs is installed (" + std::string(r.libs[0].path) +
-            ") but the kernel has no RDMA support (ibv_get_device_list: ENOSYS): load an RDMA "
-            "driver, or Soft-RoCE: modprobe rdma_rxe; rdma link add rxe0 type rxe netdev IFACE";
-    r.status = exit_no_device;
-    break;
-  case rdmadl::stack_state::no_devices:
-    r.why = "the kernel supports RDMA but no device exists (for Soft-RoCE: rdma link add rxe0 "
-            "type rxe netdev IFACE)";
-    r.status = exit_no_device;
-    break;
-  case rdmadl::stack_state::ready:
-    if (r.usable) {
-      r.why = "RDMA is usable";
-      r.status = exit_usable;
-    } else {
-      r.why = r.devices_error.empty()
-                  ? "RDMA devices exist but no port is active"
-                  : "RDMA devices exist but cannot be listed: " + r.devices_error;
-      r.status = exit_no_device;
-    }
-    break;
-  }
+  // The loader's verdict: the same sentence rdmadl_verdict() gives any program.
+  auto d = rdmadl::diagnose();
+  r.stack = d.state; // (one reading: the stack line agrees with the verdict)
+  r.why = std::string(d.sentence);
+  // With -d/-i the answer is about the ports shown (r.usable, from the loop).
+  if (d.usable && (!opt.dev.empty() || opt.port) && !r.usable)
+    r.why = "RDMA is usable, but no port selected with -d/-i is active";
+  else
+    r.usable = d.usable;
+  r.status =
+      r.usable ? exit_usable
+      : (d.state == rdmadl::stack_state::disabled || d.state == rdmadl::stack_state::no_library)
+          ? exit_no_library
+          : exit_no_device;
   // A filter that matches nothing, once the devices could be listed.
   if (r.stack == rdmadl::stack_state::ready && r.devices_error.empty()) {
     std::string present;
@@ -535,7 +517,8 @@ void print_text(const report &r) {
   }
   auto sn = rdmadl::name(r.stack);
   std::printf("stack: %s\n", text(sn).c_str());
-  std::printf("usable: %s: %s\n", r.status == exit_usable ? "yes" : "no", text(r.why).c_str());
+  // (The verdict comes escaped from the loader.)
+  std::printf("usable: %s: %s\n", r.status == exit_usable ? "yes" : "no", r.why.c_str());
   for (const auto &d : r.devices) {
     auto nn = rdmadl::name(d.node), tn = rdmadl::name(d.transport);
     std::printf("device %s\n  guid:      %s\n  node type: %s\n  transport: %s\n",

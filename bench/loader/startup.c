@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Whole-process start-up, the program of issue 8's measurements:
+ * Whole-process start-up, the program of bench/README.md's start-up measurements:
  *   BENCH_TEST=1  main() calls ibv_get_device_list once
  *   BENCH_TEST=2  the same plus rdma_create_event_channel
  *   BENCH_TEST=0  an empty main() (the floor)

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
-// rdmadl/fwd.hpp - forward declarations of rdma-core's types (for
-// native_handle() and the inline data path) and of rdmadl's classes, and the
-// one move-only handle helper every class uses. Includes no rdma-core header.
+/// @file
+/// rdmadl/fwd.hpp - forward declarations of rdma-core's types (for
+/// native_handle() and the inline data path) and of rdmadl's classes, and the
+/// one move-only handle helper every class uses. Includes no rdma-core header.
 #ifndef RDMADL_FWD_HPP
 #define RDMADL_FWD_HPP
 
@@ -43,9 +44,9 @@ class send_batch;
 class poll_session;
 
 namespace detail {
-// The shared, reference-counted state behind each object (src/nodes.hpp).
-// A child's node holds its parent's node, so a parent's rdma-core object is
-// destroyed only after the last child's, whatever order the handles die in.
+/// The shared, reference-counted state behind each object (src/nodes.hpp).
+/// A child's node holds its parent's node, so a parent's rdma-core object is
+/// destroyed only after the last child's, whatever order the handles die in.
 struct ctx_node;
 struct pd_node;
 struct mr_node;
@@ -54,11 +55,11 @@ struct cq_node;
 struct srq_node;
 struct ah_node;
 struct qp_node;
-struct access; // src/: reaches the private members of every class
+struct access; ///< src/: reaches the private members of every class
 
-// A value that a move takes and leaves as T{} (a null pointer, 0): with it,
-// every handle's move constructor and assignment are `= default` and a
-// moved-from handle is empty.
+/// A value that a move takes and leaves as T{} (a null pointer, 0): with it,
+/// every handle's move constructor and assignment are `= default` and a
+/// moved-from handle is empty.
 template <class T> class take {
 public:
   constexpr take() noexcept = default;

@@ -1,21 +1,24 @@
 // SPDX-License-Identifier: MIT
-// rdmadl/multi_channel.hpp - channels to one peer or many: endpoints
-// exchanged out of band and connected in two calls, peer-indexed operations,
-// and polling scopes that never let a buffer be freed while the NIC may
-// still use it.
-//
-//   auto mc = multi_channel::create(ctx, {.peers = 3}).value();   // prepared
-//   send_to_peers(mc.local_endpoints());       // out of band: entry i for peer i
-//   mc.handshake(endpoints_from_peers()).value();  // entry i: peer i's for us
-//   {
-//     auto s = mc.scope();
-//     auto h = s.post_write(1, *mr.slice(0, 64), peer_region);
-//     ...
-//   } // every request posted in s has completed (or was flushed) here
-//
-// Every peer has its own RC queue pair; all share one protection domain (a
-// region registered once works with every peer) and one completion queue.
-// A channel is a multi_channel with one peer.
+/// @file
+/// rdmadl/multi_channel.hpp - channels to one peer or many: endpoints
+/// exchanged out of band and connected in two calls, peer-indexed operations,
+/// and polling scopes that never let a buffer be freed while the NIC may
+/// still use it.
+///
+/// @code
+/// auto mc = multi_channel::create(ctx, {.peers = 3}).value();   // prepared
+/// send_to_peers(mc.local_endpoints());       // out of band: entry i for peer i
+/// mc.handshake(endpoints_from_peers()).value();  // entry i: peer i's for us
+/// {
+///   auto s = mc.scope();
+///   auto h = s.post_write(1, *mr.slice(0, 64), peer_region);
+///   ...
+/// } // every request posted in s has completed (or was flushed) here
+/// @endcode
+///
+/// Every peer has its own RC queue pair; all share one protection domain (a
+/// region registered once works with every peer) and one completion queue.
+/// A channel is a multi_channel with one peer.
 #ifndef RDMADL_MULTI_CHANNEL_HPP
 #define RDMADL_MULTI_CHANNEL_HPP
 
@@ -35,41 +38,44 @@
 
 namespace rdmadl {
 
+/// Options of multi_channel::create() and channel::create().
 struct channel_options {
-  std::size_t peers = 1;
-  std::uint32_t send_depth = 64; // per peer, clamped to the device
-  std::uint32_t recv_depth = 64; // per peer, clamped to the device
-  std::uint8_t port = 0;         // 0: the first active port
-  gid_selector gid;              // which local GID (RoCE)
-  connect_options connect;       // MTU, retries, remote rights of the QPs
-  // How long a scope's end waits for what is still pending before it moves
-  // those queue pairs to the error state and takes their flushed completions.
+  std::size_t peers = 1; ///< the number of peers, one RC queue pair each (channel: always 1)
+  std::uint32_t send_depth = 64; ///< per peer, clamped to the device
+  std::uint32_t recv_depth = 64; ///< per peer, clamped to the device
+  std::uint8_t port = 0;         ///< 0: the first active port
+  gid_selector gid;              ///< which local GID (RoCE)
+  connect_options connect;       ///< MTU, retries, remote rights of the QPs
+  /// How long a scope's end waits for what is still pending before it moves
+  /// those queue pairs to the error state and takes their flushed completions.
   std::chrono::milliseconds scope_limit{10000};
 };
 
-// The outcome of one work request of a scope.
+/// The outcome of one work request of a scope.
 struct work_result {
-  std::size_t peer = 0;
-  std::uint64_t id = 0;       // the handle's id
-  int status = 0;             // enum ibv_wc_status; 0 = success
-  std::uint32_t byte_len = 0; // received bytes (receives)
+  std::size_t peer = 0;       ///< the peer it was posted to
+  std::uint64_t id = 0;       ///< the handle's id
+  int status = 0;             ///< enum ibv_wc_status; 0 = success
+  std::uint32_t byte_len = 0; ///< received bytes (receives)
+  /// True when the request succeeded (status 0).
   bool ok() const noexcept { return status == 0; }
+  /// The status as an error_code in wc_category() (0 = success).
   std::error_code error() const noexcept {
     return status ? std::error_code(status, wc_category()) : std::error_code();
   }
 };
 
-// A request posted in a scope. Only meaningful to the scope that made it.
+/// A request posted in a scope. Only meaningful to the scope that made it.
 struct work_handle {
-  std::uint64_t id = 0;
+  std::uint64_t id = 0; ///< the request's wr_id, unique within its channel
 };
 
-// A list of endpoints as one blob: "RDEL", version 1, 3 reserved bytes, the
-// count (4 bytes, little-endian), then each endpoint's 44-byte blob.
+/// A list of endpoints as one blob: "RDEL", version 1, 3 reserved bytes, the
+/// count (4 bytes, little-endian), then each endpoint's 44-byte blob.
 RDMADL_CXX_API std::vector<std::byte> serialize_endpoints(std::span<const endpoint> list);
-// Parses serialize_endpoints()' blob; accepts exactly what it writes. Errors
-// (equal to invalid_argument): errc::bad_size, errc::bad_magic,
-// errc::newer_format, errc::bad_blob, and the endpoints' own errors.
+/// Parses serialize_endpoints()' blob; accepts exactly what it writes. Errors
+/// (equal to invalid_argument): errc::bad_size, errc::bad_magic,
+/// errc::newer_format, errc::bad_blob, and the endpoints' own errors.
 RDMADL_CXX_API result<std::vector<endpoint>> parse_endpoints(std::span<const std::byte> blob);
 
 class multi_channel;
@@ -80,28 +86,43 @@ namespace detail {
 struct channel_state;
 }
 
-// Tracks the requests posted through it. Its end (destructor) waits for every
-// pending request; what has not completed within channel_options::scope_limit
-// has its queue pair moved to the error state and its flushed completion
-// taken, so when the scope is gone the NIC no longer touches any buffer
-// named in it. One scope per channel at a time; not copied or moved.
+/// Tracks the requests posted through it. Its end (destructor) waits for every
+/// pending request; what has not completed within channel_options::scope_limit
+/// has its queue pair moved to the error state and its flushed completion
+/// taken, so when the scope is gone the NIC no longer touches any buffer
+/// named in it. One scope per channel at a time; not copied or moved.
+///
+/// A scope shares the channel's state: the multi_channel it came from may be
+/// moved or destroyed while the scope is open; the scope keeps working and
+/// its end still waits for (or flushes) what it posted, after which the
+/// queue pairs, CQ and PD are released if the channel is gone.
 class RDMADL_CXX_API polling_scope {
 public:
-  // Post one request to peer. Errors: errc::batch_busy (another scope is
-  // open), errc::out_of_range (no such peer), the errors of queue_pair.
+  /// @name Posting one request to peer
+  /// Each posts one signaled request on peer's queue pair and tracks it.
+  /// Errors: errc::channel_busy (another scope or a blocking call is
+  /// running), errc::no_such_peer, errc::peer_failed (that peer's queue pair
+  /// is in the error state, see multi_channel::connected(std::size_t)), the
+  /// errors of queue_pair's post_* of the same name.
+  /**@{*/
+  /// Sends buf.
   result<work_handle> post_send(std::size_t peer, const local_slice &buf);
+  /// Posts buf as a receive (its byte_len is in the work_result).
   result<work_handle> post_recv(std::size_t peer, const local_slice &buf);
+  /// Writes buf to dst.
   result<work_handle> post_write(std::size_t peer, const local_slice &buf,
                                  const remote_region &dst);
+  /// Reads src into buf.
   result<work_handle> post_read(std::size_t peer, const local_slice &buf, const remote_region &src);
-  // Waits up to timeout for h. The result carries the peer and the work
-  // completion status (an error completion is a value with !ok()). Errors:
-  // errc::timed_out, errc::out_of_range (not a handle of this scope).
+  /**@}*/
+  /// Waits up to timeout for h. The result carries the peer and the work
+  /// completion status (an error completion is a value with !ok()). Errors:
+  /// errc::timed_out, errc::out_of_range (not a handle of this scope).
   result<work_result> wait(work_handle h, std::chrono::milliseconds timeout);
-  // Waits up to timeout for everything pending; returns every result taken
-  // since the scope opened, in completion order. Errors: errc::timed_out.
+  /// Waits up to timeout for everything pending; returns every result taken
+  /// since the scope opened, in completion order. Errors: errc::timed_out.
   result<std::vector<work_result>> wait_all(std::chrono::milliseconds timeout);
-  // Requests posted and not yet completed.
+  /// Requests posted and not yet completed.
   std::size_t pending() const noexcept;
   ~polling_scope();
   polling_scope(const polling_scope &) = delete;
@@ -109,136 +130,208 @@ public:
 
 private:
   friend class multi_channel;
-  explicit polling_scope(detail::channel_state *s) noexcept;
+  explicit polling_scope(std::shared_ptr<detail::channel_state> s) noexcept;
   result<work_handle> post(std::size_t peer, int kind, const local_slice &buf,
                            const remote_region *r);
-  detail::channel_state *s_; // stable across moves of the channel
+  std::shared_ptr<detail::channel_state> s_; ///< shared with the channel: outlives its move or end
   status_code err_;
   bool owner_ = false;
 };
 
-// N reliable connections sharing one PD and CQ. Move-only.
+/// N reliable connections sharing one PD and CQ. Move-only.
 class RDMADL_CXX_API multi_channel {
 public:
-  // Creates the PD, the CQ and one RC queue pair per peer, not connected.
-  // Errors: operation_not_supported, errc::out_of_range (peers == 0), and
-  // those of queue_pair::create.
+  /// Creates the PD, the CQ and one RC queue pair per peer, not connected.
+  /// Errors: operation_not_supported, errc::out_of_range (peers == 0),
+  /// errc::too_many_peers (before anything is created: peers exceeds the
+  /// device's max_qp or max_cqe / 2, since the shared CQ holds every peer's
+  /// send and receive entries; send_depth and recv_depth are cut in
+  /// proportion until peers * (send_depth + recv_depth) fits max_cqe), the
+  /// errno of ibv_query_device, and those of queue_pair::create.
   static result<multi_channel> create(const context &ctx, const channel_options &opts = {});
 
+  /// An empty channel.
   multi_channel() noexcept;
+  /// Moves; the source becomes empty. An open scope keeps working.
   multi_channel(multi_channel &&) noexcept;
+  /// Moves; the source becomes empty and what this held is freed (once no
+  /// scope of it is open any more).
   multi_channel &operator=(multi_channel &&) noexcept;
+  /// Frees the queue pairs, CQ and PD (create_cm: disconnects the peers
+  /// first, waiting up to disconnect_timeout); an open scope defers that to
+  /// its own end.
   ~multi_channel();
 
+  /// The number of peers; 0 when empty.
   std::size_t peers() const noexcept;
-  // The endpoint to give peer i; all of them in peer order.
+  /// The endpoint to give peer (to pass to its handshake()). Errors:
+  /// errc::no_such_peer, errc::empty_object.
   result<endpoint> local_endpoint(std::size_t peer) const;
+  /// Every peer's local_endpoint(), in peer order (empty when empty).
   std::vector<endpoint> local_endpoints() const;
-  // Connects every peer's QP: remote[i] is the endpoint peer i made for
-  // this side. Errors: errc::bad_size (remote.size() != peers()), the errno
-  // of ibv_modify_qp.
+  /// Connects every peer's QP: remote[i] is the endpoint peer i made for
+  /// this side. Errors: errc::bad_size (remote.size() != peers()), or what
+  /// queue_pair::connect() answers for a peer (errc::gid_mismatch, no_lid,
+  /// bad_peer_qpn, bad_peer_mtu, the errno of ibv_modify_qp); each sets
+  /// last_error_detail(), naming the peer ("multi_channel::handshake: peer 3:
+  /// ...").
   result<void> handshake(std::span<const endpoint> remote);
+  /// Whether every peer is connected: handshake() (or create_cm()) succeeded
+  /// and no peer has failed since (see connected(std::size_t)).
   bool connected() const noexcept;
+  /// Whether peer is connected and its queue pair still usable. A peer
+  /// fails for good when one of its requests completes with an error or is
+  /// flushed by this side because it did not complete in time (a blocking
+  /// call's timeout, a scope's scope_limit): RC leaves the error state only
+  /// through a new connection, so every later request to that peer fails at
+  /// once with errc::peer_failed (equal to std::errc::not_connected), and
+  /// connected() is false. The other peers go on working; to talk to the
+  /// failed peer again, both sides build a new channel. A create_cm peer
+  /// that next_cm_event() reports gone is failed too. False for no such
+  /// peer.
+  bool connected(std::size_t peer) const noexcept;
 
+  /// The protection domain all peers share: register buffers here.
   const protection_domain &pd() const noexcept;
+  /// The completion queue all peers share (the scopes poll it).
   completion_queue &cq() noexcept;
+  /// peer's queue pair; an empty one when there is no such peer.
   queue_pair &qp(std::size_t peer) noexcept;
 
-  // A polling scope (see polling_scope). Opening a second one while one is
-  // open gives a scope whose every call fails with errc::batch_busy.
-  // Do not move or destroy the channel while a scope of it is open.
-  polling_scope scope() noexcept { return polling_scope(s_.get()); }
+  /// A polling scope (see polling_scope). Opening a second one while one is
+  /// open gives a scope whose every call fails with errc::channel_busy. The
+  /// channel may be moved or destroyed while the scope is open (the scope
+  /// shares its state).
+  polling_scope scope() noexcept { return polling_scope(s_); }
 
-  // Blocking forms: post, then wait up to timeout. An error completion is
-  // returned as the error (wc_category). On timeout the scope's end flushes.
+  /// @name Blocking operations on one peer
+  /// Each posts one request, then waits up to timeout for it, as a scope of
+  /// its own would: what has not completed then is awaited up to
+  /// scope_limit more, then flushed, so buf is free again on return. A
+  /// timeout or an error completion leaves that peer failed (see
+  /// connected(std::size_t)). Errors: an error completion (wc_category),
+  /// errc::timed_out, errc::channel_busy (a scope or another blocking call
+  /// is running), errc::no_such_peer, errc::peer_failed, or a post's error.
+  /**@{*/
+  /// Sends buf to peer.
   result<void> send(std::size_t peer, const local_slice &buf, std::chrono::milliseconds timeout);
+  /// Receives into buf from peer; returns the bytes received.
   result<std::uint32_t> receive(std::size_t peer, const local_slice &buf,
                                 std::chrono::milliseconds timeout);
+  /// Writes buf to dst at peer.
   result<void> write(std::size_t peer, const local_slice &buf, const remote_region &dst,
                      std::chrono::milliseconds timeout);
+  /// Reads src at peer into buf.
   result<void> read(std::size_t peer, const local_slice &buf, const remote_region &src,
                     std::chrono::milliseconds timeout);
-  // One request per (peer, buffer) pair, all posted, then all awaited; what
-  // is still pending at timeout is handled as at a scope's end (awaited up
-  // to scope_limit more, then flushed). The error is the first failed
-  // completion (wc_category, in completion order), errc::timed_out, or a
-  // post's error. results, when not empty, receives every part's outcome in
-  // part order: results[i] is parts[i]'s peer, work-completion status and
-  // received bytes; a part never posted (its post or an earlier one failed)
-  // has id 0 and status 5 (IBV_WC_WR_FLUSH_ERR). Errors before anything is
-  // posted (results then untouched): errc::bad_size (results shorter than
-  // parts), errc::batch_busy (a scope is open). None of these allocates
-  // once the channel has run a batch of that size.
+  /**@}*/
+  /// One request of scatter_send(), gather_receive(), scatter_write() or
+  /// gather_read().
   struct part {
-    std::size_t peer;
-    local_slice buf;
-    remote_region remote; // write / read only
+    std::size_t peer;     ///< the peer
+    local_slice buf;      ///< the local buffer
+    remote_region remote; ///< write / read only
   };
+  /// @name Many requests at once
+  /// One request per (peer, buffer) pair, all posted, then all awaited; what
+  /// is still pending at timeout is handled as at a scope's end (awaited up
+  /// to scope_limit more, then flushed). The error is the first failed
+  /// completion (wc_category, in completion order), errc::timed_out, or a
+  /// post's error. results, when not empty, receives every part's outcome in
+  /// part order: results[i] is parts[i]'s peer, work-completion status and
+  /// received bytes; a part never posted (its post or an earlier one failed)
+  /// has id 0 and status 5 (IBV_WC_WR_FLUSH_ERR). Errors before anything is
+  /// posted (results then untouched): errc::short_results (results shorter
+  /// than parts), errc::channel_busy (a scope is open). A part naming no peer
+  /// fails with errc::no_such_peer, one naming a failed peer with
+  /// errc::peer_failed (the parts before it were posted). None of these
+  /// allocates once the channel has run a batch of that size.
+  /**@{*/
+  /// Sends each part's buf to its peer.
   result<void> scatter_send(std::span<const part> parts, std::chrono::milliseconds timeout,
                             std::span<work_result> results = {});
+  /// Receives into each part's buf from its peer.
   result<void> gather_receive(std::span<const part> parts, std::chrono::milliseconds timeout,
                               std::span<work_result> results = {});
+  /// Writes each part's buf to its remote at its peer.
   result<void> scatter_write(std::span<const part> parts, std::chrono::milliseconds timeout,
                              std::span<work_result> results = {});
+  /// Reads each part's remote at its peer into its buf.
   result<void> gather_read(std::span<const part> parts, std::chrono::milliseconds timeout,
                            std::span<work_result> results = {});
-  // The same buffer sent to each of peers; results[i] is peers[i]'s outcome.
+  /// The same buffer sent to each of peers; results[i] is peers[i]'s outcome.
   result<void> multicast_send(std::span<const std::size_t> peers, const local_slice &buf,
                               std::chrono::milliseconds timeout,
                               std::span<work_result> results = {});
+  /**@}*/
 
   // ---- rdma_cm: built from a listener and addresses (see cm_channel_options
   // below and src/multi_channel_cm.cpp) ----
 
-  // Connects to every opts.connect address (peers 0 .. C-1, in that order;
-  // each is sent opts.rank), then accepts opts.accept connections from
-  // accept_from (peer C + rank - opts.first_rank for the client that sent
-  // rank). All peers share one PD and one CQ, on the device of the first
-  // peer's rdma_cm id; returns the channel connected (no handshake()).
-  // Errors found before any RDMA call: errc::out_of_range (no peer at all,
-  // or first_rank + accept past 2^32), errc::empty_object (accept > 0 and
-  // no listener), std::errc::address_not_available (an address with an
-  // empty or unknown host, or port 0), errc::not_honoured (channel.port or
-  // channel.gid set: rdma_cm picks them). Then: operation_not_supported (no
-  // stack), errc::timed_out (a step took longer than opts.timeout; if
-  // clients were refused meanwhile, errc::rank_refused instead),
-  // errc::rank_refused (an acceptor refused our rank), errc::rejected,
-  // errc::wrong_device (a peer's id is on another device than the first's;
-  // such a client is rejected), errc::unexpected_event, or the errno. A
-  // client whose rank is malformed, outside the range or already taken is
-  // rejected and the accepting goes on.
+  /// Connects to every opts.connect address (peers 0 to C-1, in that order;
+  /// each is sent opts.rank), then accepts opts.accept connections from
+  /// accept_from (peer C + rank - opts.first_rank for the client that sent
+  /// rank). All peers share one PD and one CQ, on the device of the first
+  /// peer's rdma_cm id; returns the channel connected (no handshake()).
+  /// Errors found before any RDMA call: errc::out_of_range (no peer at all,
+  /// or first_rank + accept past 2^32), errc::empty_object (accept > 0 and
+  /// no listener), std::errc::address_not_available (an address with an
+  /// empty or unknown host, or port 0), errc::not_honoured (channel.port or
+  /// channel.gid set: rdma_cm picks them). Then: operation_not_supported (no
+  /// stack), errc::timed_out (a step took longer than opts.timeout; if
+  /// clients were refused meanwhile, errc::rank_refused instead),
+  /// errc::rank_refused (an acceptor refused our rank), errc::rejected,
+  /// errc::wrong_device (a peer's id is on another device than the first's;
+  /// such a client is rejected), errc::unexpected_event, or the errno. A
+  /// client whose rank is malformed, outside the range or already taken is
+  /// rejected and the accepting goes on.
+  ///
+  /// The accepting has one deadline, opts.timeout from its start, which no
+  /// client restarts: a stream of refused clients cannot keep it going.
+  /// Clients are taken as they come; one that does not complete its
+  /// connection holds up no other, and one whose connection fails before it
+  /// is established frees its rank for a new attempt, so the channel is
+  /// made if every rank is connected in time (else errc::timed_out, or
+  /// errc::rank_refused if clients were refused meanwhile). Also
+  /// errc::too_many_peers (more peers than the first peer's device allows,
+  /// as in create()).
   static result<multi_channel> create_cm(listener *accept_from, const cm_channel_options &opts);
-  // The rdma_cm event channel's fd (non-blocking; readable when an event is
-  // waiting), for epoll/poll; -1 when not built with create_cm.
+  /// The rdma_cm event channel's fd (non-blocking; readable when an event is
+  /// waiting), for epoll/poll; -1 when not built with create_cm.
   int cm_fd() const noexcept;
-  // Takes one rdma_cm event of a peer, waiting up to timeout (0: do not
-  // wait). A peer that disconnects (or whose connection fails) is reported
-  // once, with its index; this side then disconnects it too, which flushes
-  // its queue pair. Errors: errc::timed_out (nothing waiting),
-  // errc::empty_object (not built with create_cm), or the errno.
+  /// Takes one rdma_cm event of a peer, waiting up to timeout (0: do not
+  /// wait). A peer that disconnects (or whose connection fails) is reported
+  /// once, with its index; this side then disconnects it too, which flushes
+  /// its queue pair. Errors: errc::timed_out (nothing waiting),
+  /// errc::empty_object (not built with create_cm), or the errno.
   result<cm_peer_event> next_cm_event(std::chrono::milliseconds timeout = {});
-  // Whether peer is still connected through rdma_cm (false for a channel
-  // built out of band, or after next_cm_event reported it disconnected).
+  /// Whether peer is still connected through rdma_cm (false for a channel
+  /// built out of band, or after next_cm_event reported it disconnected).
   bool cm_connected(std::size_t peer) const noexcept;
 
 private:
-  // Posts n requests (part_at(i) gives peer, buffer and remote region) in a
-  // scope of this channel and awaits them; defined in multi_channel.cpp.
+  /// Posts n requests (part_at(i) gives peer, buffer and remote region) in a
+  /// scope of this channel and awaits them; defined in multi_channel.cpp.
   template <class PartAt>
   result<void> run(std::size_t n, int kind, const PartAt &part_at,
                    std::chrono::milliseconds timeout, std::span<work_result> results,
                    std::uint32_t *byte_len = nullptr);
-  std::unique_ptr<detail::channel_state> s_;
+  std::shared_ptr<detail::channel_state> s_; // shared with the open scope, if any
 };
 
-// One peer: a multi_channel of one.
+/// One peer: a multi_channel of one.
 class RDMADL_CXX_API channel {
 public:
+  /// multi_channel::create() with one peer (opts.peers is ignored).
   static result<channel> create(const context &ctx, channel_options opts = {});
-  // multi_channel::create_cm with exactly one peer (one address, or accept
-  // == 1); else errc::out_of_range. Events: base().next_cm_event().
+  /// multi_channel::create_cm with exactly one peer (one address, or accept
+  /// == 1); else errc::out_of_range. Events: base().next_cm_event().
   static result<channel> create_cm(listener *accept_from, const cm_channel_options &opts);
+  /// An empty channel.
   channel() noexcept = default;
+  /// @name As multi_channel's, for peer 0
+  /**@{*/
+  /// The multi_channel member of the same name, for the one peer.
   result<endpoint> local_endpoint() const { return mc_.local_endpoint(0); }
   result<void> handshake(const endpoint &remote) { return mc_.handshake({&remote, 1}); }
   bool connected() const noexcept { return mc_.connected(); }
@@ -258,6 +351,8 @@ public:
                     std::chrono::milliseconds timeout) {
     return mc_.read(0, buf, src, timeout);
   }
+  /**@}*/
+  /// The multi_channel of one peer underneath (its qp(0), cq(), rdma_cm events).
   multi_channel &base() noexcept { return mc_; }
 
 private:
@@ -265,57 +360,62 @@ private:
 };
 
 // ---- rdma_cm: peers from a listener and from addresses ----
-//
-// No out-of-band exchange: a node connects to the addresses it knows and
-// accepts the rest. Each connecting side sends a rank (12 bytes of rdma_cm
-// private data: "RDMC", version 1, 3 zero bytes, the rank as 4 bytes
-// little-endian); the accepting side turns it into a stable peer index.
-// A full mesh of K nodes: node k connects to nodes 0..k-1 and accepts nodes
-// k+1..K-1, so node j is peer j (j < k) or j - 1 (j > k) of node k; see
-// cm_mesh().
 
+/// Where a node listens for rdma_cm connections (cm_channel_options::connect,
+/// cm_mesh()).
 struct cm_address {
-  std::string host; // name or numeric address
-  std::uint16_t port = 0;
+  std::string host;       ///< name or numeric address
+  std::uint16_t port = 0; ///< the port (not 0)
 };
 
+/// Options of multi_channel::create_cm() (and channel::create_cm()).
+///
+/// No out-of-band exchange: a node connects to the addresses it knows and
+/// accepts the rest. Each connecting side sends a rank (12 bytes of rdma_cm
+/// private data: "RDMC", version 1, 3 zero bytes, the rank as 4 bytes
+/// little-endian); the accepting side turns it into a stable peer index.
+/// A full mesh of K nodes: node k connects to nodes 0..k-1 and accepts nodes
+/// k+1..K-1, so node j is peer j (j < k) or j - 1 (j > k) of node k; see
+/// cm_mesh().
 struct cm_channel_options {
-  // send_depth, recv_depth (clamped to the device) and scope_limit apply;
-  // peers and connect are unused (the count is connect.size() + accept;
-  // rdma_cm sets the path and the rights); port and gid must stay at their
-  // defaults (else errc::not_honoured).
+  /// send_depth, recv_depth (clamped to the device) and scope_limit apply;
+  /// peers and connect are unused (the count is connect.size() + accept;
+  /// rdma_cm sets the path and the rights); port and gid must stay at their
+  /// defaults (else errc::not_honoured).
   channel_options channel;
-  std::vector<cm_address> connect;         // peers 0 .. connect.size() - 1, in order
-  std::uint32_t rank = 0;                  // sent to every address connected to
-  std::size_t accept = 0;                  // peers connected from the listener
-  std::uint32_t first_rank = 0;            // accepted ranks: [first_rank, first_rank + accept)
-  std::chrono::milliseconds timeout{5000}; // each step (resolve, connect, each accept)
-  std::uint8_t ack_timeout = 0;            // as cm_options::ack_timeout
-  std::uint8_t retry_count = 6;            // as cm_options::retry_count (7: for ever on rxe)
-  // How long destruction waits, in all, for peers to confirm the disconnect.
+  std::vector<cm_address> connect;         ///< peers 0 to connect.size() - 1, in order
+  std::uint32_t rank = 0;                  ///< sent to every address connected to
+  std::size_t accept = 0;                  ///< peers connected from the listener
+  std::uint32_t first_rank = 0;            ///< accepted ranks: [first_rank, first_rank + accept)
+  std::chrono::milliseconds timeout{5000}; ///< each connect step; all the accepting, in all
+  std::uint8_t ack_timeout = 0;            ///< as cm_options::ack_timeout
+  std::uint8_t retry_count = 6;            ///< as cm_options::retry_count (7: for ever on rxe)
+  /// How long destruction waits, in all, for peers to confirm the disconnect.
   std::chrono::milliseconds disconnect_timeout{1000};
 };
 
+/// What happened to a peer of a channel built with create_cm (cm_peer_event).
 enum class cm_event_kind {
-  disconnected,     // the peer disconnected, or the connection broke
-  connection_error, // CONNECT_ERROR, UNREACHABLE
-  device_removal,
-  address_change,
-  timewait_exit, // the peer's queue pair may be reused
-  other,
+  disconnected,     ///< the peer disconnected, or the connection broke
+  connection_error, ///< CONNECT_ERROR, UNREACHABLE
+  device_removal,   ///< DEVICE_REMOVAL: the device went away
+  address_change,   ///< ADDR_CHANGE: the local address the connection uses changed
+  timewait_exit,    ///< the peer's queue pair may be reused
+  other,            ///< any other rdma_cm event (see event)
 };
 
+/// One rdma_cm event of a peer (multi_channel::next_cm_event()).
 struct cm_peer_event {
-  std::size_t peer = 0;
-  cm_event_kind kind = cm_event_kind::other;
-  int event = 0;  // enum rdma_cm_event_type
-  int status = 0; // the event's status (0 or a negated errno)
+  std::size_t peer = 0;                      ///< the peer's index
+  cm_event_kind kind = cm_event_kind::other; ///< what happened
+  int event = 0;                             ///< enum rdma_cm_event_type
+  int status = 0;                            ///< the event's status (0 or a negated errno)
 };
 
-// The options of node rank of a full mesh of nodes.size() nodes (nodes[i]
-// is where node i listens): connect to nodes 0 .. rank-1, accept the
-// nodes.size() - 1 - rank after it; base gives the other fields. Errors:
-// errc::out_of_range (rank >= nodes.size()).
+/// The options of node rank of a full mesh of nodes.size() nodes (nodes[i]
+/// is where node i listens): connect to nodes 0 to rank-1, accept the
+/// nodes.size() - 1 - rank after it; base gives the other fields. Errors:
+/// errc::out_of_range (rank >= nodes.size()).
 RDMADL_CXX_API result<cm_channel_options>
 cm_mesh(std::size_t rank, std::span<const cm_address> nodes, cm_channel_options base = {});
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// rdmadl/rdmadl.hpp - the whole C++ API. Includes no rdma-core header; see
-// <rdmadl/native.hpp> for that.
+/// @file
+/// rdmadl/rdmadl.hpp - the whole C++ API. Includes no rdma-core header; see
+/// <rdmadl/native.hpp> for that.
 #ifndef RDMADL_RDMADL_HPP
 #define RDMADL_RDMADL_HPP
 
@@ -15,5 +16,9 @@
 #include "rdmadl/qp.hpp"
 #include "rdmadl/runtime.hpp"
 #include "rdmadl/version.h"
+
+/// @namespace rdmadl
+/// The C++ API. Every object is a move-only handle that keeps alive what it
+/// was made from; every call that can fail returns result<T>.
 
 #endif // RDMADL_RDMADL_HPP

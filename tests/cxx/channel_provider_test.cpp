@@ -466,7 +466,7 @@ TEST_CASE("channel: scope_limit expiry moves the queue pair to error and takes t
   CHECK(fp().fakeprov_held(q1) == 0);
   CHECK(fp().fakeprov_cq_pending(s.hub.cq().native_handle()) == 0);
   CHECK_FALSE(has(s.peer_bytes(1, 0), "never"));
-  CHECK(s.hub.write(1, s.hub_at(0, 5), s.peer_remote(1, 0, 5), 10ms).error() != errc::batch_busy);
+  CHECK(s.hub.write(1, s.hub_at(0, 5), s.peer_remote(1, 0, 5), 10ms).error() == errc::peer_failed);
 }
 
 TEST_CASE("channel: a second scope is busy; bad peers, short results and endpoint lists") {
@@ -474,40 +474,43 @@ TEST_CASE("channel: a second scope is busy; bad peers, short results and endpoin
   {
     auto first = s.hub.scope();
     auto second = s.hub.scope();
-    CHECK(second.post_send(0, s.hub_at(0, 4)).error() == errc::batch_busy);
-    CHECK(second.post_recv(0, s.hub_at(0, 4)).error() == errc::batch_busy);
-    CHECK(second.post_write(0, s.hub_at(0, 4), s.peer_remote(0, 0, 4)).error() == errc::batch_busy);
-    CHECK(second.post_read(0, s.hub_at(0, 4), s.peer_remote(0, 0, 4)).error() == errc::batch_busy);
-    CHECK(second.wait(work_handle{1}, 1ms).error() == errc::batch_busy);
-    CHECK(second.wait_all(1ms).error() == errc::batch_busy);
+    CHECK(second.post_send(0, s.hub_at(0, 4)).error() == errc::channel_busy);
+    CHECK(second.post_recv(0, s.hub_at(0, 4)).error() == errc::channel_busy);
+    CHECK(second.post_write(0, s.hub_at(0, 4), s.peer_remote(0, 0, 4)).error() ==
+          errc::channel_busy);
+    CHECK(second.post_read(0, s.hub_at(0, 4), s.peer_remote(0, 0, 4)).error() ==
+          errc::channel_busy);
+    CHECK(second.wait(work_handle{1}, 1ms).error() == errc::channel_busy);
+    CHECK(second.wait_all(1ms).error() == errc::channel_busy);
     CHECK(second.pending() == 0);
-    CHECK(s.hub.send(0, s.hub_at(0, 4), 1s).error() == errc::batch_busy);
+    CHECK(s.hub.send(0, s.hub_at(0, 4), 1s).error() == errc::channel_busy);
     const std::size_t to[] = {0, 1};
-    CHECK(s.hub.multicast_send(to, s.hub_at(0, 4), 1s).error() == errc::batch_busy);
+    CHECK(s.hub.multicast_send(to, s.hub_at(0, 4), 1s).error() == errc::channel_busy);
     CHECK(wr_log(s.qpn(0)).empty()); // nothing posted by the refused calls
-    CHECK(first.post_send(n_peers, s.hub_at(0, 4)).error() == errc::out_of_range);
+    CHECK(first.post_send(n_peers, s.hub_at(0, 4)).error() == errc::no_such_peer);
     ok(first.post_send(0, s.hub_at(0, 4))); // the first scope still works
     ok(first.wait_all(1s));
   }
   ok(s.hub.send(1, s.hub_at(0, 4), 1s)); // and the channel after both ended
-  CHECK(s.hub.send(n_peers, s.hub_at(0, 4), 1s).error() == errc::out_of_range);
-  CHECK(s.hub.receive(7, s.hub_at(0, 4), 1s).error() == errc::out_of_range);
+  CHECK(s.hub.send(n_peers, s.hub_at(0, 4), 1s).error() == errc::no_such_peer);
+  CHECK(s.hub.receive(7, s.hub_at(0, 4), 1s).error() == errc::no_such_peer);
+  CHECK(s.hub.local_endpoint(n_peers).error() == errc::no_such_peer);
   std::array<work_result, 2> small{};
   std::vector<multi_channel::part> parts;
   for (std::size_t i = 0; i < n_peers; i++)
     parts.push_back({i, s.hub_at(0, 4), {}});
   const auto logged = wr_log(s.qpn(0)).size();
-  CHECK(s.hub.scatter_send(parts, 1s, small).error() == errc::bad_size);
-  CHECK(s.hub.gather_receive(parts, 1s, small).error() == errc::bad_size);
-  CHECK(s.hub.scatter_write(parts, 1s, small).error() == errc::bad_size);
-  CHECK(s.hub.gather_read(parts, 1s, small).error() == errc::bad_size);
+  CHECK(s.hub.scatter_send(parts, 1s, small).error() == errc::short_results);
+  CHECK(s.hub.gather_receive(parts, 1s, small).error() == errc::short_results);
+  CHECK(s.hub.scatter_write(parts, 1s, small).error() == errc::short_results);
+  CHECK(s.hub.gather_read(parts, 1s, small).error() == errc::short_results);
   const std::size_t to[] = {0, 1, 2};
-  CHECK(s.hub.multicast_send(to, s.hub_at(0, 4), 1s, small).error() == errc::bad_size);
+  CHECK(s.hub.multicast_send(to, s.hub_at(0, 4), 1s, small).error() == errc::short_results);
   CHECK(wr_log(s.qpn(0)).size() == logged); // refused before posting
   // A part naming no such peer: the parts before it were posted and awaited.
   std::array<work_result, n_peers> res{};
   parts[1].peer = 9;
-  CHECK(s.hub.scatter_send(parts, 1s, res).error() == errc::out_of_range);
+  CHECK(s.hub.scatter_send(parts, 1s, res).error() == errc::no_such_peer);
   CHECK(res[0].ok());
   CHECK(res[1].id == 0);
   CHECK(res[1].status == IBV_WC_WR_FLUSH_ERR);
@@ -522,11 +525,169 @@ TEST_CASE("channel: a second scope is busy; bad peers, short results and endpoin
   CHECK(mc.handshake(one).error() == errc::bad_size);
   std::vector<endpoint> three(3, one[0]);
   CHECK(mc.handshake(three).error() == errc::bad_size);
+  CHECK(last_error_detail() == "multi_channel::handshake: 3 endpoints for 2 peers");
   CHECK_FALSE(mc.connected());
   auto blob = serialize_endpoints(three);
   blob.resize(blob.size() - endpoint::serialized_size); // count 3, two present
   CHECK(parse_endpoints(blob).error() == errc::bad_size);
   CHECK(fp().fakeprov_modify_log(mc.qp(0).qp_num(), nullptr, 0) == 0); // never touched
+  // A peer's endpoint that connect() refuses: the detail says which peer.
+  std::vector<endpoint> second_bad{one[0], one[0]};
+  second_bad[1].qpn = 0;
+  CHECK(mc.handshake(second_bad).error() == errc::bad_peer_qpn);
+  CHECK(last_error_detail().find("multi_channel::handshake: peer 1: peer's QPN is 0x0") == 0);
+  CHECK_FALSE(mc.connected());
+  CHECK(fp().fakeprov_modify_log(mc.qp(1).qp_num(), nullptr, 0) == 0); // refused before any modify
+}
+
+TEST_CASE("channel: a scope outlives its channel being moved and destroyed") {
+  channel_options o;
+  o.scope_limit = 50ms;
+  star s(o);
+  fp().fakeprov_set(FAKEPROV_HOLD_SENDS, -1); // the NIC holds every write
+  put(s.hub_bytes(0), "held");
+  const std::uint32_t q0 = s.qpn(0), q1 = s.qpn(1);
+  const int qps = fp().fakeprov_live(FAKEPROV_QP);
+  {
+    auto sc = s.hub.scope();
+    ok(sc.post_write(1, s.hub_at(0, 4), s.peer_remote(1, 0, 4)));
+    multi_channel moved = std::move(s.hub);
+    CHECK(s.hub.peers() == 0);
+    CHECK(moved.peers() == n_peers);
+    moved = multi_channel();                       // the channel is gone; the scope is not
+    CHECK(fp().fakeprov_live(FAKEPROV_QP) == qps); // its queue pairs live on
+    CHECK(fp().fakeprov_held(q1) == 1);
+    CHECK(sc.pending() == 1);
+    // The scope still posts and waits on the same queue pairs.
+    fp().fakeprov_set(FAKEPROV_HOLD_SENDS, 0);
+    put(s.hub_bytes(8), "late");
+    auto h = ok(sc.post_write(0, s.hub_at(8, 4), s.peer_remote(0, 0, 4)));
+    CHECK(ok(sc.wait(h, 1s)).ok());
+    CHECK(has(s.peer_bytes(0, 0), "late"));
+    CHECK(wr_log(q0).size() == 1);
+  } // the end flushes the held write, then frees the channel's objects
+  CHECK(fp().fakeprov_held(0) == 0);
+  CHECK(fp().fakeprov_live(FAKEPROV_QP) == qps - static_cast<int>(n_peers));
+  CHECK_FALSE(has(s.peer_bytes(1, 0), "held"));
+  CHECK(fp().fakeprov_violations() == 0);
+
+  // A scope of a channel moved into another: the new owner works once the
+  // scope is over; a busy call on it says so meanwhile.
+  star t;
+  multi_channel kept;
+  {
+    auto sc = t.hub.scope();
+    kept = std::move(t.hub);
+    CHECK(kept.send(0, t.hub_at(0, 4), 1s).error() == errc::channel_busy);
+    ok(sc.post_write(2, t.hub_at(0, 4), t.peer_remote(2, 0, 4)));
+    ok(sc.wait_all(1s));
+  }
+  ok(kept.write(2, t.hub_at(0, 4), t.peer_remote(2, 0, 4), 1s));
+  t.hub = std::move(kept); // star's end releases it in its own order
+}
+
+TEST_CASE("channel: a peer whose request timed out or failed is no longer connected") {
+  channel_options o;
+  o.scope_limit = 20ms; // how long a timed-out request is awaited before its flush
+  star s(o);
+  CHECK(s.hub.connected());
+  for (std::size_t i = 0; i < n_peers; i++)
+    CHECK(s.hub.connected(i));
+  CHECK_FALSE(s.hub.connected(n_peers));
+  // A blocking write that times out: its queue pair is flushed (error
+  // state), so the peer is failed for good, and says so on every later call
+  // without posting anything.
+  fp().fakeprov_set(FAKEPROV_HOLD_SENDS, -1);
+  const std::uint32_t q1 = s.qpn(1);
+  CHECK(s.hub.write(1, s.hub_at(0, 5), s.peer_remote(1, 0, 5), 10ms).error() == errc::timed_out);
+  CHECK(fp().fakeprov_qp_state(q1) == IBV_QPS_ERR);
+  CHECK_FALSE(s.hub.connected());
+  CHECK_FALSE(s.hub.connected(1));
+  CHECK(s.hub.connected(0));
+  CHECK(s.hub.connected(2));
+  fp().fakeprov_set(FAKEPROV_HOLD_SENDS, 0);
+  const auto logged = wr_log(q1).size();
+  auto again = s.hub.send(1, s.hub_at(0, 4), 1s);
+  CHECK(again.error() == errc::peer_failed);
+  CHECK(again.error() == std::errc::not_connected);
+  CHECK(s.hub.receive(1, s.hub_at(0, 4), 1s).error() == errc::peer_failed);
+  {
+    auto sc = s.hub.scope();
+    CHECK(sc.post_send(1, s.hub_at(0, 4)).error() == errc::peer_failed);
+  }
+  std::array<work_result, n_peers> res{};
+  std::vector<multi_channel::part> parts;
+  for (std::size_t i = 0; i < n_peers; i++)
+    parts.push_back({i, s.hub_at(i * 16, 4), s.peer_remote(i, 0, 4)});
+  CHECK(s.hub.scatter_write(parts, 1s, res).error() == errc::peer_failed);
+  CHECK(res[0].ok()); // the part before it went through
+  CHECK(res[1].id == 0);
+  CHECK(wr_log(q1).size() == logged);
+  // The other peers still work.
+  put(s.hub_bytes(0), "still");
+  ok(s.hub.write(2, s.hub_at(0, 5), s.peer_remote(2, 32, 5), 1s));
+  CHECK(has(s.peer_bytes(2, 32), "still"));
+  CHECK(s.hub.connected(2));
+
+  // An error completion (a bad rkey) fails its peer too: the NIC moved that
+  // queue pair to the error state.
+  auto bad = s.peer_remote(2, 0, 4);
+  bad.rkey ^= 0x5a5a;
+  CHECK(s.hub.write(2, s.hub_at(0, 4), bad, 1s).error() ==
+        std::error_code(IBV_WC_REM_ACCESS_ERR, wc_category()));
+  CHECK(fp().fakeprov_qp_state(s.qpn(2)) == IBV_QPS_ERR);
+  CHECK_FALSE(s.hub.connected(2));
+  CHECK(s.hub.write(2, s.hub_at(0, 4), s.peer_remote(2, 0, 4), 1s).error() == errc::peer_failed);
+  CHECK(s.hub.connected(0));
+
+  // A scope whose end flushes a stuck request fails that peer.
+  star t(o);
+  fp().fakeprov_set(FAKEPROV_HOLD_SENDS, -1);
+  {
+    auto sc = t.hub.scope();
+    ok(sc.post_write(0, t.hub_at(0, 4), t.peer_remote(0, 0, 4)));
+  }
+  CHECK(fp().fakeprov_qp_state(t.qpn(0)) == IBV_QPS_ERR);
+  CHECK_FALSE(t.hub.connected(0));
+  CHECK(t.hub.connected(1));
+  CHECK_FALSE(t.hub.connected());
+  // A channel never connected answers false for every peer.
+  multi_channel none;
+  CHECK_FALSE(none.connected(0));
+}
+
+TEST_CASE("channel: more peers than the device allows fail before anything is created") {
+  star s;
+  const int live = fp().fakeprov_live_total();
+  channel_options o;
+  o.peers = 65; // the fake's max_qp is 64
+  CHECK(multi_channel::create(s.ctx, o).error() == errc::too_many_peers);
+  o.peers = std::size_t{1} << 57; // once still creating queue pairs after 20 s
+  CHECK(multi_channel::create(s.ctx, o).error() == errc::too_many_peers);
+  o.peers = SIZE_MAX;
+  CHECK(multi_channel::create(s.ctx, o).error() == errc::too_many_peers);
+  CHECK(fp().fakeprov_live_total() == live);
+  // The shared CQ holds every peer's entries: 8 CQEs take 4 peers at most,
+  // each with one send and one receive.
+  fp().fakeprov_set(FAKEPROV_MAX_CQE, 8);
+  o.peers = 5;
+  CHECK(multi_channel::create(s.ctx, o).error() == errc::too_many_peers);
+  CHECK(fp().fakeprov_live_total() == live);
+  o.peers = 4;
+  {
+    auto mc = ok(multi_channel::create(s.ctx, o));
+    CHECK(mc.cq().depth() <= 8);
+    CHECK(mc.peers() == 4);
+  }
+  o.peers = 3; // 8 / 3 = 2 entries a peer: depths 64 and 64 are cut to 1 and 1
+  {
+    auto mc = ok(multi_channel::create(s.ctx, o));
+    CHECK(mc.cq().depth() <= 8);
+    CHECK(mc.cq().depth() >= 6);
+  }
+  fp().fakeprov_set(FAKEPROV_MAX_CQE, 256);
+  CHECK(make_error_code(errc::too_many_peers) == std::errc::invalid_argument);
+  CHECK(fp().fakeprov_live_total() == live);
 }
 
 TEST_CASE("channel: the warm blocking data path allocates nothing") {

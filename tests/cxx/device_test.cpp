@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <fstream>
 #include <linux/udmabuf.h>
@@ -29,6 +30,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "rdmadl/native.hpp" // rdma_cm types for the half-open client (called via dlsym)
 #include "rdmadl/rdmadl.hpp"
 
 using namespace rdmadl;
@@ -661,6 +663,71 @@ bool check_endpoint_errors() {
   return true;
 }
 
+// A real mismatch: a QP on the IPv4 RoCE v2 GID connecting to a peer QP on
+// an IPv6 (link-local) RoCE v2 GID of the same port. connect() refuses it
+// before any modify and the detail names both GIDs; so are a RoCE v1 peer on
+// the same address (when the port lists v1 GIDs) and a peer endpoint with
+// QPN 0. The same QPs then connect on matching GIDs.
+bool check_peer_mismatch() {
+  TRY(ctx, context::open(dev_name));
+  TRY(port, ctx->first_active_port());
+  TRY(table, ctx->gid_table(*port));
+  const gid_entry *v6 = nullptr;
+  for (auto &e : *table)
+    if (!e.value.is_ipv4_mapped() && e.type == gid_type::roce_v2) {
+      v6 = &e;
+      break;
+    }
+  EXPECT(v6 != nullptr); // rxe has a link-local GID of each type
+  TRY(pd, protection_domain::create(*ctx));
+  TRY(cq, completion_queue::create(*ctx));
+  qp_options o4;
+  o4.gid.ipv4 = test_ip;
+  qp_options o6;
+  o6.gid_index = static_cast<int>(v6->index);
+  TRY(a, queue_pair::create(*ctx, *pd, *cq, *cq, o4));
+  TRY(b, queue_pair::create(*ctx, *pd, *cq, *cq, o6));
+  TRY(ea, a->local_endpoint());
+  TRY(eb, b->local_endpoint());
+  EXPECT(ea->gid_value.is_ipv4_mapped());
+  auto r = a->connect(*eb);
+  std::string said(last_error_detail());
+  std::fprintf(stderr, "  detail: %s\n", said.c_str());
+  EXPECT(r.error() == errc::gid_mismatch);
+  EXPECT(said.find("(IPv6), ours ::ffff:") != std::string::npos);
+  EXPECT(said.find("RoCE v2, port " + std::to_string(*port)) != std::string::npos);
+  endpoint zero = *ea;
+  zero.qpn = 0;
+  EXPECT(b->connect(zero).error() == errc::bad_peer_qpn);
+  EXPECT(last_error_detail().find("peer's QPN is 0x0") != std::string_view::npos);
+  // RoCE v1 against v2 on one address, where the port lists a v1 GID.
+  const gid_entry *v1 = nullptr;
+  for (auto &e : *table)
+    if (e.type == gid_type::roce_v1 && e.value == v6->value)
+      v1 = &e;
+  if (v1) {
+    qp_options o1;
+    o1.gid_index = static_cast<int>(v1->index);
+    TRY(d, queue_pair::create(*ctx, *pd, *cq, *cq, o1));
+    TRY(ed, d->local_endpoint());
+    EXPECT(ed->gid_kind == gid_type::roce_v1);
+    TRY(parsed, endpoint::parse(ed->serialize()));
+    EXPECT(b->connect(*parsed).error() == errc::gid_mismatch);
+    std::fprintf(stderr, "  detail: %s\n", std::string(last_error_detail()).c_str());
+    EXPECT(last_error_detail().find("peer's GID is RoCE v1") != std::string_view::npos);
+  } else {
+    std::fprintf(stderr, "  no RoCE v1 GID on this port: v1 against v2 not tried\n");
+  }
+  // Refused before any modify: both QPs are still in RESET and connect on
+  // GIDs of one family.
+  TRY(c, queue_pair::create(*ctx, *pd, *cq, *cq, o6));
+  TRY(ec, c->local_endpoint());
+  EXPECT_OK(b->connect(*ec));
+  EXPECT_OK(c->connect(*eb));
+  EXPECT(last_error_detail().empty());
+  return true;
+}
+
 // Parents die before children: each handle keeps what it uses alive, so the
 // queue pairs, regions and queue still work after the context and PD handles
 // are gone, and a context handle can be re-assigned under its PD.
@@ -1004,7 +1071,18 @@ bool check_multi_channel() {
   {
     auto s = leaf[2].scope(); // the channel works again for a new scope
     EXPECT(s.pending() == 0);
+    // but its flushed peer is failed for good: RC needs a new connection
+    EXPECT(s.post_recv(0, *lm[2].all()).error() == errc::peer_failed);
   }
+  EXPECT(!leaf[2].connected());
+  // A blocking receive that times out: its queue pair is flushed, the
+  // channel says it is no longer connected, later calls fail at once.
+  EXPECT(leaf[1].connected());
+  EXPECT(leaf[1].receive(*lm[1].all(), 50ms).error() == errc::timed_out);
+  EXPECT(!leaf[1].connected());
+  EXPECT(leaf[1].receive(*lm[1].all(), 5s).error() == errc::peer_failed);
+  EXPECT(leaf[1].send(*lm[1].all(), 5s).error() == errc::peer_failed);
+  EXPECT(leaf[0].connected()); // the other channels are untouched
   return true;
 }
 
@@ -1539,6 +1617,9 @@ bool check_cm_multi_channel() {
   TRY(bm, hub->pd().register_memory(b));
   auto dead = hub->send(1, *bm->all(), 5s);
   EXPECT(!dead);
+  // The event made peer 1 failed: refused at once, the others connected.
+  EXPECT(dead.error() == errc::peer_failed);
+  EXPECT(!hub->connected(1) && !hub->connected() && hub->connected(0) && hub->connected(2));
   std::fprintf(stderr, "  send to the gone peer: %s\n", dead.error().message().c_str());
   for (std::size_t i : {std::size_t{0}, std::size_t{2}}) {
     std::vector<std::byte> lbuf(64);
@@ -1551,6 +1632,156 @@ bool check_cm_multi_channel() {
   t0 = std::chrono::steady_clock::now();
   *hub = multi_channel();
   EXPECT(std::chrono::steady_clock::now() - t0 < 5s);
+  return true;
+}
+
+// A client that stops midway: it sends a connection request with the hello
+// of rank, then reads none of its events, so librdmacm never answers the
+// acceptor's reply (no RTU: the acceptor's connection is never
+// established); after hold it destroys its id, which rejects the reply.
+// Raw rdma_cm from the system's librdmacm (dlopen): rdmadl has no call
+// that stops there. False when a step fails.
+bool half_open_client(const std::string &host, std::uint16_t port, std::uint32_t rank,
+                      std::chrono::milliseconds hold) {
+  void *lib = dlopen("librdmacm.so.1", RTLD_NOW);
+  if (!lib)
+    return false;
+#define CM_FN(name) auto name##_ = reinterpret_cast<decltype(&::name)>(dlsym(lib, #name))
+  CM_FN(rdma_create_event_channel);
+  CM_FN(rdma_destroy_event_channel);
+  CM_FN(rdma_create_id);
+  CM_FN(rdma_destroy_id);
+  CM_FN(rdma_resolve_addr);
+  CM_FN(rdma_resolve_route);
+  CM_FN(rdma_get_cm_event);
+  CM_FN(rdma_ack_cm_event);
+  CM_FN(rdma_connect);
+#undef CM_FN
+  bool ok = false;
+  rdma_event_channel *ch = rdma_create_event_channel_ ? rdma_create_event_channel_() : nullptr;
+  rdma_cm_id *id = nullptr;
+  auto step = [&](rdma_cm_event_type want) {
+    rdma_cm_event *ev = nullptr;
+    if (rdma_get_cm_event_(ch, &ev))
+      return false;
+    bool got = ev->event == want;
+    rdma_ack_cm_event_(ev);
+    return got;
+  };
+  sockaddr_in dst{};
+  dst.sin_family = AF_INET;
+  dst.sin_port = htons(port);
+  if (ch && inet_pton(AF_INET, host.c_str(), &dst.sin_addr) == 1 &&
+      rdma_create_id_(ch, &id, nullptr, RDMA_PS_TCP) == 0 &&
+      rdma_resolve_addr_(id, nullptr, reinterpret_cast<sockaddr *>(&dst), 2000) == 0 &&
+      step(RDMA_CM_EVENT_ADDR_RESOLVED) && rdma_resolve_route_(id, 2000) == 0 &&
+      step(RDMA_CM_EVENT_ROUTE_RESOLVED)) {
+    // "RDMC", version 1, 3 zero bytes, the rank little-endian
+    std::uint8_t hello[12] = {'R', 'D', 'M', 'C', 1, 0, 0, 0};
+    for (int i = 0; i < 4; i++)
+      hello[8 + i] = static_cast<std::uint8_t>(rank >> (8 * i));
+    rdma_conn_param p{};
+    p.private_data = hello;
+    p.private_data_len = sizeof hello;
+    p.responder_resources = p.initiator_depth = 1;
+    p.retry_count = 6;
+    p.rnr_retry_count = 7;
+    p.qp_num = 0x1234; // no QP: the reply waits for this side, which never answers
+    ok = rdma_connect_(id, &p) == 0;
+    if (ok)
+      std::this_thread::sleep_for(hold);
+  }
+  if (id)
+    rdma_destroy_id_(id);
+  if (ch)
+    rdma_destroy_event_channel_(ch);
+  dlclose(lib);
+  return ok;
+}
+
+// create_cm's accepting has one deadline that no client restarts, and a
+// client that stops midway holds up no other and frees its rank when its
+// connection fails.
+bool check_cm_accept_deadline() {
+  const std::string host = cm_host();
+  {
+    // A refused client every 100 ms for up to 8 s: the accepting still ends
+    // at its 2 s deadline (the first version waited for the stream's end).
+    TRY(lst, listener::bind(host, 0));
+    cm_channel_options ho;
+    ho.accept = 1;
+    ho.timeout = 2s;
+    std::atomic<bool> stop{false};
+    std::thread stream([&] {
+      auto end = std::chrono::steady_clock::now() + 8s;
+      while (!stop && std::chrono::steady_clock::now() < end) {
+        cm_channel_options co;
+        co.connect = {{host, lst->port()}};
+        co.rank = 5; // outside [0, 1)
+        co.timeout = 1s;
+        (void)channel::create_cm(nullptr, co);
+        std::this_thread::sleep_for(100ms);
+      }
+    });
+    auto t0 = std::chrono::steady_clock::now();
+    auto hub = multi_channel::create_cm(&*lst, ho);
+    auto took = std::chrono::steady_clock::now() - t0;
+    stop = true;
+    stream.join();
+    std::fprintf(stderr, "  refused stream: %s after %.2f s\n",
+                 hub ? "connected" : hub.error().message().c_str(),
+                 std::chrono::duration<double>(took).count());
+    EXPECT(hub.error() == errc::rank_refused);
+    EXPECT(took >= 1900ms && took < 4s);
+  }
+  {
+    // Rank 0 stops midway, rank 1 connects, rank 0 tries again: the channel
+    // is made (the first version failed as soon as the stuck client's
+    // connection did).
+    TRY(lst, listener::bind(host, 0));
+    cm_channel_options ho;
+    ho.accept = 2;
+    ho.timeout = 20s;
+    result<multi_channel> hub = errc::timed_out;
+    std::thread server([&] { hub = multi_channel::create_cm(&*lst, ho); });
+    EXPECT(half_open_client(host, lst->port(), 0, 1500ms));
+    auto connect = [&](std::uint32_t rank) {
+      cm_channel_options co;
+      co.connect = {{host, lst->port()}};
+      co.rank = rank;
+      co.timeout = 5s;
+      auto c = channel::create_cm(nullptr, co);
+      // The stuck client's rank is free once the acceptor has seen its
+      // connection fail; until then it is taken.
+      for (int i = 0; i < 25 && !c && c.error() == errc::rank_refused; i++) {
+        std::this_thread::sleep_for(200ms);
+        c = channel::create_cm(nullptr, co);
+      }
+      return c;
+    };
+    auto c1 = connect(1);
+    auto c0 = connect(0);
+    server.join();
+    EXPECT_OK(c1);
+    EXPECT_OK(c0);
+    EXPECT_OK(hub);
+    EXPECT(hub->connected() && hub->cm_connected(0) && hub->cm_connected(1));
+    // Peer i is rank i: each sees the other's bytes.
+    for (std::size_t i = 0; i < 2; i++) {
+      channel &leaf = i == 0 ? *c0 : *c1;
+      std::vector<std::byte> b(32), r(32);
+      fill(b, 60 + static_cast<unsigned>(i));
+      TRY(bm, hub->pd().register_memory(b));
+      TRY(rm, leaf.pd().register_memory(r));
+      result<std::uint32_t> got = errc::timed_out;
+      std::thread rx([&] { got = leaf.receive(*rm->all(), 5s); });
+      auto sent = hub->send(i, *bm->all(), 5s);
+      rx.join();
+      EXPECT_OK(sent);
+      EXPECT_OK(got);
+      EXPECT(same(r, b));
+    }
+  }
   return true;
 }
 
@@ -1710,6 +1941,7 @@ int main(int argc, char **argv) {
       {"send-batch", [] { return check_send_batch(true); }},
       {"send-batch-chained", [] { return check_send_batch(false); }},
       {"endpoint", check_endpoint_errors},
+      {"peer-mismatch", check_peer_mismatch},
       {"lifetimes", check_lifetimes},
       {"batch-guard", check_batch_guard},
       {"prepared", check_prepared},
@@ -1721,6 +1953,7 @@ int main(int argc, char **argv) {
       {"cm-reject", check_cm_reject},
       {"cm-ack-timeout", check_cm_ack_timeout},
       {"cm-multi-channel", check_cm_multi_channel},
+      {"cm-accept-deadline", check_cm_accept_deadline},
       {"cm-mesh", check_cm_mesh},
       {"async-events", check_async_events}, // last: it takes the port down
   };

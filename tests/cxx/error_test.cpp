@@ -2,9 +2,14 @@
 // result<T> semantics and rdmadl's error categories. Needs no stack.
 #include <doctest/doctest.h>
 
+#include <csignal>
+#include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
+#include <sys/wait.h>
 #include <system_error>
+#include <unistd.h>
 
 #include "rdmadl/error.hpp"
 #include "rdmadl/runtime.hpp"
@@ -85,6 +90,14 @@ TEST_CASE("error: rdmadl errc values compare equal to the closest std::errc") {
     CHECK(ec == std::errc::invalid_argument);
     CHECK(ec.message().find("unknown") == std::string::npos);
   }
+  for (errc e : {errc::gid_mismatch, errc::no_lid, errc::bad_peer_qpn, errc::bad_peer_mtu}) {
+    std::error_code ec = e;
+    INFO(ec.message());
+    CHECK(ec.message().find("unknown") == std::string::npos);
+  }
+  CHECK(std::error_code(errc::gid_mismatch) == std::errc::network_unreachable);
+  CHECK(std::error_code(errc::no_lid) == std::errc::network_unreachable);
+  CHECK(std::error_code(errc::bad_peer_qpn) == std::errc::invalid_argument);
   CHECK(std::error_code(errc::memlock_limit) == std::errc::not_enough_memory);
   CHECK(std::error_code(errc::memlock_limit).message().find("ulimit -l") != std::string::npos);
   CHECK(std::error_code(errc::memlock_denied).message().find("ulimit -l") != std::string::npos);
@@ -101,4 +114,77 @@ TEST_CASE("error: work-completion statuses have their own category") {
   CHECK(retry == std::errc::timed_out);
   std::error_code generic(5, std::generic_category());
   CHECK(flush != generic);
+}
+
+namespace {
+// What body() writes to stderr in a child process, and whether it died of
+// SIGABRT.
+struct death {
+  bool aborted = false;
+  std::string err;
+};
+death run_dying(const std::function<void()> &body) {
+  int p[2];
+  REQUIRE(::pipe(p) == 0);
+  std::fflush(nullptr);
+  pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::dup2(p[1], 2);
+    ::close(p[0]);
+    body();
+    ::_exit(0); // not reached when body aborts
+  }
+  ::close(p[1]);
+  death d;
+  char buf[512];
+  for (ssize_t k; (k = ::read(p[0], buf, sizeof buf)) > 0;)
+    d.err.append(buf, static_cast<std::size_t>(k));
+  ::close(p[0]);
+  int st = 0;
+  REQUIRE(::waitpid(pid, &st, 0) == pid);
+  d.aborted = WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT;
+  return d;
+}
+} // namespace
+
+TEST_CASE("error: value() of an error aborts naming the caller's file, line and function") {
+  auto where = [](int line) { return "error_test.cpp:" + std::to_string(line) + ": in "; };
+  constexpr int at = __LINE__ + 3;
+  auto d = run_dying([] {
+    result<int> r = half(3);
+    std::printf("%d\n", r.value());
+  });
+  INFO(d.err);
+  CHECK(d.aborted);
+  CHECK(d.err.find(where(at)) != std::string::npos);
+  CHECK(d.err.find("Invalid argument") != std::string::npos);
+  CHECK(d.err.find("generic") != std::string::npos);
+
+  constexpr int at_void = __LINE__ + 3;
+  auto v = run_dying([] {
+    result<void> r(errc::timed_out);
+    r.value();
+  });
+  INFO(v.err);
+  CHECK(v.aborted);
+  CHECK(v.err.find(where(at_void)) != std::string::npos);
+  CHECK(v.err.find("rdmadl: timed out") != std::string::npos);
+
+  // The rvalue and const overloads too.
+  constexpr int at_rvalue = __LINE__ + 1;
+  auto m = run_dying([] { (void)half(5).value(); });
+  CHECK(m.aborted);
+  CHECK(m.err.find(where(at_rvalue)) != std::string::npos);
+  constexpr int at_const = __LINE__ + 3;
+  auto c = run_dying([] {
+    const result<int> r = half(7);
+    (void)r.value();
+  });
+  CHECK(c.aborted);
+  CHECK(c.err.find(where(at_const)) != std::string::npos);
+}
+
+TEST_CASE("error: last_error_detail() is empty until a documented call fails") {
+  CHECK(last_error_detail().empty());
 }

@@ -1,18 +1,23 @@
 // SPDX-License-Identifier: MIT
 // The out-of-band exchange over loopback TCP: both sides, timeouts (none at
-// all included), every address of a name, and a listener that outlives
-// strays until its deadline.
+// all included), every address of a name, a listener that outlives strays
+// until its deadline, the detail each failure names (call, side, host, port),
+// and the kept connection: streams of blobs, limits, timeouts that lose
+// nothing, peers that close or send a malformed length.
 #include <doctest/doctest.h>
 
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <dlfcn.h>
+#include <functional>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <string>
 #include <sys/socket.h>
 #include <thread>
 #include <unistd.h>
+#include <utility>
 
 #include "rdmadl/rdmadl.hpp"
 
@@ -25,6 +30,7 @@ using namespace std::chrono_literals;
 namespace {
 constexpr const char *dual_v6_first = "oob-test-v6-first.invalid";
 constexpr const char *dual_v4_first = "oob-test-v4-first.invalid";
+constexpr const char *nowhere = "oob-test-nowhere.invalid"; // resolves to nothing
 using getaddrinfo_fn = int (*)(const char *, const char *, const addrinfo *, addrinfo **);
 getaddrinfo_fn next_getaddrinfo() {
   static auto f = reinterpret_cast<getaddrinfo_fn>(dlsym(RTLD_NEXT, "getaddrinfo"));
@@ -34,6 +40,8 @@ getaddrinfo_fn next_getaddrinfo() {
 
 extern "C" __attribute__((visibility("default"))) int
 getaddrinfo(const char *node, const char *service, const addrinfo *hints, addrinfo **res) {
+  if (node && !std::strcmp(node, nowhere))
+    return EAI_NONAME;
   bool v6_first = node && !std::strcmp(node, dual_v6_first);
   if (!node || (!v6_first && std::strcmp(node, dual_v4_first) != 0))
     return next_getaddrinfo()(node, service, hints, res);
@@ -176,9 +184,22 @@ TEST_CASE("oob: no peer in time, on either side, and an oversized blob") {
   auto r = oob::exchange("127.0.0.1", port, false, blob, 200ms);
   CHECK(r.error() == errc::timed_out);
   CHECK(std::chrono::steady_clock::now() - start < 5s);
+  const std::string p = std::to_string(port);
+  CHECK(last_error_detail() == "oob::exchange: connect to 127.0.0.1:" + p +
+                                   " timed out after 200 ms (last attempt: Connection refused)");
   CHECK(oob::exchange("127.0.0.1", port, true, blob, 100ms).error() == errc::timed_out);
+  CHECK(last_error_detail() ==
+        "oob::exchange: listen on 127.0.0.1:" + p + " timed out after 100 ms: no peer connected");
   std::vector<std::byte> big(oob::max_blob + 1);
-  CHECK(oob::exchange("127.0.0.1", port, false, big, 100ms).error() == errc::bad_size);
+  CHECK(oob::exchange("::1", port, false, big, 100ms).error() == errc::bad_size);
+  CHECK(last_error_detail() == "oob::exchange: connect to [::1]:" + p +
+                                   ": our blob is 65537 bytes, over max_blob (65536)");
+  CHECK(oob::exchange(nowhere, port, false, blob, 100ms).error() ==
+        std::errc::address_not_available);
+  CHECK(last_error_detail() == "oob::exchange: connect to " + std::string(nowhere) + ":" + p +
+                                   ": the host name does not resolve");
+  CHECK(oob::exchange("", port, true, blob, 0ms).error() == errc::timed_out);
+  CHECK(last_error_detail().find("oob::exchange: listen on *:" + p) == 0);
 }
 
 TEST_CASE("oob: a peer that hangs up before sending its blob") {
@@ -204,6 +225,10 @@ TEST_CASE("oob: a peer that hangs up before sending its blob") {
   ::close(l);
   REQUIRE_FALSE(r);
   CHECK(r.error() == std::errc::connection_reset);
+  CHECK(r.error() == errc::peer_closed);
+  // (a reset if our blob arrived after the close)
+  CHECK(last_error_detail().find("oob::exchange: connect to 127.0.0.1:" + std::to_string(port) +
+                                 ": the peer closed the connection") == 0);
 }
 
 TEST_CASE("oob: milliseconds::max() is no limit, on either side") {
@@ -275,4 +300,231 @@ TEST_CASE("oob: a listener survives strays and bad blobs until its deadline") {
   lonely.join();
   REQUIRE_FALSE(got);
   CHECK(got.error() == errc::timed_out);
+  // (the detail is the listener thread's own)
+}
+
+// ---- oob::connection ----
+
+namespace {
+template <class T> T ok(result<T> r) {
+  REQUIRE_MESSAGE(r, r.error().message() << ": " << std::string(last_error_detail()));
+  return std::move(*r);
+}
+void ok(result<void> r) {
+  REQUIRE_MESSAGE(r, r.error().message() << ": " << std::string(last_error_detail()));
+}
+
+// A connected pair over loopback: [0] listened, [1] connected (it sent
+// `hello` first, as the connecting side does).
+std::array<oob::connection, 2> pair_up(std::size_t limit0 = oob::max_blob,
+                                       std::size_t limit1 = oob::max_blob) {
+  const std::uint16_t port = free_port();
+  result<oob::connection> server = errc::timed_out;
+  std::string server_detail;
+  std::thread t([&] {
+    server = oob::connection::listen("127.0.0.1", port, 10s, limit0);
+    server_detail = last_error_detail();
+  });
+  auto client = oob::connection::connect("127.0.0.1", port, 10s, limit1);
+  if (client)
+    (void)client->send(bytes(3, 9), 10s);
+  t.join();
+  REQUIRE_MESSAGE(client, std::string(last_error_detail()));
+  REQUIRE_MESSAGE(server, server_detail);
+  CHECK(ok(server->receive(1s)) == bytes(3, 9));
+  return {std::move(*server), std::move(*client)};
+}
+
+// A raw socket connected to a connection::listen on 127.0.0.1:port, after
+// its first blob `hello`; both ends returned.
+struct raw_pair {
+  oob::connection conn;
+  int raw = -1;
+  ~raw_pair() { close_fd(raw); }
+};
+void raw_frame(int s, std::size_t n, int seed, std::size_t upto) {
+  const unsigned char len[4] = {
+      static_cast<unsigned char>(n & 0xff), static_cast<unsigned char>((n >> 8) & 0xff),
+      static_cast<unsigned char>((n >> 16) & 0xff), static_cast<unsigned char>((n >> 24) & 0xff)};
+  write_to(s, len, 4);
+  auto b = bytes(n, seed);
+  write_to(s, b.data(), std::min(upto, n));
+}
+void raw_listened(raw_pair &p, std::size_t limit = oob::max_blob) {
+  const std::uint16_t port = free_port();
+  result<oob::connection> server = errc::timed_out;
+  std::thread t([&] { server = oob::connection::listen("127.0.0.1", port, 10s, limit); });
+  p.raw = raw_connect(port);
+  raw_frame(p.raw, 5, 1, 5);
+  t.join();
+  REQUIRE(p.raw >= 0);
+  REQUIRE(server);
+  p.conn = std::move(*server);
+  CHECK(ok(p.conn.receive(1s)) == bytes(5, 1));
+}
+} // namespace
+
+TEST_CASE("oob: a connection carries a stream of blobs both ways, nothing lost or reordered") {
+  auto c = pair_up();
+  constexpr int n = 300;
+  auto size_of = [](int i) {
+    return static_cast<std::size_t>(i % 7 == 0    ? 0
+                                    : i % 11 == 0 ? oob::max_blob
+                                                  : (i * 131) % 5000);
+  };
+  // Each side sends on one thread and receives on another, at once.
+  std::string errors[4];
+  auto sender = [&](int side, std::string &err) {
+    for (int i = 0; i < n && err.empty(); i++)
+      if (auto r = c[side].send(bytes(size_of(i), i + 1000 * side), 10s); !r)
+        err = "send " + std::to_string(i) + ": " + std::string(last_error_detail());
+  };
+  auto receiver = [&](int side, std::string &err) {
+    for (int i = 0; i < n && err.empty(); i++) {
+      auto r = c[side].receive(10s);
+      if (!r || *r != bytes(size_of(i), i + 1000 * (1 - side)))
+        err = "receive " + std::to_string(i) + ": " + std::string(last_error_detail());
+    }
+  };
+  std::thread t[4] = {
+      std::thread(sender, 0, std::ref(errors[0])), std::thread(receiver, 0, std::ref(errors[1])),
+      std::thread(sender, 1, std::ref(errors[2])), std::thread(receiver, 1, std::ref(errors[3]))};
+  for (auto &x : t)
+    x.join();
+  for (auto &e : errors)
+    CHECK_MESSAGE(e.empty(), e);
+  CHECK(c[0].native_handle() >= 0);
+  CHECK(c[0].max_size() == oob::max_blob);
+}
+
+TEST_CASE("oob: a connection's size limit, on sending and on receiving") {
+  auto c = pair_up(100, 1000);
+  CHECK(c[0].max_size() == 100);
+  // Over our own limit: refused, nothing sent, the connection goes on.
+  CHECK(c[0].send(bytes(101, 0), 1s).error() == errc::bad_size);
+  CHECK(last_error_detail().find("our blob is 101 bytes, over the limit of 100") !=
+        std::string_view::npos);
+  ok(c[0].send(bytes(100, 1), 1s));
+  CHECK(ok(c[1].receive(1s)) == bytes(100, 1));
+  // The peer announces more than our limit: the stream cannot go on.
+  ok(c[1].send(bytes(500, 2), 1s));
+  CHECK(c[0].receive(1s).error() == errc::bad_size);
+  const std::string said(last_error_detail());
+  CHECK(said.find("oob::connection::receive: listen on 127.0.0.1:") == 0);
+  CHECK(said.find("the peer announced a blob of 500 bytes, over the limit of 100") !=
+        std::string::npos);
+  CHECK(c[0].receive(1s).error() == errc::bad_size);
+  CHECK(last_error_detail() == said);
+  // Sending is another direction: it goes on.
+  ok(c[0].send(bytes(1, 1), 1s));
+  CHECK(ok(c[1].receive(1s)) == bytes(1, 1));
+}
+
+TEST_CASE("oob: a receive that times out keeps what arrived; the next one continues") {
+  raw_pair p;
+  raw_listened(p);
+  auto start = std::chrono::steady_clock::now();
+  CHECK(p.conn.receive(100ms).error() == errc::timed_out);
+  CHECK(std::chrono::steady_clock::now() - start >= 100ms);
+  CHECK(last_error_detail().find("oob::connection::receive: listen on 127.0.0.1:") == 0);
+  CHECK(last_error_detail().find("receive timed out after 100 ms") != std::string_view::npos);
+  // Half a blob (the length and 40 of its 100 bytes), then a timeout.
+  const std::size_t n = 100;
+  const unsigned char len[4] = {n, 0, 0, 0};
+  auto b = bytes(n, 7);
+  write_to(p.raw, len, 2);
+  CHECK(p.conn.receive(50ms).error() == errc::timed_out);
+  write_to(p.raw, len + 2, 2);
+  write_to(p.raw, b.data(), 40);
+  CHECK(p.conn.receive(50ms).error() == errc::timed_out);
+  CHECK(last_error_detail().find("within a blob (what arrived is kept)") != std::string_view::npos);
+  write_to(p.raw, b.data() + 40, n - 40);
+  CHECK(ok(p.conn.receive(1s)) == b);
+  // Nothing waiting and no time: timed_out at once.
+  CHECK(p.conn.receive(0ms).error() == errc::timed_out);
+}
+
+TEST_CASE("oob: a peer that closes, between blobs or in the middle of one") {
+  SUBCASE("between blobs") {
+    raw_pair p;
+    raw_listened(p);
+    raw_frame(p.raw, 10, 3, 10);
+    close_fd(std::exchange(p.raw, -1));
+    CHECK(ok(p.conn.receive(1s)) == bytes(10, 3)); // what was sent before the close
+    CHECK(p.conn.receive(1s).error() == errc::peer_closed);
+    CHECK(last_error_detail().find(": the peer closed the connection") != std::string_view::npos);
+    CHECK(p.conn.receive(1s).error() == errc::peer_closed);
+  }
+  SUBCASE("in the middle of a blob") {
+    raw_pair p;
+    raw_listened(p);
+    raw_frame(p.raw, 100, 3, 10);
+    close_fd(std::exchange(p.raw, -1));
+    CHECK(p.conn.receive(1s).error() == errc::peer_closed);
+    CHECK(last_error_detail().find("closed the connection after 10 of the 100 bytes of a blob") !=
+          std::string_view::npos);
+  }
+  SUBCASE("in the middle of a length prefix") {
+    raw_pair p;
+    raw_listened(p);
+    write_to(p.raw, "\x01\x00", 2);
+    close_fd(std::exchange(p.raw, -1));
+    CHECK(p.conn.receive(1s).error() == errc::peer_closed);
+    CHECK(last_error_detail().find("within a blob's length prefix") != std::string_view::npos);
+  }
+  SUBCASE("the sender sees the close too") {
+    auto c = pair_up();
+    c[1] = oob::connection();
+    result<void> r;
+    // The first sends may still land in the socket buffer; the close shows
+    // within a few.
+    for (int i = 0; i < 100 && r; i++)
+      r = c[0].send(bytes(1000, i), 1s);
+    CHECK(r.error() == errc::peer_closed);
+    CHECK(r.error() == std::errc::connection_reset);
+  }
+}
+
+TEST_CASE("oob: a malformed length prefix is a clear error, not an allocation") {
+  raw_pair p;
+  raw_listened(p);
+  write_to(p.raw, "GET / HTTP/1.0\r\n\r\n", 18);
+  CHECK(p.conn.receive(1s).error() == errc::bad_size);
+  // "GET " read as a little-endian length.
+  CHECK(last_error_detail().find("the peer announced a blob of 542393671 bytes, over the limit "
+                                 "of 65536 (not an rdmadl oob peer") != std::string_view::npos);
+}
+
+TEST_CASE("oob: a send that times out queues its blob whole; flush() or the next send delivers") {
+  constexpr std::size_t big = 32u << 20; // more than loopback's socket buffers hold
+  auto c = pair_up(big, big);
+  auto blob = bytes(big, 5);
+  auto r = c[0].send(blob, 50ms);
+  REQUIRE(r.error() == errc::timed_out);
+  CHECK(last_error_detail().find("send timed out after 50 ms") != std::string_view::npos);
+  CHECK(last_error_detail().find("queued") != std::string_view::npos);
+  // A send behind a queued blob queues too, in order.
+  CHECK(c[0].send(bytes(7, 6), 0ms).error() == errc::timed_out);
+  std::thread reader([&] {
+    for (auto want : {blob, bytes(7, 6), bytes(9, 8)}) {
+      auto got = c[1].receive(20s);
+      CHECK(got);
+      if (got)
+        CHECK(*got == want);
+    }
+  });
+  ok(c[0].flush(20s));
+  ok(c[0].send(bytes(9, 8), 20s));
+  reader.join();
+}
+
+TEST_CASE("oob: an empty connection refuses everything") {
+  oob::connection c;
+  CHECK_FALSE(c);
+  CHECK(c.native_handle() == -1);
+  CHECK(c.send(bytes(1, 1), 1s).error() == errc::empty_object);
+  CHECK(c.receive(1s).error() == errc::empty_object);
+  CHECK(c.flush(1s).error() == errc::empty_object);
+  CHECK(oob::connection::connect("127.0.0.1", free_port(), 100ms).error() == errc::timed_out);
+  CHECK(last_error_detail().find("oob::connection::connect: connect to 127.0.0.1:") == 0);
 }

@@ -13,6 +13,7 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
     b.gid_value.raw[i] = static_cast<std::uint8_t>(0xf0 + i);
   b.qkey = 0x11111111;
   b.mtu = 4096;
+  b.gid_kind = rdmadl::gid_type::roce_v2;
   const rdmadl::endpoint seeds[] = {a, b};
   rdmadl_fuzz::write_seeds("endpoint-", seeds);
   return 0;

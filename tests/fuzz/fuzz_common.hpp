@@ -50,19 +50,25 @@ template <class T> int check_round_trip(const std::uint8_t *data, std::size_t si
   return 1;
 }
 
+// Writes one seed file NAME with the given bytes into the directory named by
+// the environment variable RDMADL_FUZZ_SEED_DIR, if set.
+inline void write_seed(const std::string &name, const void *data, std::size_t size) {
+  const char *dir = std::getenv("RDMADL_FUZZ_SEED_DIR");
+  if (!dir)
+    return;
+  std::string path = std::string(dir) + "/" + name;
+  std::FILE *f = std::fopen(path.c_str(), "wb");
+  if (!f || std::fwrite(data, 1, size, f) != size || std::fclose(f) != 0)
+    fail("cannot write a seed into RDMADL_FUZZ_SEED_DIR");
+}
+
 // Writes SEEDS (serialised values) into the directory named by the
 // environment variable RDMADL_FUZZ_SEED_DIR, if set; the ctest run points it
 // at the corpus directory it starts with.
 template <class T, std::size_t N> void write_seeds(const char *prefix, const T (&seeds)[N]) {
-  const char *dir = std::getenv("RDMADL_FUZZ_SEED_DIR");
-  if (!dir)
-    return;
   for (std::size_t i = 0; i < N; i++) {
     auto b = seeds[i].serialize();
-    std::string path = std::string(dir) + "/" + prefix + std::to_string(i);
-    std::FILE *f = std::fopen(path.c_str(), "wb");
-    if (!f || std::fwrite(b.data(), 1, b.size(), f) != b.size() || std::fclose(f) != 0)
-      fail("cannot write a seed into RDMADL_FUZZ_SEED_DIR");
+    write_seed(prefix + std::to_string(i), b.data(), b.size());
   }
 }
 

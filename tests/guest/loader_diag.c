@@ -8,6 +8,11 @@
  * libraries' highest node; a library without one must be not found.
  * With --absent (no LIST): every symbol must be unresolved and the
  * diagnostics must say libibverbs.so.1 was not found.
+ * Either way the verdict (rdmadl_verdict_state) is checked: usable on
+ * Soft-RoCE, naming the rxe device; no library in the image without
+ * rdma-core. loader_diag --usable-line prints only the line rdmadl-info
+ * prints ("usable: yes|no: VERDICT"), for tests/cxx/guest-tests.sh to
+ * compare.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,6 +78,28 @@ static void print_libs(void) {
   printf("loader_diag: reason: %s\n", rdmadl_reason());
 }
 
+/* The verdict where Soft-RoCE runs, or where no rdma-core is installed. */
+static void check_verdict(void) {
+  static const char none[] = "no usable libibverbs: libibverbs.so.1 not-found: ",
+                    usable_ok[] = "RDMA is usable: ";
+  rdmadl_stack st;
+  int usable = -1;
+  const char *v = rdmadl_verdict_state(&st, &usable);
+  printf("loader_diag: verdict: %s\n", v);
+  if (t_absent())
+    t_check("diag.absent.verdict",
+            st == RDMADL_STACK_NO_LIBRARY && usable == 0 &&
+                strncmp(v, none, sizeof none - 1) == 0 &&
+                strstr(v, "install rdma-core's libibverbs") != NULL,
+            "stack %s, usable %d: %s", rdmadl_stack_name(st), usable, v);
+  else
+    t_check("diag.verdict",
+            st == RDMADL_STACK_READY && usable == 1 &&
+                strncmp(v, usable_ok, sizeof usable_ok - 1) == 0 && strstr(v, "rxe") != NULL &&
+                strstr(v, " port ") != NULL,
+            "stack %s, usable %d: %s", rdmadl_stack_name(st), usable, v);
+}
+
 static int absent(void) {
   struct t_dev d;
   t_open(&d); /* prints loader_diag.absent */
@@ -92,8 +119,15 @@ static int absent(void) {
 }
 
 int main(int argc, char **argv) {
+  if (argc == 2 && strcmp(argv[1], "--usable-line") == 0) {
+    int usable = 0;
+    const char *v = rdmadl_verdict_state(NULL, &usable);
+    printf("usable: %s: %s\n", usable ? "yes" : "no", v);
+    return 0;
+  }
   t_init(argc, argv, "loader_diag");
   print_libs();
+  check_verdict();
   if (t_absent())
     return absent();
   if (argc < 2 || read_list(argv[1]) != 0) {

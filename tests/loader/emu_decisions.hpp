@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: MIT
-// Issue 9's fallback decisions as the loader tests check them: what the table
-// says (emu_in_table) and, written out independently of it, the symbols newer
-// than rdma-core 33.2 (IBVERBS_1.11, RDMACM_1.3) that fall back; every other
-// newer one fails with EOPNOTSUPP when the library lacks it. Needs loader/ on
-// the include path.
+// The fallback decisions (README: the failure contract) as the loader tests check them: what the
+// table says (emu_in_table) and, written out independently of it, the symbols newer than
+// rdma-core 33.2 (IBVERBS_1.11, RDMACM_1.3) that fall back; every other newer one fails with
+// EOPNOTSUPP when the library lacks it. Needs loader/ on the include path.
 #ifndef RDMADL_TEST_EMU_DECISIONS_HPP
 #define RDMADL_TEST_EMU_DECISIONS_HPP
 

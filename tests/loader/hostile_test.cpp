@@ -23,6 +23,8 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+
+#include "symbol_counts.h"
 #include <time.h>
 #include <unistd.h>
 
@@ -370,9 +372,103 @@ TEST_CASE("hostile: first use from .preinit_array honours the environment") {
   CHECK(o["path"] == real(full));
 }
 
+// The "rdmadl: " lines of a run's stderr.
+static std::vector<std::string> log_lines(const std::string &err) {
+  std::vector<std::string> out;
+  for (size_t pos = 0; pos < err.size();) {
+    size_t nl = err.find('\n', pos);
+    std::string line = err.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+    if (line.rfind("rdmadl: ", 0) == 0)
+      out.push_back(line);
+    pos = nl == std::string::npos ? err.size() : nl + 1;
+  }
+  return out;
+}
+
+TEST_CASE("hostile: a log handler set in .preinit_array sees the start-up lines, escaped") {
+  const std::string sink = need("HOSTILE_LOGSINK");
+  const std::string full = fakes() + "/fake_full/libibverbs.so.1";
+  // The summary: a line per library, then the verdict; a path with a newline
+  // cannot start a line of its own anywhere.
+  const std::string forged = "/nonexistent/a\nrdmadl: forged";
+  result r = run({sink, "2"}, {"RDMADL_IBVERBS_PATH=" + forged, no_cm});
+  INFO(r.out << r.err);
+  CHECK(r.status == 0);
+  CHECK(r["early_set"] == "0");
+  CHECK(r["lines"] == "3");
+  CHECK(r["wrong_ctx"] == "0");
+  CHECK(r["raw_newlines"] == "0");
+  CHECK(has(r.out, "log=2 /nonexistent/a\\nrdmadl: forged not-found: "));
+  CHECK(has(r.out, "log=2 verdict: no usable libibverbs: /nonexistent/a\\nrdmadl: forged"));
+  CHECK(has(r["verdict"], "/nonexistent/a\\nrdmadl: forged not-found"));
+  CHECK(has(r["reason"], "/nonexistent/a\\nrdmadl: forged not-found"));
+  CHECK_FALSE(has(r.out, "\nrdmadl: forged"));
+  CHECK(r.err.empty()); // nothing went to stderr
+  // The verdict line is the verdict.
+  CHECK(has(r.out, "log=2 verdict: " + r["verdict"] + "\n"));
+
+  // Every step at the debug level: a line per symbol bound.
+  result d = run({sink, "3"}, {"RDMADL_IBVERBS_PATH=" + full, no_cm});
+  INFO(d.out << d.err);
+  CHECK(std::stoi(d["lines"]) > RDMADL_TEST_IBV_SYMBOLS);
+  CHECK(has(d.out, "log=3 ibv_open_device@IBVERBS_1.1: 0x"));
+  CHECK(has(d.out, "log=2 libibverbs.so.1 (IBVERBS_1.18, " + real(full) + "): complete\n"));
+  // Errors only: a normal start-up says nothing.
+  result e = run({sink, "0"}, {"RDMADL_IBVERBS_PATH=" + full, no_cm});
+  INFO(e.out << e.err);
+  CHECK(e["lines"] == "0");
+  CHECK(e.err.empty());
+
+  // Restored to the default: the handler is not called again, and stderr
+  // gets what RDMADL_DEBUG asks for (here: every step).
+  const std::string missing = "RDMADL_IBVERBS_PATH=/nonexistent/libibverbs.so.1";
+  result q = run({sink, "3", "default"}, {missing, no_cm});
+  INFO(q.out << q.err);
+  CHECK(q["restore"] == "0");
+  CHECK(q["after_restore"] == "0");
+  CHECK(q.err.empty());
+  result v = run({sink, "3", "default"}, {missing, no_cm, "RDMADL_DEBUG=2"});
+  INFO(v.out << v.err);
+  CHECK(v["after_restore"] == "0");
+  CHECK(log_lines(v.err) ==
+        std::vector<std::string>{"rdmadl: ibv_fork_init@IBVERBS_1.1: not in the loaded library "
+                                 "(a fallback or EOPNOTSUPP)"});
+}
+
+TEST_CASE("hostile: RDMADL_DEBUG=1 logs a line per library and the verdict, 2 every symbol") {
+  const std::string full = "RDMADL_IBVERBS_PATH=" + fakes() + "/fake_full/libibverbs.so.1";
+  for (const char *on : {"1", "true", "yes", "info"}) {
+    CAPTURE(on);
+    result r = probe({full, no_cm, std::string("RDMADL_DEBUG=") + on});
+    auto lines = log_lines(r.err);
+    REQUIRE(lines.size() == 3);
+    CHECK(lines[0].rfind("rdmadl: libibverbs.so.1 (IBVERBS_1.18, ", 0) == 0);
+    CHECK(lines[1] == "rdmadl: /nonexistent/librdmacm.so.1 not-found: RDMADL_RDMACM_PATH="
+                      "/nonexistent/librdmacm.so.1: No such file or directory");
+    CHECK(lines[2] == "rdmadl: verdict: the kernel supports RDMA but no device exists (for "
+                      "Soft-RoCE: rdma link add rxe0 type rxe netdev IFACE)");
+  }
+  for (const char *all : {"2", "3", "debug", "symbols", "SYMBOLS"}) {
+    CAPTURE(all);
+    result r = probe({full, no_cm, std::string("RDMADL_DEBUG=") + all});
+    CHECK(log_lines(r.err).size() > RDMADL_TEST_IBV_SYMBOLS);
+  }
+  for (const char *off : {"0", "false", "off", ""}) {
+    CAPTURE(off);
+    CHECK(probe({full, no_cm, std::string("RDMADL_DEBUG=") + off}).err.empty());
+  }
+  // Not understood: the summary, and a warning saying so.
+  result r = probe({full, no_cm, "RDMADL_DEBUG=loud"});
+  CHECK(has(r.err, "rdmadl: RDMADL_DEBUG=loud is not understood"));
+  CHECK(log_lines(r.err).size() == 4);
+}
+
 TEST_CASE("hostile: fork while another thread is inside the loader loads once per process") {
+  // A provider override too: the child's load again must free the cut-off
+  // load's copy of it (forkload checks for leaks under ASan).
   result r = run({need("HOSTILE_FORKLOAD")},
-                 {"RDMADL_IBVERBS_PATH=" + fakes() + "/fake_hooked/libibverbs.so.1", no_cm});
+                 {"RDMADL_IBVERBS_PATH=" + fakes() + "/fake_hooked/libibverbs.so.1", no_cm,
+                  "RDMADL_MLX5_PATH=/nonexistent/libmlx5.so.1"});
   INFO(r.out << r.err);
   CHECK_FALSE(r.hung);
   CHECK(has(r.out, "child: state loaded, 95 symbols, 0 missing, list yes"));
