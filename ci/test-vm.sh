@@ -215,6 +215,19 @@ done
 t_images=$(date +%s)
 
 # --- payload --------------------------------------------------------------------
+# strip_debug DIR: drops the debug sections of every ELF file under DIR. The
+# guest unpacks the payload into RAM (256 MiB, shared with the kernel and the
+# image), and a RelWithDebInfo build's test programs are mostly DWARF: with
+# it, sid's larger image no longer fit ("Initramfs unpacking failed: write
+# error", or SIGBUS in a program whose pages could not be backed). Symbols
+# (.symtab, .dynsym) stay, so backtraces and dlvsym work as before.
+strip_debug() {
+  local f
+  while IFS= read -r -d '' f; do
+    [ "$(head -c 4 "$f" | od -An -c | tr -d ' ')" = '177ELF' ] || continue
+    strip --strip-debug "$f" || die "strip --strip-debug $f failed"
+  done < <(find "$1" -type f -print0)
+}
 progs="rc_ops ud_srq comp_channel ex_api cm_pingpong strs loader_diag buf_pingpong rc_ops_shared ffi_ops
   dv_umad"
 for p in $progs; do
@@ -368,6 +381,7 @@ fi
   >>"$payload/guest-tests.sh"
 # shellcheck disable=SC2016 # guest-side variable
 echo 'exit $status' >>"$payload/guest-tests.sh"
+strip_debug "$payload"
 
 # --- boots, one at a time -----------------------------------------------------
 declare -A boot_secs=()
@@ -419,6 +433,7 @@ for c in $clusters; do
     [ -z "${RDMADL_VM_CLUSTER_BREAK:-}" ] || echo "export RDMADL_VM_BREAK=$RDMADL_VM_CLUSTER_BREAK"
     sed 1d "$here/vm/cluster-tests.sh"
   } >"$cpay/guest-tests.sh"
+  strip_debug "$cpay"
   cluster_plan "${cn[@]}" >"$cpay/cluster-plan"
   clog=$logs/cluster-$ck
   say "cluster $ck: ${cn[*]} ($(wc -l <"$cpay/cluster-plan") cross-node tests)"
