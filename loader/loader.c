@@ -1161,12 +1161,12 @@ static char *describe_lib(struct lib_info *l) {
   for (size_t k = l->first; k < l->first + l->nsyms; k++) {
     if (__atomic_load_n(&rdmadl_fn[k], __ATOMIC_ACQUIRE))
       continue;
-    if (rdmadl_sym_meta[k].emu)
-      emulated++;
-    if ((int)rdmadl_sym_meta[k].slot > top)
-      newer++;
+    if ((int)rdmadl_sym_meta[k].slot <= top)
+      own++; /* absent or emulated: the file lacks a node it claims */
+    else if (rdmadl_sym_meta[k].emu)
+      emulated++; /* a fallback serves it: not counted as absent too */
     else
-      own++;
+      newer++;
   }
   char what[160];
   if (!l->nmissing)

@@ -154,7 +154,7 @@ RDMADL_API rdmadl_stack rdmadl_stack_state(void);
 RDMADL_API const char *rdmadl_stack_name(rdmadl_stack stack);
 
 /** What the libraries are, for example "libibverbs.so.1 (rdma-core 44.0,
- * IBVERBS_1.14, PATH): complete for its release, 19 newer symbols absent, 5
+ * IBVERBS_1.14, PATH): complete for its release, 14 newer symbols absent, 5
  * emulated; librdmacm.so.1 (...)": an older release lacking newer symbols is
  * complete. Based on the libraries only, never the kernel or the devices: to
  * tell a user why RDMA is off, show rdmadl_verdict(). Control characters are
