@@ -16,25 +16,19 @@ namespace {
 using rdmadl::detail::cm_hello;
 using rdmadl::detail::cm_hello_size;
 
-void write_seed(const char *dir, const std::string &name, std::span<const std::byte> b) {
-  std::string path = std::string(dir) + "/" + name;
-  std::FILE *f = std::fopen(path.c_str(), "wb");
-  if (!f || std::fwrite(b.data(), 1, b.size(), f) != b.size() || std::fclose(f) != 0)
-    rdmadl_fuzz::fail("cannot write a seed into RDMADL_FUZZ_SEED_DIR");
+void write_seed(const std::string &name, std::span<const std::byte> b) {
+  rdmadl_fuzz::write_seed(name, b.data(), b.size());
 }
 } // namespace
 
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
-  const char *dir = std::getenv("RDMADL_FUZZ_SEED_DIR");
-  if (!dir)
-    return 0;
-  write_seed(dir, "hello-0", cm_hello(0));
-  write_seed(dir, "hello-max", cm_hello(0xffffffffu));
+  write_seed("hello-0", cm_hello(0));
+  write_seed("hello-max", cm_hello(0xffffffffu));
   // A rank as rdma_cm delivers it: padded with zeros to 56 bytes.
   std::array<std::byte, 56> padded{};
   auto h = cm_hello(7);
   std::copy(h.begin(), h.end(), padded.begin());
-  write_seed(dir, "hello-padded", padded);
+  write_seed("hello-padded", padded);
   return 0;
 }
 
