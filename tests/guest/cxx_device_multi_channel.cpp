@@ -15,6 +15,125 @@
 
 namespace cxx_device {
 
+namespace {
+
+std::vector<std::byte> pattern(std::size_t len, unsigned seed) {
+  std::vector<std::byte> v(len);
+  fill(v, seed);
+  return v;
+}
+
+// A hub's buffer of one slot per leaf and each leaf's buffer, all registered
+// for remote writes and reads.
+struct hub_buffers {
+  static constexpr std::size_t n = 3, len = 256;
+  std::vector<std::byte> hub = std::vector<std::byte>(n * len);
+  std::vector<std::vector<std::byte>> leaf{n, std::vector<std::byte>(len)};
+  memory_region hub_mr;
+  std::vector<memory_region> leaf_mr;
+
+  static result<hub_buffers> create(multi_channel &h, std::vector<channel> &leaves) {
+    hub_buffers b;
+    auto hm = h.pd().register_memory(b.hub, access::remote_write | access::remote_read);
+    if (!hm)
+      return hm.error();
+    b.hub_mr = std::move(*hm);
+    for (std::size_t i = 0; i < n; i++) {
+      auto m =
+          leaves[i].pd().register_memory(b.leaf[i], access::remote_write | access::remote_read);
+      if (!m)
+        return m.error();
+      b.leaf_mr.push_back(std::move(*m));
+    }
+    return b;
+  }
+  local_slice hub_slice(std::size_t i) const { return hub_mr.slice(i * len, len).value(); }
+  std::span<std::byte> hub_part(std::size_t i) { return std::span(hub).subspan(i * len, len); }
+};
+
+// Every collective operation between a hub and its leaves (leaf i is the
+// hub's peer i), byte for byte, with patterns from seed on: multicast,
+// scatter_send, gather_receive, scatter_write and gather_read.
+bool exchange_all(multi_channel &hub, std::vector<channel> &leaf, hub_buffers &b, unsigned seed) {
+  constexpr std::size_t n = hub_buffers::n, len = hub_buffers::len;
+  auto &lb = b.leaf;
+  auto &lm = b.leaf_mr;
+  auto expect = [&](unsigned k) { return pattern(len, seed + k); };
+  auto parts = [&](bool remote) {
+    std::vector<multi_channel::part> p;
+    for (std::size_t i = 0; i < n; i++)
+      p.push_back({i, b.hub_slice(i), remote ? lm[i].remote().value() : remote_region{}});
+    return p;
+  };
+  // multicast: one buffer to every leaf.
+  fill(b.hub_part(0), seed);
+  {
+    auto s0 = leaf[0].scope(), s1 = leaf[1].scope(), s2 = leaf[2].scope();
+    polling_scope *sc[n] = {&s0, &s1, &s2};
+    work_handle h[n];
+    for (std::size_t i = 0; i < n; i++) {
+      TRY(r, sc[i]->post_recv(0, *lm[i].all()));
+      h[i] = *r;
+    }
+    std::size_t all[] = {0, 1, 2};
+    EXPECT_OK(hub.multicast_send(all, b.hub_slice(0), 5s));
+    for (std::size_t i = 0; i < n; i++) {
+      TRY(w, sc[i]->wait(h[i], 5s));
+      EXPECT(w->ok() && w->byte_len == len && w->peer == 0);
+      EXPECT(same(lb[i], expect(0)));
+    }
+  }
+  // scatter_send: a different slice to each leaf.
+  for (std::size_t i = 0; i < n; i++)
+    fill(b.hub_part(i), seed + 10 + static_cast<unsigned>(i));
+  {
+    auto s0 = leaf[0].scope(), s1 = leaf[1].scope(), s2 = leaf[2].scope();
+    polling_scope *sc[n] = {&s0, &s1, &s2};
+    for (std::size_t i = 0; i < n; i++)
+      EXPECT_OK(sc[i]->post_recv(0, *lm[i].all()));
+    EXPECT_OK(hub.scatter_send(parts(false), 5s));
+    for (std::size_t i = 0; i < n; i++) {
+      TRY(all, sc[i]->wait_all(5s));
+      EXPECT(all->size() == 1 && all->front().ok() && all->front().byte_len == len);
+      EXPECT(same(lb[i], expect(10 + static_cast<unsigned>(i))));
+    }
+  }
+  // gather_receive: every leaf sends (from another thread), the hub collects.
+  for (std::size_t i = 0; i < n; i++)
+    fill(lb[i], seed + 20 + static_cast<unsigned>(i));
+  {
+    std::atomic<int> sent{0};
+    std::thread senders([&] {
+      for (std::size_t i = 0; i < n; i++)
+        if (leaf[i].send(*lm[i].all(), 10s))
+          sent++;
+    });
+    std::array<work_result, n> got_parts{};
+    auto got = hub.gather_receive(parts(false), 10s, got_parts);
+    senders.join();
+    EXPECT(sent.load() == static_cast<int>(n));
+    EXPECT_OK(got);
+    for (std::size_t i = 0; i < n; i++)
+      EXPECT(got_parts[i].ok() && got_parts[i].peer == i && got_parts[i].byte_len == len);
+    for (std::size_t i = 0; i < n; i++)
+      EXPECT(same(b.hub_part(i), expect(20 + static_cast<unsigned>(i))));
+  }
+  // scatter_write and gather_read: one-sided, to and from each leaf's region.
+  for (std::size_t i = 0; i < n; i++)
+    fill(b.hub_part(i), seed + 30 + static_cast<unsigned>(i));
+  EXPECT_OK(hub.scatter_write(parts(true), 5s));
+  for (std::size_t i = 0; i < n; i++)
+    EXPECT(same(lb[i], expect(30 + static_cast<unsigned>(i))));
+  for (std::size_t i = 0; i < n; i++)
+    fill(lb[i], seed + 40 + static_cast<unsigned>(i));
+  EXPECT_OK(hub.gather_read(parts(true), 5s));
+  for (std::size_t i = 0; i < n; i++)
+    EXPECT(same(b.hub_part(i), expect(40 + static_cast<unsigned>(i))));
+  return true;
+}
+
+} // namespace
+
 // A hub multi_channel with three peers, each a channel on the same device:
 // every operation, byte for byte, and scopes that end early.
 bool check_multi_channel() {
@@ -44,112 +163,27 @@ bool check_multi_channel() {
     EXPECT_OK(leaf[i].handshake((*hub_eps)[i]));
   EXPECT(hub->connected() && leaf[0].connected());
 
-  std::vector<std::byte> hb(n * len), lb[n];
-  TRY(hm, hub->pd().register_memory(hb, access::remote_write | access::remote_read));
-  std::vector<memory_region> lm;
-  for (std::size_t i = 0; i < n; i++) {
-    lb[i].resize(len);
-    TRY(m, leaf[i].pd().register_memory(lb[i], access::remote_write | access::remote_read));
-    lm.push_back(std::move(*m));
-  }
-  auto hslice = [&](std::size_t i) { return hm->slice(i * len, len).value(); };
-  auto expect = [&](unsigned seed) {
-    std::vector<std::byte> v(len);
-    fill(v, seed);
-    return v;
-  };
-
-  // multicast: one buffer to every leaf.
-  fill(std::span(hb).first(len), 11);
-  {
-    auto s0 = leaf[0].scope(), s1 = leaf[1].scope(), s2 = leaf[2].scope();
-    polling_scope *sc[n] = {&s0, &s1, &s2};
-    work_handle h[n];
-    for (std::size_t i = 0; i < n; i++) {
-      TRY(r, sc[i]->post_recv(0, *lm[i].all()));
-      h[i] = *r;
-    }
-    std::size_t all[] = {0, 1, 2};
-    EXPECT_OK(hub->multicast_send(all, hslice(0), 5s));
-    for (std::size_t i = 0; i < n; i++) {
-      TRY(w, sc[i]->wait(h[i], 5s));
-      EXPECT(w->ok() && w->byte_len == len && w->peer == 0);
-      EXPECT(same(lb[i], expect(11)));
-    }
-  }
-  // scatter_send: a different slice to each leaf.
-  for (std::size_t i = 0; i < n; i++)
-    fill(std::span(hb).subspan(i * len, len), 20 + static_cast<unsigned>(i));
-  {
-    auto s0 = leaf[0].scope(), s1 = leaf[1].scope(), s2 = leaf[2].scope();
-    polling_scope *sc[n] = {&s0, &s1, &s2};
-    for (std::size_t i = 0; i < n; i++)
-      EXPECT_OK(sc[i]->post_recv(0, *lm[i].all()));
-    std::vector<multi_channel::part> parts;
-    for (std::size_t i = 0; i < n; i++)
-      parts.push_back({i, hslice(i), {}});
-    EXPECT_OK(hub->scatter_send(parts, 5s));
-    for (std::size_t i = 0; i < n; i++) {
-      TRY(all, sc[i]->wait_all(5s));
-      EXPECT(all->size() == 1 && all->front().ok());
-      EXPECT(same(lb[i], expect(20 + static_cast<unsigned>(i))));
-    }
-  }
-  // gather_receive: every leaf sends (from another thread), the hub collects.
-  for (std::size_t i = 0; i < n; i++)
-    fill(lb[i], 30 + static_cast<unsigned>(i));
-  {
-    std::atomic<int> sent{0};
-    std::thread senders([&] {
-      for (std::size_t i = 0; i < n; i++)
-        if (leaf[i].send(*lm[i].all(), 10s))
-          sent++;
-    });
-    std::vector<multi_channel::part> parts;
-    for (std::size_t i = 0; i < n; i++)
-      parts.push_back({i, hslice(i), {}});
-    std::array<work_result, n> got_parts{};
-    auto got = hub->gather_receive(parts, 10s, got_parts);
-    senders.join();
-    EXPECT(sent.load() == static_cast<int>(n));
-    EXPECT_OK(got);
-    for (std::size_t i = 0; i < n; i++)
-      EXPECT(got_parts[i].ok() && got_parts[i].peer == i && got_parts[i].byte_len == len);
-    for (std::size_t i = 0; i < n; i++)
-      EXPECT(same(std::span(hb).subspan(i * len, len), expect(30 + static_cast<unsigned>(i))));
-  }
-  // scatter_write and gather_read: one-sided, to and from each leaf's region.
-  for (std::size_t i = 0; i < n; i++)
-    fill(std::span(hb).subspan(i * len, len), 40 + static_cast<unsigned>(i));
-  {
-    std::vector<multi_channel::part> parts;
-    for (std::size_t i = 0; i < n; i++)
-      parts.push_back({i, hslice(i), lm[i].remote().value()});
-    EXPECT_OK(hub->scatter_write(parts, 5s));
-    for (std::size_t i = 0; i < n; i++)
-      EXPECT(same(lb[i], expect(40 + static_cast<unsigned>(i))));
-    for (std::size_t i = 0; i < n; i++)
-      fill(lb[i], 50 + static_cast<unsigned>(i));
-    EXPECT_OK(hub->gather_read(parts, 5s));
-    for (std::size_t i = 0; i < n; i++)
-      EXPECT(same(std::span(hb).subspan(i * len, len), expect(50 + static_cast<unsigned>(i))));
-  }
+  TRY(buf, hub_buffers::create(*hub, leaf));
+  EXPECT(exchange_all(*hub, leaf, *buf, 10));
+  auto &lb = buf->leaf;
+  auto &lm = buf->leaf_mr;
+  auto hslice = [&](std::size_t i) { return buf->hub_slice(i); };
   // A scope left early still completes its write before it ends; after that
   // the NIC never reads the source again, so changing it changes nothing.
-  fill(std::span(hb).first(len), 60);
+  fill(buf->hub_part(0), 60);
   [&] {
     auto s = hub->scope();
     (void)s.post_write(1, hslice(0), lm[1].remote().value());
     return; // early, without waiting
   }();
-  EXPECT(same(lb[1], expect(60)));
-  fill(std::span(hb).first(len), 61);
+  EXPECT(same(lb[1], pattern(len, 60)));
+  fill(buf->hub_part(0), 61);
   std::this_thread::sleep_for(100ms);
-  EXPECT(same(lb[1], expect(60)));
+  EXPECT(same(lb[1], pattern(len, 60)));
   // A per-peer error: peer 1's rkey is wrong, so its write fails with a
   // remote access error; the others land. (It leaves the hub's QP 1 in error.)
   for (std::size_t i = 0; i < n; i++)
-    fill(std::span(hb).subspan(i * len, len), 70 + static_cast<unsigned>(i));
+    fill(buf->hub_part(i), 70 + static_cast<unsigned>(i));
   {
     std::vector<multi_channel::part> parts;
     for (std::size_t i = 0; i < n; i++)
@@ -161,7 +195,7 @@ bool check_multi_channel() {
     EXPECT(res[1].peer == 1 && res[1].status == 10); // IBV_WC_REM_ACCESS_ERR
     EXPECT(!r && r.error() == res[1].error());
     EXPECT(res[0].ok() && res[2].ok());
-    EXPECT(same(lb[0], expect(70)) && same(lb[2], expect(72)));
+    EXPECT(same(lb[0], pattern(len, 70)) && same(lb[2], pattern(len, 72)));
   }
   // A scope whose receive never gets a message ends after scope_limit with
   // the request flushed, not hanging.
@@ -198,93 +232,18 @@ namespace {
 // byte for byte: multicast, scatter_send, gather_receive, scatter_write,
 // gather_read, and the single blocking forms.
 bool exercise_hub(multi_channel &hub, std::vector<channel> &leaf) {
-  const std::size_t n = 3, len = 256;
+  const std::size_t n = hub_buffers::n, len = hub_buffers::len;
   EXPECT(leaf.size() == n && hub.peers() == n && hub.connected());
-  std::vector<std::byte> hb(n * len);
-  std::vector<std::vector<std::byte>> lb(n, std::vector<std::byte>(len));
-  TRY(hm, hub.pd().register_memory(hb, access::remote_write | access::remote_read));
-  std::vector<memory_region> lm;
-  for (std::size_t i = 0; i < n; i++) {
-    TRY(m, leaf[i].pd().register_memory(lb[i], access::remote_write | access::remote_read));
-    lm.push_back(std::move(*m));
-  }
-  auto hslice = [&](std::size_t i) { return hm->slice(i * len, len).value(); };
-  auto hpart = [&](std::size_t i) { return std::span(hb).subspan(i * len, len); };
-  auto expect = [&](unsigned seed) {
-    std::vector<std::byte> v(len);
-    fill(v, seed);
-    return v;
-  };
-  // multicast: one buffer to every leaf; scatter_send: a slice to each.
-  for (int round = 0; round < 2; round++) {
-    for (std::size_t i = 0; i < n; i++)
-      fill(hpart(i), 100 + static_cast<unsigned>(round * 10 + (round ? i : 0)));
-    auto s0 = leaf[0].scope(), s1 = leaf[1].scope(), s2 = leaf[2].scope();
-    polling_scope *sc[] = {&s0, &s1, &s2};
-    std::vector<work_handle> h;
-    for (std::size_t i = 0; i < n; i++) {
-      TRY(r, sc[i]->post_recv(0, *lm[i].all()));
-      h.push_back(*r);
-    }
-    if (round == 0) {
-      std::vector<std::size_t> all;
-      for (std::size_t i = 0; i < n; i++)
-        all.push_back(i);
-      EXPECT_OK(hub.multicast_send(all, hslice(0), 5s));
-    } else {
-      std::vector<multi_channel::part> parts;
-      for (std::size_t i = 0; i < n; i++)
-        parts.push_back({i, hslice(i), {}});
-      EXPECT_OK(hub.scatter_send(parts, 5s));
-    }
-    for (std::size_t i = 0; i < n; i++) {
-      TRY(w, sc[i]->wait(h[i], 5s));
-      EXPECT(w->ok() && w->byte_len == len);
-      EXPECT(same(lb[i], expect(100 + static_cast<unsigned>(round * 10 + (round ? i : 0)))));
-    }
-  }
-  // gather_receive: every leaf sends (from another thread), the hub collects.
-  for (std::size_t i = 0; i < n; i++)
-    fill(lb[i], 130 + static_cast<unsigned>(i));
-  {
-    std::atomic<int> sent{0};
-    std::thread senders([&] {
-      for (std::size_t i = 0; i < n; i++)
-        if (leaf[i].send(*lm[i].all(), 10s))
-          sent++;
-    });
-    std::vector<multi_channel::part> parts;
-    for (std::size_t i = 0; i < n; i++)
-      parts.push_back({i, hslice(i), {}});
-    std::array<work_result, n> got_parts;
-    auto got = hub.gather_receive(parts, 10s, got_parts);
-    senders.join();
-    EXPECT(sent.load() == static_cast<int>(n));
-    EXPECT_OK(got);
-    for (std::size_t i = 0; i < n; i++)
-      EXPECT(got_parts[i].ok() && got_parts[i].peer == i);
-    for (std::size_t i = 0; i < n; i++)
-      EXPECT(same(hpart(i), expect(130 + static_cast<unsigned>(i))));
-  }
-  // scatter_write and gather_read: one-sided, to and from each leaf's region.
-  {
-    for (std::size_t i = 0; i < n; i++)
-      fill(hpart(i), 140 + static_cast<unsigned>(i));
-    std::vector<multi_channel::part> parts;
-    for (std::size_t i = 0; i < n; i++)
-      parts.push_back({i, hslice(i), lm[i].remote().value()});
-    EXPECT_OK(hub.scatter_write(parts, 5s));
-    for (std::size_t i = 0; i < n; i++)
-      EXPECT(same(lb[i], expect(140 + static_cast<unsigned>(i))));
-    for (std::size_t i = 0; i < n; i++)
-      fill(lb[i], 150 + static_cast<unsigned>(i));
-    EXPECT_OK(hub.gather_read(parts, 5s));
-    for (std::size_t i = 0; i < n; i++)
-      EXPECT(same(hpart(i), expect(150 + static_cast<unsigned>(i))));
-  }
+  TRY(buf, hub_buffers::create(hub, leaf));
+  EXPECT(exchange_all(hub, leaf, *buf, 100));
+  auto &lb = buf->leaf;
+  auto &lm = buf->leaf_mr;
+  auto hslice = [&](std::size_t i) { return buf->hub_slice(i); };
+  auto hpart = [&](std::size_t i) { return buf->hub_part(i); };
+  auto expect = [&](unsigned seed) { return pattern(len, seed); };
   // The single forms, peer by peer, both directions: a leaf writes into the
   // hub's region too (its QP was accepted or connected by rdma_cm).
-  TRY(hub_region, hm->remote());
+  TRY(hub_region, buf->hub_mr.remote());
   for (std::size_t i = 0; i < n; i++) {
     fill(hpart(i), 160 + static_cast<unsigned>(i));
     result<std::uint32_t> got = errc::timed_out;
