@@ -57,33 +57,24 @@ perf() {
   row=$(grep -E "^ *$size +[0-9]" /tmp/cli | head -1)
   echo "BENCH $name ${row:-missing rc=$rc}"
 }
-# cxx NAME KEY ARGS...: one rdmadl-bench-cxx run; prints its raw output and
-# "BENCH NAME <values after KEY> rc=N" or "BENCH NAME missing rc=N".
-cxx() {
-  name=$1 key=$2
-  shift 2
-  out=$(timeout 120 rdmadl-bench-cxx "$@" 2>&1)
+# bench PROGRAM NAME KEY ARGS...: one run of PROGRAM; prints its raw output
+# and "BENCH NAME <values after KEY> rc=N" or "BENCH NAME missing rc=N".
+bench() {
+  prog=$1 name=$2 key=$3
+  shift 3
+  out=$(timeout 120 "$prog" "$@" 2>&1)
   rc=$?
-  echo "--- $name: rdmadl-bench-cxx $* (rc=$rc)"
+  echo "--- $name: $prog $* (rc=$rc)"
   echo "$out"
   v=$(echo "$out" | sed -n "s/^$key //p" | head -1)
   echo "BENCH $name ${v:-missing} rc=$rc"
 }
+cxx() { bench rdmadl-bench-cxx "$@"; }
+chan() { bench rdmadl-bench-channel "$@"; }
 perf perftest-lat "$lat_size" ib_send_lat -F -n "$iters" -s "$lat_size" -I 0
 cxx cxx-lat lat_us lat "$iters" "$lat_size"
 perf perftest-bw "$bw_size" ib_write_bw -F -n "$iters" -s "$bw_size" -t "$bw_depth" -Q 1
 cxx cxx-bw bw_gbps bw "$iters" "$bw_size"
-# chan NAME KEY ARGS...: one rdmadl-bench-channel run, as cxx above.
-chan() {
-  name=$1 key=$2
-  shift 2
-  out=$(timeout 120 rdmadl-bench-channel "$@" 2>&1)
-  rc=$?
-  echo "--- $name: rdmadl-bench-channel $* (rc=$rc)"
-  echo "$out"
-  v=$(echo "$out" | sed -n "s/^$key //p" | head -1)
-  echo "BENCH $name ${v:-missing} rc=$rc"
-}
 for round in 1 2; do
   if [ $round = 1 ]; then order="qp ch"; else order="ch qp"; fi
   for v in $order; do chan chan-lat-$v-$round lat_us lat $v "$iters" "$lat_size"; done
