@@ -59,6 +59,19 @@ std::string cm_host() {
   return test_ip ? inet_ntoa(in_addr{test_ip}) : "127.0.0.1";
 }
 
+namespace {
+// Moves the values of x and y into a and b; the first error if either failed.
+template <class T> std::error_code take_both(result<T> &&x, result<T> &&y, T &a, T &b) {
+  if (!x)
+    return x.error();
+  if (!y)
+    return y.error();
+  a = std::move(*x);
+  b = std::move(*y);
+  return {};
+}
+} // namespace
+
 result<loop> make_loop(qp_type type, qp_options base, const completion_channel *ch,
                        const shared_receive_queue *srq_b, loop *reuse) {
   loop l;
@@ -80,24 +93,15 @@ result<loop> make_loop(qp_type type, qp_options base, const completion_channel *
   co.extended = !plain_cqs;
   auto ca = completion_queue::create(l.ctx, co);
   co.channel = ch;
-  auto cb = completion_queue::create(l.ctx, co);
-  if (!ca)
-    return ca.error();
-  if (!cb)
-    return cb.error();
-  l.cq_a = std::move(*ca);
-  l.cq_b = std::move(*cb);
+  if (auto ec = take_both(std::move(ca), completion_queue::create(l.ctx, co), l.cq_a, l.cq_b))
+    return ec;
   base.type = type;
   base.gid.ipv4 = test_ip;
   auto qa = queue_pair::create(l.ctx, l.pd, l.cq_a, l.cq_a, base);
   base.srq = srq_b;
-  auto qb = queue_pair::create(l.ctx, l.pd, l.cq_b, l.cq_b, base);
-  if (!qa)
-    return qa.error();
-  if (!qb)
-    return qb.error();
-  l.a = std::move(*qa);
-  l.b = std::move(*qb);
+  if (auto ec =
+          take_both(std::move(qa), queue_pair::create(l.ctx, l.pd, l.cq_b, l.cq_b, base), l.a, l.b))
+    return ec;
   // Exchange endpoints through their serialised form, as peers would.
   auto ea = l.a.local_endpoint(), eb = l.b.local_endpoint();
   if (!ea || !eb)
