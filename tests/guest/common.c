@@ -346,6 +346,21 @@ void t_ah_attr(struct t_dev *d, struct ibv_ah_attr *ah) {
   ah->port_num = d->port;
 }
 
+int t_post1(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, const void *addr,
+            uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey, uint32_t imm) {
+  struct ibv_sge sge = {.addr = (uintptr_t)addr, .length = len, .lkey = lkey};
+  struct ibv_send_wr wr = {.wr_id = wr_id,
+                           .sg_list = &sge,
+                           .num_sge = 1,
+                           .opcode = op,
+                           .send_flags = IBV_SEND_SIGNALED},
+                     *bad;
+  wr.imm_data = htonl(imm);
+  wr.wr.rdma.remote_addr = raddr;
+  wr.wr.rdma.rkey = rkey;
+  return ibv_post_send(qp, &wr, &bad);
+}
+
 int t_rc_connect(struct t_dev *d, struct ibv_qp *qp, uint32_t remote_qpn, int access) {
   return t_rc_connect_gid(d, qp, remote_qpn, &d->gid, access);
 }
