@@ -42,7 +42,7 @@ RDMADL_STUB_API struct ibv_device **RDMADL_NAME(ibv_get_device_list)(int *num_de
     return f(num_devices);
   if (num_devices)
     *num_devices = 0;
-  errno = EOPNOTSUPP;
+  rdmadl_refuse(RDMADL_IDX_ibv_get_device_list);
   return NULL;
 }
 
@@ -56,7 +56,7 @@ static struct ibv_mr *reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
   __typeof__(&ibv_reg_mr) old = RDMADL_FN(ibv_reg_mr);
   if (old && iova == (uint64_t)(uintptr_t)addr)
     return old(pd, addr, length, (int)access);
-  errno = EOPNOTSUPP;
+  rdmadl_refuse(RDMADL_IDX_ibv_reg_mr_iova2);
   return NULL;
 }
 
@@ -103,7 +103,7 @@ RDMADL_STUB_API void *RDMADL_NAME(ibv_alloc_buf)(struct ibv_pd *pd, size_t size,
   if (f)
     return f(pd, size, buf);
   if (!bufs_emulated()) {
-    errno = EOPNOTSUPP;
+    rdmadl_refuse(RDMADL_IDX_ibv_alloc_buf);
     return NULL;
   }
   if (!buf) {
@@ -200,7 +200,7 @@ static struct ibv_mr *reg_mr_ex_fallback(struct ibv_pd *pd, const struct ibv_mr_
     }
     __typeof__(&ibv_reg_dmabuf_mr) dmabuf = RDMADL_FN(ibv_reg_dmabuf_mr);
     if (!dmabuf) {
-      errno = EOPNOTSUPP;
+      rdmadl_refuse(RDMADL_IDX_ibv_reg_dmabuf_mr);
       return NULL;
     }
     return dmabuf(pd, a.fd_offset, a.length, a.iova, a.fd, a.access);
@@ -221,7 +221,7 @@ RDMADL_STUB_API struct ibv_mr *RDMADL_NAME(ibv_reg_mr_ex)(struct ibv_pd *pd,
   if (f && !emulated_buf)
     return f(pd, mr_init_attr);
   if (rdmadl_load() != 0) {
-    errno = EOPNOTSUPP;
+    rdmadl_refuse(RDMADL_IDX_ibv_reg_mr_ex);
     return NULL;
   }
   if (!mr_init_attr) {
@@ -238,7 +238,7 @@ RDMADL_STUB_API struct ibv_mr *RDMADL_NAME(ibv_reg_buf_mr)(struct ibv_pd *pd, st
   if (f && !bufs_emulated())
     return f(pd, buf, addr, length, access);
   if (!bufs_emulated()) {
-    errno = EOPNOTSUPP;
+    rdmadl_refuse(RDMADL_IDX_ibv_reg_buf_mr);
     return NULL;
   }
   struct ibv_mr_init_attr a = {.length = length,
@@ -312,7 +312,7 @@ RDMADL_STUB_API int RDMADL_NAME(_ibv_query_gid_ex)(struct ibv_context *context, 
   if (f)
     return f(context, port_num, gid_index, entry, flags, entry_size);
   if (!RDMADL_FN(ibv_query_gid)) {
-    errno = EOPNOTSUPP;
+    rdmadl_refuse(RDMADL_IDX__ibv_query_gid_ex);
     return EOPNOTSUPP;
   }
   if (flags || entry_size < sizeof *entry)
@@ -331,7 +331,7 @@ RDMADL_STUB_API ssize_t RDMADL_NAME(_ibv_query_gid_table)(struct ibv_context *co
     return f(context, entries, max_entries, flags, entry_size);
   __typeof__(&ibv_query_device) qdev = RDMADL_FN(ibv_query_device);
   if (!qdev || !RDMADL_FN(ibv_query_gid)) {
-    errno = EOPNOTSUPP;
+    rdmadl_refuse(RDMADL_IDX__ibv_query_gid_table);
     return -EOPNOTSUPP;
   }
   if (flags || entry_size < sizeof *entries)
@@ -370,7 +370,7 @@ RDMADL_STUB_API int RDMADL_NAME(rfcntl)(int socket, int cmd, ...) {
   int (*f)(int, int, ...) = (int (*)(int, int, ...))rdmadl_load_fn(RDMADL_IDX_rfcntl);
   if (f)
     return f(socket, cmd, arg);
-  errno = EOPNOTSUPP;
+  rdmadl_refuse(RDMADL_IDX_rfcntl);
   return -1;
 }
 
@@ -413,7 +413,7 @@ int mlx5dv_init_obj_1_0_compat(struct mlx5dv_obj *obj, uint64_t obj_type) {
   }
   if (f)
     return ((int (*)(struct mlx5dv_obj *, uint64_t))f)(obj, obj_type);
-  errno = EOPNOTSUPP;
+  rdmadl_refuse(RDMADL_IDX_mlx5dv_init_obj);
   return EOPNOTSUPP;
 }
 #endif

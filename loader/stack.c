@@ -42,9 +42,21 @@ static int *library_errno(void) {
   return loc ? loc() : &errno;
 }
 
+/* The stack's state as last seen (refusal.h): an rdmadl_stack, or -1. */
+static int stack_seen = -1; /* atomic */
+
+rdmadl_stack rdmadl_stack_seen(void) {
+  int s = __atomic_load_n(&stack_seen, __ATOMIC_RELAXED);
+  return s >= 0 ? (rdmadl_stack)s : rdmadl_stack_state();
+}
+
+void rdmadl_stack_seen_note(rdmadl_stack state) {
+  __atomic_store_n(&stack_seen, (int)state, __ATOMIC_RELAXED);
+}
+
 /* Asks libibverbs for its device list once: the stack's state, the list
  * (NULL unless READY; the caller frees it) and the errno of a failure. */
-static rdmadl_stack list_devices(struct ibv_device ***out, int *n, int *err) {
+static rdmadl_stack list_devices_now(struct ibv_device ***out, int *n, int *err) {
   *out = NULL;
   *n = 0;
   *err = 0;
@@ -70,6 +82,13 @@ static rdmadl_stack list_devices(struct ibv_device ***out, int *n, int *err) {
   }
   *out = list;
   return RDMADL_STACK_READY;
+}
+
+/* list_devices_now, remembered as the state last seen. */
+static rdmadl_stack list_devices(struct ibv_device ***out, int *n, int *err) {
+  rdmadl_stack st = list_devices_now(out, n, err);
+  rdmadl_stack_seen_note(st);
+  return st;
 }
 
 rdmadl_stack rdmadl_stack_state(void) {

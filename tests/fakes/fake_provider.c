@@ -355,8 +355,13 @@ static void fails_from_env(void) {
   }
 }
 
+static unsigned long op_calls[FAKEPROV_OP_COUNT]; /* fakeprov_calls() */
+
+/* Every operation of enum fakeprov_op starts here: counted, and failed when
+ * a test scripted it. */
 static int scripted_failure(enum fakeprov_op op) {
   first_use();
+  op_calls[op]++;
   if (!fail_script[op].count)
     return 0;
   fail_script[op].count--;
@@ -2782,6 +2787,7 @@ FAKE_API const char *ibv_wc_status_str(enum ibv_wc_status status) {
 FAKE_API void fakeprov_reset(void) {
   LOCK();
   memset(fail_script, 0, sizeof(fail_script));
+  memset(op_calls, 0, sizeof(op_calls));
   status_count = 0;
   violations = overruns = 0;
   last_violation[0] = 0;
@@ -2807,6 +2813,13 @@ FAKE_API long fakeprov_get(enum fakeprov_knob which) {
   long v = (unsigned)which < FAKEPROV_KNOB_COUNT ? k(which) : 0;
   UNLOCK();
   return v;
+}
+
+FAKE_API unsigned long fakeprov_calls(enum fakeprov_op op) {
+  LOCK();
+  unsigned long n = (unsigned)op < FAKEPROV_OP_COUNT ? op_calls[op] : 0;
+  UNLOCK();
+  return n;
 }
 
 FAKE_API void fakeprov_fail_next(enum fakeprov_op op, int err, unsigned count) {
