@@ -14,37 +14,11 @@
 
 #include <infiniband/verbs.h>
 
-#define FAKEPROV_WANT_OPEN
-#include "fake_provider.h"
-#include "rdmadl/loader.h"
 #include <doctest/doctest.h>
 
+#include "fake_provider_case.hpp"
+
 namespace {
-
-fakeprov_api &fp() {
-  static fakeprov_api api = [] {
-    fakeprov_api a{};
-    REQUIRE(rdmadl_load() == 0);
-    REQUIRE(fakeprov_open(&a) == 0);
-    return a;
-  }();
-  return api;
-}
-
-// Objects live when the case started (a case about leaks leaves some).
-int baseline = 0;
-
-// Starts a case: a reset fake.
-void start() {
-  fp().fakeprov_reset();
-  baseline = fp().fakeprov_live_total();
-}
-
-// Ends a case: nothing leaked, nothing used after free.
-void finish() {
-  CHECK(fp().fakeprov_live_total() == baseline);
-  CHECK_MESSAGE(fp().fakeprov_violations() == 0, fp().fakeprov_last_violation());
-}
 
 ibv_context *open_fake() {
   int n = -1;
@@ -55,12 +29,6 @@ ibv_context *open_fake() {
   ibv_free_device_list(list);
   REQUIRE(ctx != nullptr);
   return ctx;
-}
-
-std::vector<fakeprov_wr_record> wr_log(uint32_t qpn) {
-  std::vector<fakeprov_wr_record> v(fp().fakeprov_wr_log(qpn, nullptr, 0));
-  CHECK(fp().fakeprov_wr_log(qpn, v.data(), v.size()) == v.size());
-  return v;
 }
 
 // Two RC (or UC/UD) QPs on one context, connected to each other, with one
