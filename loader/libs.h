@@ -9,6 +9,7 @@
 #define RDMADL_LOADER_LIBS_H
 
 #include <link.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -78,6 +79,8 @@ RDMADL_HIDDEN void rdmadl_log_after_fork(void);
 RDMADL_HIDDEN char *rdmadl_escape_dup(const char *s);
 /* An allocated printf, or NULL. */
 RDMADL_HIDDEN char *rdmadl_dup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+RDMADL_HIDDEN char *rdmadl_vdup_printf(const char *fmt, va_list ap)
+    __attribute__((format(printf, 1, 0)));
 /* Publishes S into *SLOT once; returns whichever string won. */
 RDMADL_HIDDEN const char *rdmadl_publish(const char **slot, char *s);
 

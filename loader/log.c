@@ -66,11 +66,9 @@ void rdmadl_log_emit(int level, const char *fmt, ...) {
   if (in_log_handler)
     return; /* a handler that calls rdmadl: its own lines are dropped */
   int saved = errno;
-  char *raw = NULL;
   va_list ap;
   va_start(ap, fmt);
-  if (vasprintf(&raw, fmt, ap) < 0)
-    raw = NULL;
+  char *raw = rdmadl_vdup_printf(fmt, ap);
   va_end(ap);
   char *line = raw ? rdmadl_escape_dup(raw) : NULL;
   free(raw);
@@ -118,12 +116,15 @@ void rdmadl_log_after_fork(void) {
     pthread_rwlock_init(&log_lock, NULL);
 }
 
-char *rdmadl_dup_printf(const char *fmt, ...) {
+char *rdmadl_vdup_printf(const char *fmt, va_list ap) {
   char *s = NULL;
+  return vasprintf(&s, fmt, ap) < 0 ? NULL : s;
+}
+
+char *rdmadl_dup_printf(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  if (vasprintf(&s, fmt, ap) < 0)
-    s = NULL;
+  char *s = rdmadl_vdup_printf(fmt, ap);
   va_end(ap);
   return s;
 }

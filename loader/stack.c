@@ -108,11 +108,9 @@ struct sbuf {
 };
 static void sb_add(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void sb_add(struct sbuf *b, const char *fmt, ...) {
-  char *more = NULL;
   va_list ap;
   va_start(ap, fmt);
-  if (vasprintf(&more, fmt, ap) < 0)
-    more = NULL;
+  char *more = rdmadl_vdup_printf(fmt, ap);
   va_end(ap);
   char *joined = more ? rdmadl_dup_printf("%s%s", b->s ? b->s : "", more) : NULL;
   free(more);
