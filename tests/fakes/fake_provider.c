@@ -146,6 +146,7 @@ const long knob_default[FAKEPROV_KNOB_COUNT] = {
     [FAKEPROV_QP_EX] = FAKEPROV_EX_WORKS,
     [FAKEPROV_LOOPBACK] = 1,
     [FAKEPROV_HOLD_SENDS] = 0,
+    [FAKEPROV_MINIMAL_OPS] = 0,
 };
 long knob[FAKEPROV_KNOB_COUNT];
 int knobs_set;
@@ -170,6 +171,7 @@ static const char *const knob_name[FAKEPROV_KNOB_COUNT] = {
     [FAKEPROV_QP_EX] = "QP_EX",
     [FAKEPROV_LOOPBACK] = "LOOPBACK",
     [FAKEPROV_HOLD_SENDS] = "HOLD_SENDS",
+    [FAKEPROV_MINIMAL_OPS] = "MINIMAL_OPS",
 };
 
 /* VAR=NAME=VALUE[,NAME=VALUE...]: SET(i, VALUE) for each NAME that is
@@ -496,6 +498,8 @@ FAKE_API struct ibv_context *ibv_open_device(struct ibv_device *device) {
   ctx->ops.post_srq_recv = op_post_srq_recv;
   ctx->ops.poll_cq = op_poll_cq;
   ctx->ops.req_notify_cq = op_req_notify_cq;
+  if (k(FAKEPROV_MINIMAL_OPS))
+    minimal_ops(ctx);
   apply_ex_knobs();
   UNLOCK();
   return ctx;

@@ -110,6 +110,12 @@ enum fakeprov_knob {
    * and runs at the Nth poll of its send CQ after the post; -1: held until
    * fakeprov_release() or its QP goes to the error state (then flushed). */
   FAKEPROV_HOLD_SENDS,
+  /* 0. 1 (read when a context is opened): the data path does the least a
+   * provider can, for bench/cxx/run-host.sh's instruction counts: no checks,
+   * no log, no loopback, no scripted failure; each signalled send and each
+   * receive completes at once on its CQ (at most 256 waiting per CQ), as if
+   * its message were there already. */
+  FAKEPROV_MINIMAL_OPS,
   FAKEPROV_KNOB_COUNT
 };
 

@@ -75,6 +75,7 @@ struct fp_mr {
 };
 
 #define CHANNEL_RING 1024
+#define MINIMAL_RING 256 /* FAKEPROV_MINIMAL_OPS: completions a CQ holds */
 struct fp_channel {
   struct fp_hdr h;
   struct fp_ctx *ctx;
@@ -98,6 +99,9 @@ struct fp_cq {
   int cap, head, len;
   int in_poll;
   struct ibv_wc cur;
+  /* FAKEPROV_MINIMAL_OPS: its completions, nothing else of the CQ is used */
+  unsigned min_head, min_tail;
+  struct ibv_wc min_ring[MINIMAL_RING];
   struct ibv_cq_ex cq; /* also the struct ibv_cq of a plain CQ */
 };
 
@@ -231,6 +235,8 @@ extern size_t mod_log_len, mod_log_cap;
 
 /* ---- functions one file gives the others ---- */
 
+/* Makes CTX's data path the one of FAKEPROV_MINIMAL_OPS. */
+void minimal_ops(struct ibv_context *ctx);
 /* Whether H is a live object of TYPE; counts a violation (naming WHAT) if not. */
 int alive(const struct fp_hdr *h, int type, const char *what);
 

@@ -950,3 +950,56 @@ TEST_CASE("fakeprov: a completion channel delivers one event per armed CQ") {
   CHECK(ibv_close_device(ctx) == 0);
   finish();
 }
+
+TEST_CASE("fakeprov: MINIMAL_OPS completes signalled sends and receives at once, logging nothing") {
+  start();
+  fp().fakeprov_set(FAKEPROV_MINIMAL_OPS, 1);
+  ibv_context *ctx = open_fake();
+  ibv_pd *pd = ibv_alloc_pd(ctx);
+  ibv_cq *cq = ibv_create_cq(ctx, 8, nullptr, nullptr, 0);
+  REQUIRE(pd);
+  REQUIRE(cq);
+  ibv_qp_init_attr qa{};
+  qa.qp_type = IBV_QPT_RC;
+  qa.send_cq = qa.recv_cq = cq;
+  qa.cap.max_send_wr = qa.cap.max_recv_wr = 4;
+  qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+  ibv_qp *qp = ibv_create_qp(pd, &qa);
+  REQUIRE(qp);
+  std::array<unsigned char, 16> buf{};
+  ibv_sge sge{reinterpret_cast<uintptr_t>(buf.data()), 8, 0};
+  ibv_send_wr unsignalled{}, signalled{};
+  unsignalled.wr_id = 1;
+  unsignalled.next = &signalled;
+  unsignalled.opcode = signalled.opcode = IBV_WR_RDMA_WRITE;
+  signalled.wr_id = 2;
+  signalled.sg_list = &sge;
+  signalled.num_sge = 1;
+  signalled.send_flags = IBV_SEND_SIGNALED;
+  ibv_send_wr *bad = nullptr;
+  // No state check, as promised: the QP is still in RESET.
+  REQUIRE(ibv_post_send(qp, &unsignalled, &bad) == 0);
+  ibv_recv_wr rw{};
+  rw.wr_id = 3;
+  rw.sg_list = &sge;
+  rw.num_sge = 1;
+  ibv_recv_wr *rbad = nullptr;
+  REQUIRE(ibv_post_recv(qp, &rw, &rbad) == 0);
+  std::array<ibv_wc, 4> wc{};
+  REQUIRE(ibv_poll_cq(cq, 4, wc.data()) == 2);
+  CHECK(wc[0].wr_id == 2);
+  CHECK(wc[0].opcode == IBV_WC_RDMA_WRITE);
+  CHECK(wc[0].byte_len == 8);
+  CHECK(wc[0].qp_num == qp->qp_num);
+  CHECK(wc[1].wr_id == 3);
+  CHECK(wc[1].opcode == IBV_WC_RECV);
+  CHECK(wc[1].status == IBV_WC_SUCCESS);
+  CHECK(ibv_poll_cq(cq, 4, wc.data()) == 0);
+  CHECK(fp().fakeprov_wr_log(qp->qp_num, nullptr, 0) == 0);
+  CHECK(ibv_destroy_qp(qp) == 0);
+  CHECK(ibv_destroy_cq(cq) == 0);
+  CHECK(ibv_dealloc_pd(pd) == 0);
+  CHECK(ibv_close_device(ctx) == 0);
+  fp().fakeprov_reset();
+  finish();
+}
