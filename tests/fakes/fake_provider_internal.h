@@ -172,36 +172,23 @@ struct fp_qp {
   struct ibv_qp_ex qpx; /* qp_base is the struct ibv_qp */
 };
 
-static inline struct fp_ctx *ctx_of(struct ibv_context *c) {
-  return c ? container_of(c, struct fp_ctx, vctx.context) : NULL;
-}
-static inline struct fp_pd *pd_of(struct ibv_pd *p) {
-  return p ? container_of(p, struct fp_pd, pd) : NULL;
-}
-static inline struct fp_mr *mr_of(struct ibv_mr *m) {
-  return m ? container_of(m, struct fp_mr, mr) : NULL;
-}
-static inline struct fp_channel *channel_of(struct ibv_comp_channel *c) {
-  return c ? container_of(c, struct fp_channel, ch) : NULL;
-}
-static inline struct fp_cq *cq_of(struct ibv_cq *c) {
-  return c ? container_of((struct ibv_cq_ex *)c, struct fp_cq, cq) : NULL;
-}
-static inline struct fp_cq *cqx_of(struct ibv_cq_ex *c) {
-  return c ? container_of(c, struct fp_cq, cq) : NULL;
-}
-static inline struct fp_qp *qp_of(struct ibv_qp *q) {
-  return q ? container_of((struct ibv_qp_ex *)q, struct fp_qp, qpx) : NULL;
-}
-static inline struct fp_qp *qpx_of(struct ibv_qp_ex *q) {
-  return q ? container_of(q, struct fp_qp, qpx) : NULL;
-}
-static inline struct fp_srq *srq_of(struct ibv_srq *s) {
-  return s ? container_of(s, struct fp_srq, srq) : NULL;
-}
-static inline struct fp_ah *ah_of(struct ibv_ah *a) {
-  return a ? container_of(a, struct fp_ah, ah) : NULL;
-}
+/* NAME(p): the fake object of type FP whose member MEMBER is the public
+ * object p (of type PUB, seen as AS), or NULL for NULL. */
+#define FP_OF(name, fp, pub, as, member)                                                           \
+  static inline struct fp *name(pub *p) {                                                          \
+    return p ? container_of((as *)p, struct fp, member) : NULL;                                    \
+  }
+FP_OF(ctx_of, fp_ctx, struct ibv_context, struct ibv_context, vctx.context)
+FP_OF(pd_of, fp_pd, struct ibv_pd, struct ibv_pd, pd)
+FP_OF(mr_of, fp_mr, struct ibv_mr, struct ibv_mr, mr)
+FP_OF(channel_of, fp_channel, struct ibv_comp_channel, struct ibv_comp_channel, ch)
+FP_OF(cq_of, fp_cq, struct ibv_cq, struct ibv_cq_ex, cq)
+FP_OF(cqx_of, fp_cq, struct ibv_cq_ex, struct ibv_cq_ex, cq)
+FP_OF(qp_of, fp_qp, struct ibv_qp, struct ibv_qp_ex, qpx)
+FP_OF(qpx_of, fp_qp, struct ibv_qp_ex, struct ibv_qp_ex, qpx)
+FP_OF(srq_of, fp_srq, struct ibv_srq, struct ibv_srq, srq)
+FP_OF(ah_of, fp_ah, struct ibv_ah, struct ibv_ah, ah)
+#undef FP_OF
 
 /* Liveness by the public pointer; NULL stays NULL (then alive() reports it). */
 #define ALIVE(hdrp, type, what) alive((hdrp) ? &(hdrp)->h : NULL, type, what)
