@@ -31,6 +31,18 @@ ibv_context *open_fake() {
   return ctx;
 }
 
+// An RC QP on PD whose sends and receives complete on CQ, 4 deep, one SGE.
+ibv_qp *small_rc_qp(ibv_pd *pd, ibv_cq *cq) {
+  ibv_qp_init_attr qa{};
+  qa.qp_type = IBV_QPT_RC;
+  qa.send_cq = qa.recv_cq = cq;
+  qa.cap.max_send_wr = qa.cap.max_recv_wr = 4;
+  qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+  ibv_qp *qp = ibv_create_qp(pd, &qa);
+  REQUIRE(qp);
+  return qp;
+}
+
 // Two RC (or UC/UD) QPs on one context, connected to each other, with one
 // registered buffer each.
 struct pair {
@@ -606,13 +618,7 @@ TEST_CASE("fakeprov: an extended CQ polls in sessions and checks what is read") 
   ibv_cq_ex *cqx = ibv_create_cq_ex(ctx, &ca);
   REQUIRE(cqx);
   ibv_cq *cq = ibv_cq_ex_to_cq(cqx);
-  ibv_qp_init_attr qa{};
-  qa.qp_type = IBV_QPT_RC;
-  qa.send_cq = qa.recv_cq = cq;
-  qa.cap.max_send_wr = qa.cap.max_recv_wr = 4;
-  qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
-  ibv_qp *qp = ibv_create_qp(pd, &qa);
-  REQUIRE(qp);
+  ibv_qp *qp = small_rc_qp(pd, cq);
   ibv_qp_attr a{};
   a.qp_state = IBV_QPS_INIT;
   a.port_num = 1;
@@ -959,13 +965,7 @@ TEST_CASE("fakeprov: MINIMAL_OPS completes signalled sends and receives at once,
   ibv_cq *cq = ibv_create_cq(ctx, 8, nullptr, nullptr, 0);
   REQUIRE(pd);
   REQUIRE(cq);
-  ibv_qp_init_attr qa{};
-  qa.qp_type = IBV_QPT_RC;
-  qa.send_cq = qa.recv_cq = cq;
-  qa.cap.max_send_wr = qa.cap.max_recv_wr = 4;
-  qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
-  ibv_qp *qp = ibv_create_qp(pd, &qa);
-  REQUIRE(qp);
+  ibv_qp *qp = small_rc_qp(pd, cq);
   std::array<unsigned char, 16> buf{};
   ibv_sge sge{reinterpret_cast<uintptr_t>(buf.data()), 8, 0};
   ibv_send_wr unsignalled{}, signalled{};
