@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Internal to the run-time loader (libs.c, log.c, env.c, elf.c, open.c,
- * load.c, report.c, stack.c): the library table and what each file offers
- * the others. Every name here is hidden; nothing is exported from any
+ * load.c, report.c, stack.c, refusal.c): the library table and what each
+ * file offers the others. Every name here is hidden; nothing is exported from any
  * rdmadl library. The stubs (stubs.c, hand.c) need only internal.h.
  */
 #ifndef RDMADL_LOADER_LIBS_H
