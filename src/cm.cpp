@@ -65,13 +65,13 @@ result<rdma_cm_event *> take_cm_event(rdma_event_channel *ch,
     if (rdma_get_cm_event(ch, &ev) == 0)
       return ev;
     if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-      return detail::last_error();
+      return detail::rdma_error();
     int left = detail::poll_timeout(deadline);
     if (left == 0)
       return errc::timed_out;
     pollfd p{ch->fd, POLLIN, 0};
     if (::poll(&p, 1, left) < 0 && errno != EINTR)
-      return detail::last_error();
+      return detail::rdma_error();
   }
 }
 
@@ -80,7 +80,7 @@ result<void> set_ack_timeout(rdma_cm_id *id, std::uint8_t ack_timeout) {
     return {};
   if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &ack_timeout,
                       sizeof ack_timeout))
-    return detail::last_error();
+    return detail::rdma_error();
   return {};
 }
 
@@ -134,7 +134,7 @@ result<void> setup_qp(detail::cm_state &s, const cm_options &opts) {
       opts.qp.gid.ipv4 != default_sel.ipv4)
     return errc::not_honoured;
   if (opts.qp.srq && !*opts.qp.srq)
-    return detail::empty_error();
+    return detail::rdma_error(errc::empty_object);
   s.ctx = detail::borrow_context(s.id()->verbs, s.idn);
   auto pd = protection_domain::create(s.ctx);
   if (!pd)
@@ -160,13 +160,13 @@ result<void> setup_qp(detail::cm_state &s, const cm_options &opts) {
       made = true;
       n->qpx = ibv_qp_to_qp_ex(s.id()->qp);
     } else if (!detail::not_offered(errno)) {
-      return detail::last_error();
+      return detail::rdma_error();
     }
   }
   if (!made) {
     ibv_qp_init_attr a = detail::plain(ax);
     if (rdma_create_qp(s.id(), s.pd.native_handle(), &a))
-      return detail::last_error();
+      return detail::rdma_error();
   }
   n->qp = s.id()->qp;
   n->kind = detail::qp_node::owner_kind::rdma_cm;
@@ -219,10 +219,10 @@ rdma_conn_param conn_param(const detail::cm_state &s, const cm_options &opts) {
 result<event_channel> event_channel::create() {
   rdma_event_channel *ch = rdma_create_event_channel();
   if (!ch)
-    return detail::stack_error(errno);
+    return detail::rdma_error();
   int fl = fcntl(ch->fd, F_GETFL);
   if (fl < 0 || fcntl(ch->fd, F_SETFL, fl | O_NONBLOCK) < 0) {
-    auto ec = detail::last_error();
+    auto ec = detail::rdma_error();
     rdma_destroy_event_channel(ch);
     return ec;
   }
@@ -278,18 +278,18 @@ rdma_cm_id *connection::native_handle() const noexcept {
 
 result<void> connection::disconnect(std::chrono::milliseconds timeout) {
   if (!s_ || !s_->id())
-    return detail::empty_error();
+    return detail::rdma_error(errc::empty_object);
   if (!s_->connected)
     return {};
   if (rdma_disconnect(s_->id()))
-    return detail::last_error();
+    return detail::rdma_error();
   s_->connected = false;
   return expect(s_->ch(), RDMA_CM_EVENT_DISCONNECTED, timeout);
 }
 
 result<void> connection::wait_disconnect(std::chrono::milliseconds timeout) {
   if (!s_ || !s_->id())
-    return detail::empty_error();
+    return detail::rdma_error(errc::empty_object);
   auto r = expect(s_->ch(), RDMA_CM_EVENT_DISCONNECTED, timeout);
   if (r) {
     rdma_disconnect(s_->id());
@@ -299,7 +299,7 @@ result<void> connection::wait_disconnect(std::chrono::milliseconds timeout) {
 }
 
 result<connection> connect(std::string_view host, std::uint16_t port, const cm_options &opts) {
-  return detail::or_stack([&]() -> result<connection> {
+  return detail::rdma_error([&]() -> result<connection> {
     auto ch = event_channel::create();
     if (!ch)
       return ch.error();
@@ -308,18 +308,18 @@ result<connection> connect(std::string_view host, std::uint16_t port, const cm_o
     s->answered = true;
     if (rdma_create_id(s->ch(), &s->idn->id, nullptr, RDMA_PS_TCP)) {
       s->idn->id = nullptr;
-      return detail::last_error();
+      return detail::rdma_error();
     }
     auto addr = detail::resolve_address(host, port, false);
     if (!addr)
       return addr.error();
     int tmo = detail::cm_timeout(opts.timeout);
     if (rdma_resolve_addr(s->id(), nullptr, reinterpret_cast<sockaddr *>(&*addr), tmo))
-      return detail::last_error();
+      return detail::rdma_error();
     if (auto r = expect(s->ch(), RDMA_CM_EVENT_ADDR_RESOLVED, opts.timeout); !r)
       return r.error();
     if (rdma_resolve_route(s->id(), tmo))
-      return detail::last_error();
+      return detail::rdma_error();
     if (auto r = expect(s->ch(), RDMA_CM_EVENT_ROUTE_RESOLVED, opts.timeout); !r)
       return r.error();
     if (auto r = setup_qp(*s, opts); !r)
@@ -328,7 +328,7 @@ result<connection> connect(std::string_view host, std::uint16_t port, const cm_o
       return r.error();
     rdma_conn_param p = conn_param(*s, opts);
     if (rdma_connect(s->id(), &p))
-      return detail::last_error();
+      return detail::rdma_error();
     if (auto r = expect(s->ch(), RDMA_CM_EVENT_ESTABLISHED, opts.timeout, &s->peer_data); !r)
       return r.error();
     s->connected = true;
@@ -367,7 +367,7 @@ std::span<const std::byte> connection_request::peer_data() const noexcept {
 
 result<connection> connection_request::accept(const cm_options &opts) {
   if (!s_ || !s_->id() || s_->answered)
-    return detail::empty_error();
+    return detail::rdma_error(errc::empty_object);
   s_->answered = true;
   if (auto r = setup_qp(*s_, opts); !r)
     return r.error();
@@ -375,7 +375,7 @@ result<connection> connection_request::accept(const cm_options &opts) {
     return r.error();
   rdma_conn_param p = conn_param(*s_, opts);
   if (rdma_accept(s_->id(), &p))
-    return detail::last_error();
+    return detail::rdma_error();
   if (auto r = expect(s_->ch(), RDMA_CM_EVENT_ESTABLISHED, opts.timeout); !r)
     return r.error();
   s_->connected = true;
@@ -387,11 +387,11 @@ result<connection> connection_request::accept(const cm_options &opts) {
 
 result<void> connection_request::reject(std::span<const std::byte> data) {
   if (!s_ || !s_->id() || s_->answered)
-    return detail::empty_error();
+    return detail::rdma_error(errc::empty_object);
   s_->answered = true;
   if (rdma_reject(s_->id(), data.data(),
                   static_cast<std::uint8_t>(std::min<std::size_t>(data.size(), 255))))
-    return detail::last_error();
+    return detail::rdma_error();
   s_.reset();
   return {};
 }
@@ -399,7 +399,7 @@ result<void> connection_request::reject(std::span<const std::byte> data) {
 // ---- listener ----
 
 result<listener> listener::bind(std::string_view host, std::uint16_t port, int backlog) {
-  return detail::or_stack([&]() -> result<listener> {
+  return detail::rdma_error([&]() -> result<listener> {
     auto ch = event_channel::create();
     if (!ch)
       return ch.error();
@@ -407,15 +407,15 @@ result<listener> listener::bind(std::string_view host, std::uint16_t port, int b
     l.ch_ = std::move(*ch);
     if (rdma_create_id(l.ch_.native_handle(), &l.id_, nullptr, RDMA_PS_TCP)) {
       l.id_ = nullptr;
-      return detail::last_error();
+      return detail::rdma_error();
     }
     auto addr = detail::resolve_address(host, port, true);
     if (!addr)
       return addr.error();
     if (rdma_bind_addr(l.id_, reinterpret_cast<sockaddr *>(&*addr)))
-      return detail::last_error();
+      return detail::rdma_error();
     if (rdma_listen(l.id_, backlog))
-      return detail::last_error();
+      return detail::rdma_error();
     return l;
   }());
 }
@@ -436,7 +436,7 @@ std::uint16_t listener::port() const noexcept {
 
 result<connection_request> listener::get_request(std::chrono::milliseconds timeout) {
   if (!id_)
-    return detail::empty_error();
+    return detail::rdma_error(errc::empty_object);
   auto ev = detail::take_cm_event(ch_.native_handle(), detail::deadline(timeout));
   if (!ev)
     return ev.error();
@@ -457,7 +457,7 @@ result<connection_request> listener::get_request(std::chrono::milliseconds timeo
   if (!ch)
     return ch.error();
   if (rdma_migrate_id(s->id(), ch->native_handle()))
-    return detail::last_error();
+    return detail::rdma_error();
   s->idn->ch = std::move(*ch);
   connection_request r;
   r.s_ = std::move(s);

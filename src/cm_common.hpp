@@ -36,12 +36,6 @@ result<void> set_ack_timeout(rdma_cm_id *id, std::uint8_t ack_timeout);
 // status of an address, route or connect error, else
 // errc::unexpected_event.
 std::error_code cm_event_error(const rdma_cm_event *ev);
-// A failure while the stack is not ready is the stack's condition.
-template <class T> result<T> or_stack(result<T> r) {
-  if (!r && rdmadl::stack() != stack_state::ready)
-    return stack_error(0);
-  return r;
-}
 
 } // namespace rdmadl::detail
 

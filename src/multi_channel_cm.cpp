@@ -191,7 +191,7 @@ result<void> add_qp(detail::channel_state &s, detail::cm_group &g, std::size_t p
   ibv_qp_init_attr a = detail::plain(detail::qp_init_attr(
       *dev, qo, s.pd.native_handle(), s.cq.native_handle(), s.cq.native_handle()));
   if (rdma_create_qp(id, s.pd.native_handle(), &a))
-    return detail::last_error();
+    return detail::rdma_error();
   auto n = std::make_shared<detail::qp_node>();
   n->qp = id->qp;
   n->kind = detail::qp_node::owner_kind::rdma_cm;
@@ -234,18 +234,18 @@ result<void> connect_peer(detail::channel_state &s, detail::cm_group &g, std::si
   node->ch = g.ch;
   if (rdma_create_id(g.native(), &node->id, nullptr, RDMA_PS_TCP)) {
     node->id = nullptr;
-    return detail::last_error();
+    return detail::rdma_error();
   }
   g.ids[peer] = node;
   rdma_cm_id *id = node->id;
   sockaddr_storage dst = addr;
   if (rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr *>(&dst),
                         detail::cm_timeout(o.timeout)))
-    return detail::last_error();
+    return detail::rdma_error();
   if (auto r = expect(g, id, RDMA_CM_EVENT_ADDR_RESOLVED, o.timeout); !r)
     return r;
   if (rdma_resolve_route(id, detail::cm_timeout(o.timeout)))
-    return detail::last_error();
+    return detail::rdma_error();
   if (auto r = expect(g, id, RDMA_CM_EVENT_ROUTE_RESOLVED, o.timeout); !r)
     return r;
   if (auto r = add_qp(s, g, peer, o, total); !r)
@@ -253,7 +253,7 @@ result<void> connect_peer(detail::channel_state &s, detail::cm_group &g, std::si
   auto me = cm_hello(o.rank);
   rdma_conn_param p = conn_param(s, o, me);
   if (rdma_connect(id, &p))
-    return detail::last_error();
+    return detail::rdma_error();
   if (auto r = expect(g, id, RDMA_CM_EVENT_ESTABLISHED, o.timeout); !r)
     return r;
   g.up[peer] = true;
@@ -270,14 +270,14 @@ result<rdma_cm_event *> take_either(rdma_event_channel *a, rdma_event_channel *b
       if (rdma_get_cm_event(ch, &ev) == 0)
         return ev;
       if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-        return detail::last_error();
+        return detail::rdma_error();
     }
     int left = detail::poll_timeout(deadline);
     if (left == 0)
       return errc::timed_out;
     pollfd p[2] = {{a->fd, POLLIN, 0}, {b->fd, POLLIN, 0}};
     if (::poll(p, 2, left) < 0 && errno != EINTR)
-      return detail::last_error();
+      return detail::rdma_error();
   }
 }
 
@@ -363,7 +363,7 @@ result<void> accept_peers(detail::channel_state &s, detail::cm_group &g, listene
     // A request this side cannot take is rejected, so its client learns it
     // now rather than at its timeout.
     if (rdma_migrate_id(id, g.native())) {
-      auto ec = detail::last_error();
+      auto ec = detail::rdma_error();
       rdma_reject(id, nullptr, 0);
       return ec;
     }
@@ -373,7 +373,7 @@ result<void> accept_peers(detail::channel_state &s, detail::cm_group &g, listene
     }
     rdma_conn_param cp = conn_param(s, o, {});
     if (rdma_accept(id, &cp)) {
-      auto ec = detail::last_error();
+      auto ec = detail::rdma_error();
       rdma_reject(id, nullptr, 0);
       return ec;
     }
@@ -432,8 +432,8 @@ result<multi_channel> multi_channel::create_cm(listener *from, const cm_channel_
     addrs.push_back(*r);
   }
   if (o.accept && !from->native_handle())
-    return detail::empty_error();
-  return detail::or_stack([&]() -> result<multi_channel> {
+    return detail::rdma_error(errc::empty_object);
+  return detail::rdma_error([&]() -> result<multi_channel> {
     auto ch = event_channel::create();
     if (!ch)
       return ch.error();
@@ -477,7 +477,7 @@ bool multi_channel::cm_connected(std::size_t peer) const noexcept {
 
 result<cm_peer_event> multi_channel::next_cm_event(std::chrono::milliseconds timeout) {
   if (!s_ || !s_->cm)
-    return detail::empty_error();
+    return detail::rdma_error(errc::empty_object);
   auto &g = *s_->cm;
   auto deadline = detail::deadline(timeout);
   while (g.queued.empty()) {

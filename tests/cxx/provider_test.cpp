@@ -23,41 +23,13 @@
 
 #include "rdmadl/native.hpp" // IBV_* values and native fields only; no ibv_* call
 
-#define FAKEPROV_WANT_OPEN
-#include "fake_provider.h"
+#include "fake_provider_case.hpp"
 
 using namespace rdmadl;
 using namespace std::chrono_literals;
 
 namespace {
 
-fakeprov_api &fp() {
-  static fakeprov_api api = [] {
-    fakeprov_api a{};
-    REQUIRE(rdmadl::available());
-    REQUIRE(fakeprov_open(&a) == 0);
-    return a;
-  }();
-  return api;
-}
-
-int baseline = 0;
-
-void start() {
-  fp().fakeprov_reset();
-  baseline = fp().fakeprov_live_total();
-}
-
-void finish() {
-  CHECK(fp().fakeprov_live_total() == baseline);
-  CHECK_MESSAGE(fp().fakeprov_violations() == 0, fp().fakeprov_last_violation());
-}
-
-std::vector<fakeprov_wr_record> wr_log(std::uint32_t qpn) {
-  std::vector<fakeprov_wr_record> v(fp().fakeprov_wr_log(qpn, nullptr, 0));
-  fp().fakeprov_wr_log(qpn, v.data(), v.size());
-  return v;
-}
 
 template <class T> T ok(result<T> r) {
   REQUIRE_MESSAGE(r, r.error().message());
