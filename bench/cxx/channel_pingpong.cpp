@@ -31,30 +31,15 @@
 #include <vector>
 
 #include "rdmadl/rdmadl.hpp"
+#include "two_process.hpp"
 
 using namespace rdmadl;
 using namespace std::chrono_literals;
 
 namespace {
 constexpr unsigned timeout_s = 100;
+using bench::fail;
 constexpr std::size_t batch = 128;
-
-[[noreturn]] void fail(const char *what) {
-  std::fprintf(stderr, "rdmadl-bench-channel: %s\n", what);
-  std::fflush(stderr);
-  _exit(2);
-}
-
-void on_alarm(int) {
-  static const char msg[] = "rdmadl-bench-channel: timed out (alarm), peer hung?\n";
-  (void)!write(2, msg, sizeof msg - 1);
-  _exit(3);
-}
-
-template <class T> void xfer(int wfd, int rfd, const T &out, T &in) {
-  if (write(wfd, &out, sizeof out) != sizeof out || read(rfd, &in, sizeof in) != sizeof in)
-    fail("pipe to the peer process closed (peer failed)");
-}
 
 template <class R> void must(const R &r, const char *what) {
   if (!r) {
@@ -79,6 +64,7 @@ void take(completion_queue &cq, std::size_t want) {
 } // namespace
 
 int main(int argc, char **argv) {
+  bench::name = "rdmadl-bench-channel";
   if (argc < 3 || (std::strcmp(argv[1], "lat") != 0 && std::strcmp(argv[1], "bw") != 0) ||
       (std::strcmp(argv[2], "ch") != 0 && std::strcmp(argv[2], "qp") != 0))
     fail("usage: rdmadl-bench-channel lat|bw ch|qp [ITERS [SIZE]]");
@@ -90,18 +76,8 @@ int main(int argc, char **argv) {
     fail("ITERS and SIZE must be positive");
   if (!lat)
     iters = (iters + long(batch) - 1) / long(batch) * long(batch);
-  std::signal(SIGALRM, on_alarm);
-  int p2c[2], c2p[2];
-  if (pipe(p2c) || pipe(c2p))
-    fail("pipe() failed");
-  pid_t pid = fork();
-  if (pid < 0)
-    fail("fork() failed");
-  alarm(timeout_s);
-  const bool server = pid == 0;
-  int wfd = server ? c2p[1] : p2c[1], rfd = server ? p2c[0] : c2p[0];
-  close(server ? c2p[0] : p2c[0]);
-  close(server ? p2c[1] : c2p[1]);
+  const bench::peer pp = bench::fork_pair(timeout_s);
+  const bool server = pp.server;
 
   const char *d = std::getenv("RDMADL_TEST_DEVICE");
   auto ctx = context::open(d ? d : "");
@@ -141,10 +117,10 @@ int main(int argc, char **argv) {
   must(le, "local_endpoint");
   auto mine = le->serialize();
   decltype(mine) theirs;
-  xfer(wfd, rfd, mine, theirs);
+  bench::xfer(pp, mine, theirs);
   auto rr = mr->remote().value().serialize();
   decltype(rr) peer_rr;
-  xfer(wfd, rfd, rr, peer_rr);
+  bench::xfer(pp, rr, peer_rr);
   auto peer = endpoint::parse(theirs).value();
   must(ch ? c.handshake(peer) : qp.connect(peer), "connect");
   auto target = remote_region::parse(peer_rr).value().slice(0, size).value();
@@ -170,14 +146,14 @@ int main(int argc, char **argv) {
     if (ch) {
       auto s = c.scope();
       must(s.post_recv(0, in), "post_recv");
-      xfer(wfd, rfd, sync, sync);
+      bench::xfer(pp, sync, sync);
     } else {
       must(qp.post_recv(in, 1), "post_recv");
-      xfer(wfd, rfd, sync, sync);
+      bench::xfer(pp, sync, sync);
       take(cq, 1);
     }
   } else {
-    xfer(wfd, rfd, sync, sync);
+    bench::xfer(pp, sync, sync);
   }
   std::vector<double> rtt_us(lat && !server ? static_cast<std::size_t>(iters) : 0);
   std::array<multi_channel::part, batch> parts;
@@ -208,17 +184,5 @@ int main(int argc, char **argv) {
     }
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  xfer(wfd, rfd, sync, sync);
-  if (server)
-    _exit(0);
-  int st = 0;
-  if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-    fail("server process failed");
-  if (lat) {
-    auto mid = rtt_us.begin() + static_cast<long>(rtt_us.size() / 2);
-    std::nth_element(rtt_us.begin(), mid, rtt_us.end());
-    std::printf("lat_us %.3f %.3f\n", secs * 1e6 / double(iters) / 2, *mid / 2);
-  } else
-    std::printf("bw_gbps %.3f\n", double(iters) * double(size) * 8 / secs / 1e9);
-  return 0;
+  return bench::finish(pp, lat, rtt_us, secs, iters, size);
 }

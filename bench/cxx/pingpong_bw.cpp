@@ -27,24 +27,14 @@
 #include <vector>
 
 #include "rdmadl/rdmadl.hpp"
+#include "two_process.hpp"
 
 using namespace rdmadl;
 
 namespace {
 constexpr unsigned timeout_s = 100;
+using bench::fail;
 constexpr long window = 128; // outstanding writes in bw (qp_options::send_depth)
-
-[[noreturn]] void fail(const char *what) {
-  std::fprintf(stderr, "rdmadl-bench-cxx: %s\n", what);
-  std::fflush(stderr);
-  _exit(2);
-}
-
-void on_alarm(int) {
-  static const char msg[] = "rdmadl-bench-cxx: timed out (alarm), peer hung?\n";
-  (void)!write(2, msg, sizeof msg - 1);
-  _exit(3);
-}
 
 struct side {
   context ctx;
@@ -69,11 +59,6 @@ side make_side() {
   return s;
 }
 
-template <class T> void xfer(int wfd, int rfd, const T &out, T &in) {
-  if (write(wfd, &out, sizeof out) != sizeof out || read(rfd, &in, sizeof in) != sizeof in)
-    fail("pipe to the peer process closed (peer failed)");
-}
-
 void check(const completion &c) {
   if (!c.ok()) {
     std::fprintf(stderr, "rdmadl-bench-cxx: work completion failed: %s\n",
@@ -96,6 +81,7 @@ void wait1(completion_queue &cq) {
 } // namespace
 
 int main(int argc, char **argv) {
+  bench::name = "rdmadl-bench-cxx";
   if (argc < 2 || (std::strcmp(argv[1], "lat") != 0 && std::strcmp(argv[1], "bw") != 0))
     fail("usage: rdmadl-bench-cxx lat|bw [ITERS [SIZE]]");
   bool lat = std::strcmp(argv[1], "lat") == 0;
@@ -103,27 +89,17 @@ int main(int argc, char **argv) {
   std::size_t size = argc > 3 ? std::strtoul(argv[3], nullptr, 0) : (lat ? 2 : 65536);
   if (iters < 1 || size < 1)
     fail("ITERS and SIZE must be positive");
-  std::signal(SIGALRM, on_alarm);
-  int p2c[2], c2p[2];
-  if (pipe(p2c) || pipe(c2p))
-    fail("pipe() failed");
-  pid_t pid = fork();
-  if (pid < 0)
-    fail("fork() failed");
-  alarm(timeout_s); // both processes: never outlive a hung peer
-  bool server = pid == 0;
-  int wfd = server ? c2p[1] : p2c[1], rfd = server ? p2c[0] : c2p[0];
-  close(server ? c2p[0] : p2c[0]);
-  close(server ? p2c[1] : c2p[1]);
+  const bench::peer pp = bench::fork_pair(timeout_s);
+  const bool server = pp.server;
   side s = make_side();
   std::vector<std::byte> buf(size);
   auto mr = s.pd.register_memory(buf, access::remote_write).value();
   auto mine = s.qp.local_endpoint().value().serialize();
   decltype(mine) theirs;
-  xfer(wfd, rfd, mine, theirs);
+  bench::xfer(pp, mine, theirs);
   auto rr = mr.remote().value().serialize();
   decltype(rr) peer_rr;
-  xfer(wfd, rfd, rr, peer_rr);
+  bench::xfer(pp, rr, peer_rr);
   s.qp.connect(endpoint::parse(theirs).value()).value();
   auto target = remote_region::parse(peer_rr).value();
   auto sl = mr.all().value();
@@ -132,7 +108,7 @@ int main(int argc, char **argv) {
   long recvs = 0;
   for (; lat && recvs < std::min(iters, recv_ahead); recvs++)
     s.qp.post_recv(sl, 1).value();
-  xfer(wfd, rfd, sync, sync); // both connected, receive posted
+  bench::xfer(pp, sync, sync); // both connected, receive posted
   std::vector<double> rtt_us(lat && !server ? static_cast<std::size_t>(iters) : 0);
   auto t0 = std::chrono::steady_clock::now();
   if (lat) {
@@ -169,17 +145,5 @@ int main(int argc, char **argv) {
     }
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  xfer(wfd, rfd, sync, sync);
-  if (server)
-    _exit(0);
-  int st = 0;
-  if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-    fail("server process failed");
-  if (lat) {
-    auto mid = rtt_us.begin() + static_cast<long>(rtt_us.size() / 2);
-    std::nth_element(rtt_us.begin(), mid, rtt_us.end());
-    std::printf("lat_us %.3f %.3f\n", secs * 1e6 / double(iters) / 2, *mid / 2);
-  } else
-    std::printf("bw_gbps %.3f\n", double(iters) * double(size) * 8 / secs / 1e9);
-  return 0;
+  return bench::finish(pp, lat, rtt_us, secs, iters, size);
 }

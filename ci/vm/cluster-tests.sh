@@ -214,7 +214,7 @@ while read -r id kind srv cli port <&3; do
     # A multi_channel over three nodes; it prints its own checks at once,
     # and rank 0 asks the host to kill rank 2's node mid-scope.
     mc.rank*)
-      timeout 240 rdmadl-mc-cluster --rank "${role#rank}" --nodes "$peer_ip" --port "$port" \
+      timeout 240 cxx_mc_cluster --rank "${role#rank}" --nodes "$peer_ip" --port "$port" \
         --kill "${srv##*,}" --id "$id" </dev/null 2>&1
       st=$?
       [ "$role" != rank2 ] || echo "cluster-tests: rank 2 still alive after its test"

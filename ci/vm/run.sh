@@ -63,7 +63,7 @@ trap 'exit 130' INT TERM
 st=$tmp/stage
 mkdir -p "$st/payload"
 if [ $baseline = 1 ]; then
-  cp "$vm_here/baseline-tests.sh" "$st/payload/guest-tests.sh"
+  cp "$vm_here/../../tests/guest/baseline.sh" "$st/payload/guest-tests.sh"
 else
   cp -a "$payload/." "$st/payload/"
 fi

@@ -103,15 +103,9 @@ static void test_send_recv(const char *name, size_t off) {
   memset(b.buf + off, 0, MSG + 16);
   struct ibv_sge rs = {.addr = (uintptr_t)b.buf + off, .length = MSG + 16, .lkey = b.mr->lkey};
   struct ibv_recv_wr rwr = {.wr_id = 2, .sg_list = &rs, .num_sge = 1}, *rbad;
-  struct ibv_sge ss = {.addr = (uintptr_t)a.buf + off, .length = MSG, .lkey = a.mr->lkey};
-  struct ibv_send_wr swr = {.wr_id = 1,
-                            .sg_list = &ss,
-                            .num_sge = 1,
-                            .opcode = IBV_WR_SEND,
-                            .send_flags = IBV_SEND_SIGNALED},
-                     *sbad;
   struct ibv_wc sw, rw = {0};
-  bool ok = ibv_post_recv(b.qp, &rwr, &rbad) == 0 && ibv_post_send(a.qp, &swr, &sbad) == 0 &&
+  bool ok = ibv_post_recv(b.qp, &rwr, &rbad) == 0 &&
+            t_post1(a.qp, IBV_WR_SEND, 1, a.buf + off, MSG, a.mr->lkey, 0, 0, 0) == 0 &&
             wait_one(&a, IBV_WC_SEND, &sw) && wait_one(&b, IBV_WC_RECV, &rw);
   t_check(name,
           ok && rw.byte_len == MSG && t_same(name, b.buf + off, a.buf + off, MSG) &&
@@ -127,18 +121,11 @@ static bool write_through(const char *name, struct ibv_mr *mr, uint64_t base, si
     return false;
   t_fill(a.buf + off, MSG, seed);
   memset(b.buf + off, 0, MSG);
-  struct ibv_sge sge = {.addr = (uintptr_t)a.buf + off, .length = MSG, .lkey = a.mr->lkey};
-  struct ibv_send_wr wr = {.wr_id = 3,
-                           .sg_list = &sge,
-                           .num_sge = 1,
-                           .opcode = IBV_WR_RDMA_WRITE,
-                           .send_flags = IBV_SEND_SIGNALED},
-                     *bad;
-  wr.wr.rdma.remote_addr = base + (off - (size_t)((uint8_t *)mr->addr - b.buf));
-  wr.wr.rdma.rkey = mr->rkey;
+  uint64_t raddr = base + (off - (size_t)((uint8_t *)mr->addr - b.buf));
   struct ibv_wc wc;
-  return ibv_post_send(a.qp, &wr, &bad) == 0 && wait_one(&a, IBV_WC_RDMA_WRITE, &wc) &&
-         t_same(name, b.buf + off, a.buf + off, MSG);
+  return t_post1(a.qp, IBV_WR_RDMA_WRITE, 3, a.buf + off, MSG, a.mr->lkey, raddr, mr->rkey, 0) ==
+             0 &&
+         wait_one(&a, IBV_WC_RDMA_WRITE, &wc) && t_same(name, b.buf + off, a.buf + off, MSG);
 }
 
 static struct ibv_mr_init_attr attr(void *addr, size_t len, uint64_t mask) {

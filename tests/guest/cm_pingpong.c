@@ -210,16 +210,9 @@ static void client(void) {
   }
   if (!t_check("cm.connect", ok, "client: %s", strerror(errno)))
     goto out;
-  struct ibv_sge sge = {.addr = (uintptr_t)payload, .length = MSG, .lkey = mr->lkey};
-  struct ibv_send_wr wr = {.wr_id = 1,
-                           .sg_list = &sge,
-                           .num_sge = 1,
-                           .opcode = IBV_WR_SEND,
-                           .send_flags = IBV_SEND_SIGNALED},
-                     *bad;
   struct ibv_wc wc;
-  ok = ibv_post_send(id->qp, &wr, &bad) == 0 && t_poll(cq, &wc, 1, 1, TIMEOUT) == 1 &&
-       t_wc_ok(&wc, 1) && wc.opcode == IBV_WC_SEND;
+  ok = t_post1(id->qp, IBV_WR_SEND, 1, payload, MSG, mr->lkey, 0, 0, 0) == 0 &&
+       t_poll(cq, &wc, 1, 1, TIMEOUT) == 1 && t_wc_ok(&wc, 1) && wc.opcode == IBV_WC_SEND;
   t_check("cm.send", ok, "client send did not complete");
   ok = rdma_disconnect(id) == 0;
   t_check("cm.disconnect", ok && event_ok(NULL, "client", ch, RDMA_CM_EVENT_DISCONNECTED),

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #define _GNU_SOURCE
 #include "common.h"
+#include "rc_attr.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -345,6 +346,21 @@ void t_ah_attr(struct t_dev *d, struct ibv_ah_attr *ah) {
   ah->port_num = d->port;
 }
 
+int t_post1(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, const void *addr,
+            uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey, uint32_t imm) {
+  struct ibv_sge sge = {.addr = (uintptr_t)addr, .length = len, .lkey = lkey};
+  struct ibv_send_wr wr = {.wr_id = wr_id,
+                           .sg_list = &sge,
+                           .num_sge = 1,
+                           .opcode = op,
+                           .send_flags = IBV_SEND_SIGNALED},
+                     *bad;
+  wr.imm_data = htonl(imm);
+  wr.wr.rdma.remote_addr = raddr;
+  wr.wr.rdma.rkey = rkey;
+  return ibv_post_send(qp, &wr, &bad);
+}
+
 int t_rc_connect(struct t_dev *d, struct ibv_qp *qp, uint32_t remote_qpn, int access) {
   return t_rc_connect_gid(d, qp, remote_qpn, &d->gid, access);
 }
@@ -352,39 +368,16 @@ int t_rc_connect(struct t_dev *d, struct ibv_qp *qp, uint32_t remote_qpn, int ac
 int t_rc_connect_gid(struct t_dev *d, struct ibv_qp *qp, uint32_t remote_qpn,
                      const union ibv_gid *dgid, int access) {
   struct ibv_qp_attr a;
-  memset(&a, 0, sizeof a);
-  a.qp_state = IBV_QPS_INIT;
-  a.port_num = d->port;
-  a.qp_access_flags = access;
-  int ret =
-      ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+  int ret = ibv_modify_qp(qp, &a, t_rc_init_attr(&a, d->port, access));
   if (ret)
     return ret;
   uint8_t rd_atomic = d->attr.max_qp_rd_atom < 4 ? (uint8_t)d->attr.max_qp_rd_atom : 4;
-  memset(&a, 0, sizeof a);
-  a.qp_state = IBV_QPS_RTR;
-  a.path_mtu = d->port_attr.active_mtu;
-  a.dest_qp_num = remote_qpn;
-  a.rq_psn = 0;
-  a.max_dest_rd_atomic = rd_atomic;
-  a.min_rnr_timer = 12;
-  t_ah_attr(d, &a.ah_attr);
-  a.ah_attr.grh.dgid = *dgid;
   ret = ibv_modify_qp(qp, &a,
-                      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                          IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+                      t_rc_rtr_attr(&a, d->port_attr.active_mtu, remote_qpn, rd_atomic, d->port,
+                                    dgid, d->gid_index));
   if (ret)
     return ret;
-  memset(&a, 0, sizeof a);
-  a.qp_state = IBV_QPS_RTS;
-  a.timeout = 14;
-  a.retry_cnt = 7;
-  a.rnr_retry = 7;
-  a.sq_psn = 0;
-  a.max_rd_atomic = rd_atomic;
-  return ibv_modify_qp(qp, &a,
-                       IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                           IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+  return ibv_modify_qp(qp, &a, t_rc_rts_attr(&a, rd_atomic));
 }
 
 int t_ud_ready(struct t_dev *d, struct ibv_qp *qp, uint32_t qkey) {

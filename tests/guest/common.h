@@ -96,6 +96,12 @@ int t_rc_connect_gid(struct t_dev *d, struct ibv_qp *qp, uint32_t remote_qpn,
 int t_ud_ready(struct t_dev *d, struct ibv_qp *qp, uint32_t qkey);
 /* Address-handle attributes for a GRH-routed packet to our own GID. */
 void t_ah_attr(struct t_dev *d, struct ibv_ah_attr *ah);
+/* Posts one signaled work request on QP: OP over LEN bytes at ADDR (LKEY);
+ * RADDR and RKEY address the peer's memory for the RDMA opcodes, IMM (host
+ * order) is the immediate data of the _WITH_IMM ones. Returns
+ * ibv_post_send's result (0, or an errno value). */
+int t_post1(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, const void *addr,
+            uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey, uint32_t imm);
 
 /* Polls CQ until N completions arrived or TIMEOUT_MS passed, BATCH at a time;
  * when CQ has a completion channel and the program runs in a two-node role,

@@ -188,16 +188,9 @@ static void test_wr_api(void) {
     else
       missing("feature.wr_api", "ibv_qp_to_qp_ex", true, err);
     /* The send the extended CQ check needs, the classic way. */
-    struct ibv_sge sge = {.addr = (uintptr_t)abuf + soff, .length = MSG, .lkey = amr->lkey};
-    struct ibv_send_wr wr = {.wr_id = 2,
-                             .sg_list = &sge,
-                             .num_sge = 1,
-                             .opcode = IBV_WR_SEND,
-                             .send_flags = IBV_SEND_SIGNALED},
-                       *bad;
     struct ibv_wc wc;
-    ok = ok && ibv_post_send(aqp, &wr, &bad) == 0 && t_poll(acq, &wc, 1, 1, TIMEOUT) == 1 &&
-         t_wc_ok(&wc, 1);
+    ok = ok && t_post1(aqp, IBV_WR_SEND, 2, abuf + soff, MSG, amr->lkey, 0, 0, 0) == 0 &&
+         t_poll(acq, &wc, 1, 1, TIMEOUT) == 1 && t_wc_ok(&wc, 1);
   }
   uint64_t id = 0;
   uint32_t len = 0;
@@ -244,18 +237,10 @@ static void test_reg_mr_ex(void) {
   }
   t_fill(abuf + off, MSG, 41);
   memset(bbuf + off, 0, MSG);
-  struct ibv_sge sge = {.addr = (uintptr_t)abuf + off, .length = MSG, .lkey = amr->lkey};
-  struct ibv_send_wr wr = {.wr_id = 3,
-                           .sg_list = &sge,
-                           .num_sge = 1,
-                           .opcode = IBV_WR_RDMA_WRITE,
-                           .send_flags = IBV_SEND_SIGNALED},
-                     *bad;
-  wr.wr.rdma.remote_addr = (uintptr_t)bbuf + off;
-  wr.wr.rdma.rkey = mr->rkey;
   struct ibv_wc wc;
-  bool ok =
-      ibv_post_send(aqp, &wr, &bad) == 0 && t_poll(acq, &wc, 1, 1, TIMEOUT) == 1 && t_wc_ok(&wc, 1);
+  bool ok = t_post1(aqp, IBV_WR_RDMA_WRITE, 3, abuf + off, MSG, amr->lkey, (uintptr_t)bbuf + off,
+                    mr->rkey, 0) == 0 &&
+            t_poll(acq, &wc, 1, 1, TIMEOUT) == 1 && t_wc_ok(&wc, 1);
   t_check("feature.reg_mr_ex", ok && t_same("feature.reg_mr_ex", bbuf + off, abuf + off, MSG),
           "write through the ibv_reg_mr_ex key");
   ibv_dereg_mr(mr);

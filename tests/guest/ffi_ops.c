@@ -24,6 +24,8 @@
  */
 #include <rdmadl/ffi.h>
 
+#include "rc_attr.h"
+
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdbool.h>
@@ -160,39 +162,14 @@ static int gid_index = 1;
 
 static int to_rts(struct ibv_qp *qp, uint32_t remote_qpn) {
   struct ibv_qp_attr a;
-  memset(&a, 0, sizeof a);
-  a.qp_state = IBV_QPS_INIT;
-  a.port_num = PORT;
-  a.qp_access_flags = access_flags;
-  int ret =
-      f_ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+  int ret = f_ibv_modify_qp(qp, &a, t_rc_init_attr(&a, PORT, access_flags));
   if (ret)
     return ret;
-  memset(&a, 0, sizeof a);
-  a.qp_state = IBV_QPS_RTR;
-  a.path_mtu = port_attr.active_mtu;
-  a.dest_qp_num = remote_qpn;
-  a.max_dest_rd_atomic = 1;
-  a.min_rnr_timer = 12;
-  a.ah_attr.is_global = 1;
-  a.ah_attr.port_num = PORT;
-  a.ah_attr.grh.dgid = gid;
-  a.ah_attr.grh.sgid_index = (uint8_t)gid_index;
-  a.ah_attr.grh.hop_limit = 1;
-  ret = f_ibv_modify_qp(qp, &a,
-                        IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                            IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+  ret = f_ibv_modify_qp(
+      qp, &a, t_rc_rtr_attr(&a, port_attr.active_mtu, remote_qpn, 1, PORT, &gid, gid_index));
   if (ret)
     return ret;
-  memset(&a, 0, sizeof a);
-  a.qp_state = IBV_QPS_RTS;
-  a.timeout = 14;
-  a.retry_cnt = 7;
-  a.rnr_retry = 7;
-  a.max_rd_atomic = 1;
-  return f_ibv_modify_qp(qp, &a,
-                         IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                             IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+  return f_ibv_modify_qp(qp, &a, t_rc_rts_attr(&a, 1));
 }
 
 /* N completions from a classic CQ within the timeout, all successful. */

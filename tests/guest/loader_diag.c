@@ -11,7 +11,7 @@
  * Either way the verdict (rdmadl_verdict_state) is checked: usable on
  * Soft-RoCE, naming the rxe device; no library in the image without
  * rdma-core. loader_diag --usable-line prints only the line rdmadl-info
- * prints ("usable: yes|no: VERDICT"), for tests/cxx/guest-tests.sh to
+ * prints ("usable: yes|no: VERDICT"), for tests/guest/cxx.sh to
  * compare.
  */
 #include <stdio.h>

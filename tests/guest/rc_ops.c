@@ -89,18 +89,8 @@ static int post_recv(struct side *s, uint64_t id, size_t off, size_t len) {
 /* One signaled work request from a. REMOTE_OFF is an offset into b's buffer. */
 static int post_a(enum ibv_wr_opcode op, uint64_t id, size_t off, size_t len, size_t remote_off,
                   uint32_t imm) {
-  struct ibv_sge sge = {
-      .addr = (uintptr_t)a.buf + off, .length = (uint32_t)len, .lkey = a.mr->lkey};
-  struct ibv_send_wr wr = {.wr_id = id,
-                           .sg_list = &sge,
-                           .num_sge = 1,
-                           .opcode = op,
-                           .send_flags = IBV_SEND_SIGNALED},
-                     *bad;
-  wr.imm_data = htonl(imm);
-  wr.wr.rdma.remote_addr = remote_base + remote_off;
-  wr.wr.rdma.rkey = remote_rkey;
-  return ibv_post_send(a.qp, &wr, &bad);
+  return t_post1(a.qp, op, id, a.buf + off, (uint32_t)len, a.mr->lkey, remote_base + remote_off,
+                 remote_rkey, imm);
 }
 
 static int post_atomic(enum ibv_wr_opcode op, uint64_t id, size_t off, size_t remote_off,

@@ -1,11 +1,11 @@
 # SPDX-License-Identifier: MIT
+# shellcheck shell=sh
 # perftest, unmodified, in the Soft-RoCE VM tier. ci/build-perftest.sh builds
 # Debian's perftest source with its own ./configure against rdmadl's link
 # aliases (no NEEDED on rdma-core; librdmadl-verbs.so.0 instead);
 # ci/test-vm.sh copies its programs to /payload/perftest (not bin/: Debian's
-# own ib_* in the image keep their names) and appends these lines to the
-# generated /payload/guest-tests.sh (busybox sh, after its run / check
-# helpers). Each program runs as ci/vm/baseline-tests.sh runs Debian's:
+# own ib_* in the image keep their names); single.sh sources this (busybox
+# sh; its step / check helpers). Each program runs as baseline.sh runs Debian's:
 # server and client on the one rxe device, -F, a few hundred iterations.
 # Prints "RDMADL-CHECK perftest.<program> PASS|FAIL"; on the image without
 # rdma-core, "perftest.absent": the program starts, finds no device and exits

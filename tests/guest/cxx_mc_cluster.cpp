@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// rdmadl-mc-cluster: one node of a three-node multi_channel test on the
+// cxx_mc_cluster: one node of a three-node multi_channel test on the
 // cluster tier (ci/vm/cluster-tests.sh). Rank R of IP0,IP1,IP2 builds a
 // multi_channel with two peers (the other ranks, in rank order), trades an
 // endpoint list and a remote region with each over rdmadl::oob, then, every
@@ -9,7 +9,7 @@
 // failed result for every request to it, with its peer index, and still
 // complete their requests to each other.
 //
-//   rdmadl-mc-cluster --rank R --nodes IP0,IP1,IP2 --port P --kill NODE --id ID
+//   cxx_mc_cluster --rank R --nodes IP0,IP1,IP2 --port P --kill NODE --id ID
 //
 // oob ports: P+1+a+b for ranks a < b (a listens). NODE is rank 2's cluster
 // node number (for "RDMADL-HOST-KILL NODE"). Each check is printed at once as
@@ -76,7 +76,7 @@ std::string describe(const std::vector<work_result> &rs) {
 }
 
 int usage() {
-  std::fprintf(stderr, "usage: rdmadl-mc-cluster --rank 0|1|2 --nodes IP0,IP1,IP2 --port P "
+  std::fprintf(stderr, "usage: cxx_mc_cluster --rank 0|1|2 --nodes IP0,IP1,IP2 --port P "
                        "--kill NODE --id ID\n");
   return 2;
 }

@@ -1,17 +1,32 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# Baseline payload (guest-tests.sh): Debian's own RDMA tools over Soft-RoCE in
-# the test VM, so an rdmadl failure can be told apart from a broken VM. Runs
-# under busybox sh; prints "RDMADL-CHECK <name> PASS|FAIL" per check.
+# Debian's own RDMA tools over Soft-RoCE in the test VM, so an rdmadl failure
+# can be told apart from a broken VM: the whole payload of ci/vm/run.sh
+# --baseline (as its guest-tests.sh), and the first checks single.sh runs.
+# Runs under busybox sh; prints "RDMADL-CHECK <prefix><name> PASS|FAIL" per
+# check and exits non-zero if one failed.
+#
+#   baseline.sh [--prefix PREFIX] [--no-perftest]
+#
+# --no-perftest leaves out Debian's perftest programs (single.sh runs
+# perftest built against rdmadl instead).
+prefix="" with_perftest=1
+while [ $# -gt 0 ]; do
+  case $1 in
+    --prefix) prefix=$2; shift 2 ;;
+    --no-perftest) with_perftest=0; shift ;;
+    *) echo "baseline.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
 passed=0 failed=0
 out=/tmp/baseline
 mkdir -p "$out"
 
 result() { # NAME OK
   if [ "$2" = 0 ]; then
-    echo "RDMADL-CHECK $1 PASS"; passed=$((passed + 1))
+    echo "RDMADL-CHECK $prefix$1 PASS"; passed=$((passed + 1))
   else
-    echo "RDMADL-CHECK $1 FAIL"; failed=$((failed + 1))
+    echo "RDMADL-CHECK $prefix$1 FAIL"; failed=$((failed + 1))
   fi
 }
 
@@ -91,12 +106,12 @@ else
   [ $rc != 0 ] || grep -h 'iters in' "$out/ibv_rc_pingpong.client" | sed 's/^/  /'
   result ibv_rc_pingpong $rc
 
-  # rping -v prints each verified ping; the client must have seen all 3.
+  # rping -v prints each verified ping; the client must have seen all 10.
   pair rping 0 \
-    rping -s -a "$ip" -v -C 3 -- \
-    rping -c -a "$ip" -v -C 3
+    rping -s -a "$ip" -v -C 10 -- \
+    rping -c -a "$ip" -v -C 10
   rc=$?
-  [ $rc != 0 ] || [ "$(grep -c 'ping data: rdma-ping-' "$out/rping.client")" = 3 ] || {
+  [ $rc != 0 ] || [ "$(grep -c 'ping data: rdma-ping-' "$out/rping.client")" = 10 ] || {
     rc=1; show "$out/rping.client"
   }
   result rping $rc
@@ -112,8 +127,10 @@ else
     [ $rc != 0 ] || grep -E '^[[:space:]]*[0-9]+[[:space:]]+[0-9]+' "$out/$1.client" | sed 's/^/  /'
     result "$1" $rc
   }
-  perftest ib_send_lat 18516
-  perftest ib_write_bw 18517
+  if [ $with_perftest = 1 ]; then
+    perftest ib_send_lat 18516
+    perftest ib_write_bw 18517
+  fi
 fi
 
 echo "RDMADL-BASELINE suite=$RDMADL_SUITE passed=$passed failed=$failed"

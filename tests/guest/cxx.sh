@@ -1,9 +1,8 @@
 # SPDX-License-Identifier: MIT
-# The C++ API's checks in the Soft-RoCE VM tier. ci/test-vm.sh appends these
-# lines to the generated /payload/guest-tests.sh (busybox sh, after its run /
-# check helpers) and copies each program named here from build/tests/cxx or
-# build/examples into /payload/bin. Every line prints
-# "RDMADL-CHECK cxx-<name> PASS|FAIL".
+# shellcheck shell=sh
+# The C++ API's checks in the Soft-RoCE VM tier: sourced by single.sh (busybox
+# sh; its run / check helpers), with the programs of programs.txt in
+# /payload/bin. Every line prints "RDMADL-CHECK cxx-<name> PASS|FAIL".
 # cxx-info-verdict: rdmadl-info's "usable:" line is the loader's verdict, as
 # the drop-in program loader_diag reads it (rdmadl_verdict_state).
 info_line=$(rdmadl-info-guest | grep '^usable: ')
@@ -16,13 +15,13 @@ cxx_checks="peer-exit probe device gid-select memory-bounds rc-send-recv uc-send
   send-batch-chained endpoint peer-mismatch lifetimes batch-guard prepared poll-session waits-saturate multi-channel mixed-posts
   cm-connect cm-reject cm-ack-timeout cm-multi-channel cm-accept-deadline cm-mesh async-events"
 if [ "$RDMADL_SUITE" = none ]; then
-  run cxx-absent rdmadl-cxx-device-test --absent
+  run cxx-absent cxx_device --absent
   rdmadl-info-guest --check
   check cxx-info-absent $([ $? -eq 1 ] && echo 0 || echo 1)
 else
   ulimit -l unlimited 2>/dev/null
   for c in $cxx_checks; do
-    run "cxx-$c" rdmadl-cxx-device-test "$c"
+    run "cxx-$c" cxx_device "$c"
   done
   rdmadl-info-guest >/tmp/cxx-info.txt
   check cxx-info-usable $?
