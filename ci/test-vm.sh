@@ -43,7 +43,7 @@ build=""
 suites=""
 timeout=300
 stages="single cluster"
-clusters="sid,bullseye,bookworm,trixie sid,bullseye,none"
+clusters="sid,rc28,bookworm,trixie sid,bullseye,none bullseye,bookworm,trixie"
 cluster_timeout=600
 debs=$root/build/deb
 

@@ -297,6 +297,11 @@ static int gid_entry_fallback(struct ibv_context *ctx, uint32_t port, uint32_t i
     entry->gid_type = IBV_GID_TYPE_IB;
   } else if (gid_attr(ctx, port, index, "types", buf, sizeof buf) == 0) {
     entry->gid_type = strcmp(buf, "RoCE v2") == 0 ? IBV_GID_TYPE_ROCE_V2 : IBV_GID_TYPE_ROCE_V1;
+#ifdef RDMADL_TEST_BREAK_EMULATION
+    /* A deliberately wrong fallback, only for showing that the VM tier's
+     * rc28 suite fails (ci/vm/README.md): no build option sets it. */
+    entry->gid_type = IBV_GID_TYPE_ROCE_V1;
+#endif
     if (gid_attr(ctx, port, index, "ndevs", buf, sizeof buf) == 0)
       entry->ndev_ifindex = if_nametoindex(buf);
   } else {
