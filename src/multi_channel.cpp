@@ -461,16 +461,4 @@ result<std::vector<work_result>> polling_scope::wait_all(std::chrono::millisecon
   return s.finished;
 }
 
-// ---- channel ----
-
-result<channel> channel::create(const context &ctx, channel_options opts) {
-  opts.peers = 1;
-  auto mc = multi_channel::create(ctx, opts);
-  if (!mc)
-    return mc.error();
-  channel c;
-  c.mc_ = std::move(*mc);
-  return c;
-}
-
 } // namespace rdmadl

@@ -20,6 +20,7 @@
 #include "detail.hpp"
 #include "nodes.hpp"
 #include "rdmadl/cm.hpp"
+#include "rdmadl/channel.hpp"
 #include "rdmadl/multi_channel.hpp"
 #include "serial.hpp"
 

@@ -1,57 +1,66 @@
 // SPDX-License-Identifier: MIT
 /// @file
-/// rdmadl/channel.hpp - completion channels: a file descriptor that becomes
-/// readable when an armed completion queue gets a completion.
+/// rdmadl/channel.hpp - a channel to one peer: a multi_channel of one, with
+/// the peer index left out of every call.
+///
+/// @code
+/// auto ch = channel::create(ctx).value();
+/// send_to_peer(ch.local_endpoint().value());  // out of band
+/// ch.handshake(endpoint_from_peer()).value();
+/// ch.send(*mr.slice(0, 64), 1s).value();
+/// @endcode
 #ifndef RDMADL_CHANNEL_HPP
 #define RDMADL_CHANNEL_HPP
 
 #include <chrono>
-#include <memory>
+#include <cstdint>
 
 #include "rdmadl/device.hpp"
 #include "rdmadl/error.hpp"
-#include "rdmadl/fwd.hpp"
+#include "rdmadl/memory.hpp"
+#include "rdmadl/multi_channel.hpp"
+#include "rdmadl/qp.hpp"
 
 namespace rdmadl {
 
-/// A completion channel (ibv_create_comp_channel). Its fd is non-blocking and
-/// can go into epoll/poll. Every event taken is acknowledged at once, so
-/// destroying the queues never waits for unacknowledged events. Keeps its
-/// context alive; destroyed when it and the queues using it are gone.
-/// Move-only.
-class RDMADL_CXX_API completion_channel {
+/// One peer: a multi_channel of one.
+class RDMADL_CXX_API channel {
 public:
-  /// Creates a channel on ctx. Errors: operation_not_supported,
-  /// errc::empty_object, or the errno.
-  static result<completion_channel> create(const context &ctx);
-
+  /// multi_channel::create() with one peer (opts.peers is ignored).
+  static result<channel> create(const context &ctx, channel_options opts = {});
+  /// multi_channel::create_cm with exactly one peer (one address, or accept
+  /// == 1); else errc::out_of_range. Events: base().next_cm_event().
+  static result<channel> create_cm(listener *accept_from, const cm_channel_options &opts);
   /// An empty channel.
-  completion_channel() noexcept = default;
-  /// Moves; the source becomes empty.
-  completion_channel(completion_channel &&o) noexcept = default;
-  /// Moves; the source becomes empty and this handle's former channel is
-  /// released (destroyed when no queue uses it).
-  completion_channel &operator=(completion_channel &&o) noexcept = default;
-  /// Releases this handle; the channel is destroyed with its last queue.
-  ~completion_channel() = default;
-
-  /// The file descriptor (readable when an event is pending), -1 when empty.
-  int fd() const noexcept;
-  /// Waits up to timeout (milliseconds::max(): no limit) for one event, takes
-  /// and acknowledges it, and returns the queue it is for (re-arm it with
-  /// request_notify() before polling it empty). Errors: errc::timed_out,
-  /// errc::empty_object, or the errno.
-  result<::ibv_cq *> wait(std::chrono::milliseconds timeout) const;
-
-  /// The rdma-core channel; null when empty.
-  ::ibv_comp_channel *native_handle() const noexcept { return ch_; }
-  /// False for an empty (default-constructed or moved-from) channel.
-  explicit operator bool() const noexcept { return ch_.get() != nullptr; }
+  channel() noexcept = default;
+  /// @name As multi_channel's, for peer 0
+  /**@{*/
+  /// The multi_channel member of the same name, for the one peer.
+  result<endpoint> local_endpoint() const { return mc_.local_endpoint(0); }
+  result<void> handshake(const endpoint &remote) { return mc_.handshake({&remote, 1}); }
+  bool connected() const noexcept { return mc_.connected(); }
+  const protection_domain &pd() const noexcept { return mc_.pd(); }
+  polling_scope scope() noexcept { return mc_.scope(); }
+  result<void> send(const local_slice &buf, std::chrono::milliseconds timeout) {
+    return mc_.send(0, buf, timeout);
+  }
+  result<std::uint32_t> receive(const local_slice &buf, std::chrono::milliseconds timeout) {
+    return mc_.receive(0, buf, timeout);
+  }
+  result<void> write(const local_slice &buf, const remote_region &dst,
+                     std::chrono::milliseconds timeout) {
+    return mc_.write(0, buf, dst, timeout);
+  }
+  result<void> read(const local_slice &buf, const remote_region &src,
+                    std::chrono::milliseconds timeout) {
+    return mc_.read(0, buf, src, timeout);
+  }
+  /**@}*/
+  /// The multi_channel of one peer underneath (its qp(0), cq(), rdma_cm events).
+  multi_channel &base() noexcept { return mc_; }
 
 private:
-  friend struct detail::access;
-  detail::take<::ibv_comp_channel *> ch_;
-  std::shared_ptr<detail::channel_node> n_;
+  multi_channel mc_;
 };
 
 } // namespace rdmadl

@@ -17,7 +17,7 @@
 #include <span>
 #include <system_error>
 
-#include "rdmadl/channel.hpp"
+#include "rdmadl/completion_channel.hpp"
 #include "rdmadl/device.hpp"
 #include "rdmadl/error.hpp"
 #include "rdmadl/fwd.hpp"

@@ -18,7 +18,7 @@
 ///
 /// Every peer has its own RC queue pair; all share one protection domain (a
 /// region registered once works with every peer) and one completion queue.
-/// A channel is a multi_channel with one peer.
+/// A channel (rdmadl/channel.hpp) is a multi_channel with one peer.
 #ifndef RDMADL_MULTI_CHANNEL_HPP
 #define RDMADL_MULTI_CHANNEL_HPP
 
@@ -317,46 +317,6 @@ private:
                    std::chrono::milliseconds timeout, std::span<work_result> results,
                    std::uint32_t *byte_len = nullptr);
   std::shared_ptr<detail::channel_state> s_; // shared with the open scope, if any
-};
-
-/// One peer: a multi_channel of one.
-class RDMADL_CXX_API channel {
-public:
-  /// multi_channel::create() with one peer (opts.peers is ignored).
-  static result<channel> create(const context &ctx, channel_options opts = {});
-  /// multi_channel::create_cm with exactly one peer (one address, or accept
-  /// == 1); else errc::out_of_range. Events: base().next_cm_event().
-  static result<channel> create_cm(listener *accept_from, const cm_channel_options &opts);
-  /// An empty channel.
-  channel() noexcept = default;
-  /// @name As multi_channel's, for peer 0
-  /**@{*/
-  /// The multi_channel member of the same name, for the one peer.
-  result<endpoint> local_endpoint() const { return mc_.local_endpoint(0); }
-  result<void> handshake(const endpoint &remote) { return mc_.handshake({&remote, 1}); }
-  bool connected() const noexcept { return mc_.connected(); }
-  const protection_domain &pd() const noexcept { return mc_.pd(); }
-  polling_scope scope() noexcept { return mc_.scope(); }
-  result<void> send(const local_slice &buf, std::chrono::milliseconds timeout) {
-    return mc_.send(0, buf, timeout);
-  }
-  result<std::uint32_t> receive(const local_slice &buf, std::chrono::milliseconds timeout) {
-    return mc_.receive(0, buf, timeout);
-  }
-  result<void> write(const local_slice &buf, const remote_region &dst,
-                     std::chrono::milliseconds timeout) {
-    return mc_.write(0, buf, dst, timeout);
-  }
-  result<void> read(const local_slice &buf, const remote_region &src,
-                    std::chrono::milliseconds timeout) {
-    return mc_.read(0, buf, src, timeout);
-  }
-  /**@}*/
-  /// The multi_channel of one peer underneath (its qp(0), cq(), rdma_cm events).
-  multi_channel &base() noexcept { return mc_; }
-
-private:
-  multi_channel mc_;
 };
 
 // ---- rdma_cm: peers from a listener and from addresses ----

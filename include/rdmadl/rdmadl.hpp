@@ -7,6 +7,7 @@
 
 #include "rdmadl/channel.hpp"
 #include "rdmadl/cm.hpp"
+#include "rdmadl/completion_channel.hpp"
 #include "rdmadl/cq.hpp"
 #include "rdmadl/device.hpp"
 #include "rdmadl/error.hpp"

@@ -1,0 +1,20 @@
+// SPDX-License-Identifier: MIT
+#include "rdmadl_verbs.h"
+
+#include <utility>
+
+#include "rdmadl/channel.hpp"
+
+namespace rdmadl {
+
+result<channel> channel::create(const context &ctx, channel_options opts) {
+  opts.peers = 1;
+  auto mc = multi_channel::create(ctx, opts);
+  if (!mc)
+    return mc.error();
+  channel c;
+  c.mc_ = std::move(*mc);
+  return c;
+}
+
+} // namespace rdmadl
