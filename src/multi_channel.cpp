@@ -66,7 +66,7 @@ result<multi_channel> multi_channel::create(const context &ctx, const channel_op
   if (!ctx)
     return detail::rdma_error(errc::empty_object);
   if (opts.peers == 0)
-    return errc::out_of_range;
+    return errc::no_peers;
   auto dev = ctx.query_device();
   if (!dev)
     return dev.error();
@@ -117,13 +117,11 @@ const protection_domain &multi_channel::pd() const noexcept {
   static const protection_domain none;
   return s_ ? s_->pd : none;
 }
-completion_queue &multi_channel::cq() noexcept {
-  static completion_queue none;
-  return s_ ? s_->cq : none;
+completion_queue *multi_channel::cq() noexcept {
+  return s_ ? &s_->cq : nullptr;
 }
-queue_pair &multi_channel::qp(std::size_t peer) noexcept {
-  static queue_pair none;
-  return s_ && peer < s_->qps.size() ? s_->qps[peer] : none;
+queue_pair *multi_channel::qp(std::size_t peer) noexcept {
+  return s_ && peer < s_->qps.size() ? &s_->qps[peer] : nullptr;
 }
 
 result<endpoint> multi_channel::local_endpoint(std::size_t peer) const {
@@ -134,11 +132,19 @@ result<endpoint> multi_channel::local_endpoint(std::size_t peer) const {
   return s_->qps[peer].local_endpoint();
 }
 
-std::vector<endpoint> multi_channel::local_endpoints() const {
+result<std::vector<endpoint>> multi_channel::local_endpoints() const {
+  detail::clear_error_detail();
+  if (!s_)
+    return detail::rdma_error(errc::empty_object);
   std::vector<endpoint> out;
-  for (std::size_t i = 0; i < peers(); i++)
-    if (auto e = local_endpoint(i))
-      out.push_back(*e);
+  out.reserve(s_->qps.size());
+  for (std::size_t i = 0; i < s_->qps.size(); i++) {
+    auto e = s_->qps[i].local_endpoint();
+    if (!e)
+      return detail::fail(e.error(), detail::format("multi_channel::local_endpoints: peer %zu: %s",
+                                                    i, e.error().message().c_str()));
+    out.push_back(*e);
+  }
   return out;
 }
 
@@ -147,7 +153,7 @@ result<void> multi_channel::handshake(std::span<const endpoint> remote) {
   if (!s_)
     return detail::rdma_error(errc::empty_object);
   if (remote.size() != s_->qps.size())
-    return detail::fail(errc::bad_size,
+    return detail::fail(errc::endpoint_count,
                         detail::format("multi_channel::handshake: %zu endpoints for %zu peers",
                                        remote.size(), s_->qps.size()));
   for (std::size_t i = 0; i < remote.size(); i++)
@@ -436,7 +442,7 @@ result<work_result> polling_scope::wait(work_handle h, std::chrono::milliseconds
   auto &s = *s_;
   auto *slot = s.find(h.id);
   if (!slot)
-    return errc::out_of_range;
+    return errc::unknown_handle;
   std::size_t index = static_cast<std::size_t>(slot - s.pending.data());
   if (!s.pending[index].done) { // the clock is read only if one poll is not enough
     if (auto st = s.poll_some(); !st.ok())

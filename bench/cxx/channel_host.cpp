@@ -65,16 +65,16 @@ int main(int argc, char **argv) {
   for (std::size_t i = 0; i < peers; i++)
     parts[i] = {i, s, dst};
   std::array<work_result, peers> res;
-  completion_queue &cq = mc.cq();
+  completion_queue &cq = *mc.cq();
   long good = 0;
   for (long i = 0; i < iters; i++) {
     bool ok = false;
     if (mode == "qp-write") {
-      ok = mc.qp(0).post_write(s, dst, 1) && take(cq, 1);
+      ok = mc.qp(0)->post_write(s, dst, 1) && take(cq, 1);
     } else if (mode == "ch-write") {
       ok = bool(mc.write(0, s, dst, 1s));
     } else if (mode == "qp-sendrecv") {
-      ok = mc.qp(0).post_recv(r, 1) && mc.qp(0).post_send(s, 2) && take(cq, 2);
+      ok = mc.qp(0)->post_recv(r, 1) && mc.qp(0)->post_send(s, 2) && take(cq, 2);
     } else if (mode == "ch-sendrecv") {
       auto sc = mc.scope();
       auto hr = sc.post_recv(0, r);
@@ -84,8 +84,8 @@ int main(int argc, char **argv) {
         ok = wr && wr->ok() && ws && ws->ok();
       }
     } else if (mode == "qp-scatter3") {
-      ok = mc.qp(0).post_write(s, dst, 1) && mc.qp(1).post_write(s, dst, 2) &&
-           mc.qp(2).post_write(s, dst, 3) && take(cq, 3);
+      ok = mc.qp(0)->post_write(s, dst, 1) && mc.qp(1)->post_write(s, dst, 2) &&
+           mc.qp(2)->post_write(s, dst, 3) && take(cq, 3);
     } else if (mode == "ch-scatter3") {
       ok = bool(mc.scatter_write(parts, 1s, res));
     } else {

@@ -88,7 +88,11 @@
     "the peer's endpoint has no usable QP number (0, 1 or above 24 bits)")                         \
   X(bad_peer_mtu, invalid_argument,                                                                \
     "the peer's endpoint has an MTU that is not 256, 512, 1024, 2048 or 4096 bytes")               \
-  X(peer_closed, connection_reset, "the peer closed the out-of-band connection")
+  X(peer_closed, connection_reset, "the peer closed the out-of-band connection")                   \
+  X(no_peers, invalid_argument, "a channel needs at least one peer")                               \
+  X(endpoint_count, invalid_argument,                                                              \
+    "the number of endpoints given is not the channel's number of peers")                          \
+  X(unknown_handle, invalid_argument, "the work handle was not posted in this polling scope")
 
 namespace rdmadl {
 

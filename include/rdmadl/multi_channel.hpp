@@ -7,7 +7,7 @@
 ///
 /// @code
 /// auto mc = multi_channel::create(ctx, {.peers = 3}).value();   // prepared
-/// send_to_peers(mc.local_endpoints());       // out of band: entry i for peer i
+/// send_to_peers(mc.local_endpoints().value()); // out of band: entry i for peer i
 /// mc.handshake(endpoints_from_peers()).value();  // entry i: peer i's for us
 /// {
 ///   auto s = mc.scope();
@@ -117,7 +117,8 @@ public:
   /**@}*/
   /// Waits up to timeout for h. The result carries the peer and the work
   /// completion status (an error completion is a value with !ok()). Errors:
-  /// errc::timed_out, errc::out_of_range (not a handle of this scope).
+  /// errc::timed_out, errc::unknown_handle (not a handle of this scope: one
+  /// of another scope, or 0).
   result<work_result> wait(work_handle h, std::chrono::milliseconds timeout);
   /// Waits up to timeout for everything pending; returns every result taken
   /// since the scope opened, in completion order. Errors: errc::timed_out.
@@ -142,7 +143,7 @@ private:
 class RDMADL_CXX_API multi_channel {
 public:
   /// Creates the PD, the CQ and one RC queue pair per peer, not connected.
-  /// Errors: operation_not_supported, errc::out_of_range (peers == 0),
+  /// Errors: operation_not_supported, errc::no_peers (peers == 0),
   /// errc::too_many_peers (before anything is created: peers exceeds the
   /// device's max_qp or max_cqe / 2, since the shared CQ holds every peer's
   /// send and receive entries; send_depth and recv_depth are cut in
@@ -167,10 +168,14 @@ public:
   /// The endpoint to give peer (to pass to its handshake()). Errors:
   /// errc::no_such_peer, errc::empty_object.
   result<endpoint> local_endpoint(std::size_t peer) const;
-  /// Every peer's local_endpoint(), in peer order (empty when empty).
-  std::vector<endpoint> local_endpoints() const;
+  /// Every peer's local_endpoint(), in peer order: entry i is always peer
+  /// i's. Errors: errc::empty_object, or the first peer whose endpoint
+  /// cannot be had (its queue pair was moved out through qp()), with
+  /// last_error_detail() naming it ("multi_channel::local_endpoints: peer
+  /// 1: ...").
+  result<std::vector<endpoint>> local_endpoints() const;
   /// Connects every peer's QP: remote[i] is the endpoint peer i made for
-  /// this side. Errors: errc::bad_size (remote.size() != peers()), or what
+  /// this side. Errors: errc::endpoint_count (remote.size() != peers()), or what
   /// queue_pair::connect() answers for a peer (errc::gid_mismatch, no_lid,
   /// bad_peer_qpn, bad_peer_mtu, the errno of ibv_modify_qp); each sets
   /// last_error_detail(), naming the peer ("multi_channel::handshake: peer 3:
@@ -193,10 +198,13 @@ public:
 
   /// The protection domain all peers share: register buffers here.
   const protection_domain &pd() const noexcept;
-  /// The completion queue all peers share (the scopes poll it).
-  completion_queue &cq() noexcept;
-  /// peer's queue pair; an empty one when there is no such peer.
-  queue_pair &qp(std::size_t peer) noexcept;
+  /// The completion queue all peers share (the scopes poll it); null when
+  /// the channel is empty. The channel owns it: use it, do not move from it.
+  completion_queue *cq() noexcept;
+  /// peer's queue pair, for requests of one's own beside the channel's; null
+  /// when the channel is empty or has no such peer. The channel owns it: do
+  /// not move from it (the peer would be left without one).
+  queue_pair *qp(std::size_t peer) noexcept;
 
   /// A polling scope (see polling_scope). Opening a second one while one is
   /// open gives a scope whose every call fails with errc::channel_busy. The

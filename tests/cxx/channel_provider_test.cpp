@@ -123,7 +123,7 @@ struct star {
   }
   std::byte *hub_bytes(std::size_t off) { return hub_buf.data() + off; }
   std::byte *peer_bytes(std::size_t i, std::size_t off) { return peer_buf[i].data() + off; }
-  std::uint32_t qpn(std::size_t i) { return hub.qp(i).qp_num(); }
+  std::uint32_t qpn(std::size_t i) { return hub.qp(i)->qp_num(); }
   std::size_t logged(std::size_t i) { return wr_log(qpn(i)).size(); }
 };
 
@@ -201,15 +201,15 @@ TEST_CASE("channel: every blocking operation posts one WR on the peer's own queu
   CHECK(has(s.hub_bytes(64), "from two!"));
 
   // The single-peer channel posts on its own QP.
-  const auto before_peer = wr_log(s.peer[0].base().qp(0).qp_num()).size();
+  const auto before_peer = wr_log(s.peer[0].base().qp(0)->qp_num()).size();
   ok(s.peer[0].write(s.peer_at(0, 0, 4), ok(s.hub_mr.remote(128, 4)), 1s));
-  auto pl = wr_log(s.peer[0].base().qp(0).qp_num());
+  auto pl = wr_log(s.peer[0].base().qp(0)->qp_num());
   REQUIRE(pl.size() == before_peer + 1);
   CHECK(pl.back().opcode == IBV_WR_RDMA_WRITE);
   CHECK(pl.back().remote_addr == reinterpret_cast<std::uint64_t>(s.hub_bytes(128)));
   CHECK(pl.back().rkey == s.hub_mr.rkey());
   std::array<completion, 4> c{};
-  CHECK(s.hub.cq().poll(c).value() == 0); // nothing left behind
+  CHECK(s.hub.cq()->poll(c).value() == 0); // nothing left behind
 }
 
 TEST_CASE("channel: scatter, gather and multicast over three peers, every part's outcome") {
@@ -377,14 +377,14 @@ TEST_CASE("channel: a scope that returns early completes its work; the buffer is
   CHECK(early() == 7);
   CHECK(fp().fakeprov_held(q1) == 0); // nothing left that could read the buffer
   CHECK(has(s.peer_bytes(1, 0), "in flight"));
-  CHECK(fp().fakeprov_cq_pending(s.hub.cq().native_handle()) == 0); // its completion was taken
-  CHECK(fp().fakeprov_qp_state(q1) == IBV_QPS_RTS);                 // not flushed: completed
+  CHECK(fp().fakeprov_cq_pending(s.hub.cq()->native_handle()) == 0); // its completion was taken
+  CHECK(fp().fakeprov_qp_state(q1) == IBV_QPS_RTS);                  // not flushed: completed
   // Reuse the buffer: no later access of the fake changes the peer's copy.
   put(s.hub_bytes(0), "REUSED!!!");
   CHECK(fp().fakeprov_release(0) == 0);
   std::array<completion, 4> c{};
   for (int i = 0; i < 5; i++)
-    CHECK(s.hub.cq().poll(c).value() == 0);
+    CHECK(s.hub.cq()->poll(c).value() == 0);
   CHECK(has(s.peer_bytes(1, 0), "in flight"));
 
   // A handle can be waited on alone; the other stays pending until its turn.
@@ -403,8 +403,8 @@ TEST_CASE("channel: a scope that returns early completes its work; the buffer is
     CHECK(has(s.peer_bytes(0, 0), "AAAA"));
     CHECK(sc.pending() == 1);
     CHECK(sc.wait(b, 20ms).error() == errc::timed_out);
-    CHECK(sc.wait(work_handle{b.id + 100}, 1ms).error() == errc::out_of_range);
-    CHECK(sc.wait(work_handle{0}, 1ms).error() == errc::out_of_range);
+    CHECK(sc.wait(work_handle{b.id + 100}, 1ms).error() == errc::unknown_handle);
+    CHECK(sc.wait(work_handle{0}, 1ms).error() == errc::unknown_handle);
     CHECK(fp().fakeprov_release(s.qpn(2)) == 1);
     auto rb = ok(sc.wait(b, 1s));
     CHECK(rb.peer == 2);
@@ -429,7 +429,7 @@ TEST_CASE("channel: scope_limit expiry moves the queue pair to error and takes t
   CHECK(fp().fakeprov_qp_state(q2) == IBV_QPS_ERR);
   CHECK(fp().fakeprov_qp_state(q0) == IBV_QPS_RTS); // only the stuck peer
   CHECK(fp().fakeprov_held(q2) == 0);
-  CHECK(fp().fakeprov_cq_pending(s.hub.cq().native_handle()) == 0); // flushed one taken
+  CHECK(fp().fakeprov_cq_pending(s.hub.cq()->native_handle()) == 0); // flushed one taken
   CHECK_FALSE(has(s.peer_bytes(2, 0), "never"));
   // The blocking form: timed_out, and the part's outcome is the flush.
   std::array<work_result, 1> res{};
@@ -448,7 +448,7 @@ TEST_CASE("channel: scope_limit expiry moves the queue pair to error and takes t
   CHECK(s.hub.write(1, s.hub_at(0, 5), s.peer_remote(1, 0, 5), 10ms).error() == errc::timed_out);
   CHECK(fp().fakeprov_qp_state(q1) == IBV_QPS_ERR);
   CHECK(fp().fakeprov_held(q1) == 0);
-  CHECK(fp().fakeprov_cq_pending(s.hub.cq().native_handle()) == 0);
+  CHECK(fp().fakeprov_cq_pending(s.hub.cq()->native_handle()) == 0);
   CHECK_FALSE(has(s.peer_bytes(1, 0), "never"));
   CHECK(s.hub.write(1, s.hub_at(0, 5), s.peer_remote(1, 0, 5), 10ms).error() == errc::peer_failed);
 }
@@ -506,22 +506,22 @@ TEST_CASE("channel: a second scope is busy; bad peers, short results and endpoin
   two.peers = 2;
   auto mc = ok(multi_channel::create(s.ctx, two));
   std::vector<endpoint> one{ok(s.peer[0].local_endpoint())};
-  CHECK(mc.handshake(one).error() == errc::bad_size);
+  CHECK(mc.handshake(one).error() == errc::endpoint_count);
   std::vector<endpoint> three(3, one[0]);
-  CHECK(mc.handshake(three).error() == errc::bad_size);
+  CHECK(mc.handshake(three).error() == errc::endpoint_count);
   CHECK(last_error_detail() == "multi_channel::handshake: 3 endpoints for 2 peers");
   CHECK_FALSE(mc.connected());
   auto blob = serialize_endpoints(three);
   blob.resize(blob.size() - endpoint::serialized_size); // count 3, two present
   CHECK(parse_endpoints(blob).error() == errc::bad_size);
-  CHECK(fp().fakeprov_modify_log(mc.qp(0).qp_num(), nullptr, 0) == 0); // never touched
+  CHECK(fp().fakeprov_modify_log(mc.qp(0)->qp_num(), nullptr, 0) == 0); // never touched
   // A peer's endpoint that connect() refuses: the detail says which peer.
   std::vector<endpoint> second_bad{one[0], one[0]};
   second_bad[1].qpn = 0;
   CHECK(mc.handshake(second_bad).error() == errc::bad_peer_qpn);
   CHECK(last_error_detail().find("multi_channel::handshake: peer 1: peer's QPN is 0x0") == 0);
   CHECK_FALSE(mc.connected());
-  CHECK(fp().fakeprov_modify_log(mc.qp(1).qp_num(), nullptr, 0) == 0); // refused before any modify
+  CHECK(fp().fakeprov_modify_log(mc.qp(1)->qp_num(), nullptr, 0) == 0); // refused before any modify
 }
 
 TEST_CASE("channel: a scope outlives its channel being moved and destroyed") {
@@ -640,6 +640,66 @@ TEST_CASE("channel: a peer whose request timed out or failed is no longer connec
   CHECK_FALSE(none.connected(0));
 }
 
+TEST_CASE("channel: local_endpoints() has peer i's endpoint at entry i, or is an error") {
+  fp().fakeprov_reset();
+  const int baseline = fp().fakeprov_live_total();
+  {
+    auto ctx = ok(context::open(FAKEPROV_DEVICE_NAME));
+    channel_options three;
+    three.peers = n_peers;
+    auto mc = ok(multi_channel::create(ctx, three));
+    auto eps = ok(mc.local_endpoints());
+    REQUIRE(eps.size() == n_peers);
+    for (std::size_t i = 0; i < n_peers; i++)
+      CHECK(eps[i].qpn == mc.qp(i)->qp_num());
+    // Peer 1 left without a queue pair: the list is an error naming it, never
+    // a shorter list whose entry 1 is peer 2's endpoint.
+    queue_pair taken = std::move(*mc.qp(1));
+    CHECK(mc.local_endpoints().error() == errc::empty_object);
+    CHECK(last_error_detail().find("multi_channel::local_endpoints: peer 1: ") == 0);
+    CHECK(ok(mc.local_endpoint(2)).qpn == mc.qp(2)->qp_num());
+  }
+  CHECK(fp().fakeprov_live_total() == baseline);
+}
+
+TEST_CASE("channel: cq() and qp() point into the channel; null, never a shared object, "
+          "when there is none") {
+  fp().fakeprov_reset();
+  auto ctx = ok(context::open(FAKEPROV_DEVICE_NAME));
+  channel_options two;
+  two.peers = 2;
+  auto a = ok(multi_channel::create(ctx, two));
+  auto b = ok(multi_channel::create(ctx, two));
+  REQUIRE(a.cq() != nullptr);
+  CHECK(a.cq() != b.cq());
+  CHECK(a.cq()->native_handle() != b.cq()->native_handle());
+  REQUIRE(a.qp(0) != nullptr);
+  REQUIRE(a.qp(1) != nullptr);
+  CHECK(a.qp(0)->qp_num() != a.qp(1)->qp_num());
+  CHECK(a.qp(2) == nullptr);
+  multi_channel empty;
+  CHECK(empty.cq() == nullptr);
+  CHECK(empty.qp(0) == nullptr);
+  a = multi_channel(); // moved over: empty too
+  CHECK(a.cq() == nullptr);
+  CHECK(a.qp(0) == nullptr);
+}
+
+TEST_CASE("channel: each wrong argument has its own error") {
+  fp().fakeprov_reset();
+  auto ctx = ok(context::open(FAKEPROV_DEVICE_NAME));
+  channel_options zero;
+  zero.peers = 0;
+  CHECK(multi_channel::create(ctx, zero).error() == errc::no_peers);
+  channel_options two;
+  two.peers = 2;
+  auto mc = ok(multi_channel::create(ctx, two));
+  auto eps = ok(mc.local_endpoints());
+  CHECK(mc.handshake(std::span(eps).first(1)).error() == errc::endpoint_count);
+  CHECK(mc.local_endpoint(2).error() == errc::no_such_peer);
+  // A handle of another scope (or 0): see "a second scope is busy" below.
+}
+
 TEST_CASE("channel: more peers than the device allows fail before anything is created") {
   star s;
   const int live = fp().fakeprov_live_total();
@@ -660,14 +720,14 @@ TEST_CASE("channel: more peers than the device allows fail before anything is cr
   o.peers = 4;
   {
     auto mc = ok(multi_channel::create(s.ctx, o));
-    CHECK(mc.cq().depth() <= 8);
+    CHECK(mc.cq()->depth() <= 8);
     CHECK(mc.peers() == 4);
   }
   o.peers = 3; // 8 / 3 = 2 entries a peer: depths 64 and 64 are cut to 1 and 1
   {
     auto mc = ok(multi_channel::create(s.ctx, o));
-    CHECK(mc.cq().depth() <= 8);
-    CHECK(mc.cq().depth() >= 6);
+    CHECK(mc.cq()->depth() <= 8);
+    CHECK(mc.cq()->depth() >= 6);
   }
   fp().fakeprov_set(FAKEPROV_MAX_CQE, 256);
   CHECK(make_error_code(errc::too_many_peers) == std::errc::invalid_argument);
