@@ -43,7 +43,9 @@ result<remote_region> remote_region::parse(std::span<const std::byte> b) {
 }
 
 result<remote_region> remote_region::slice(std::uint64_t offset, std::uint64_t len) const {
-  if (len == 0 || offset > length || len > length - offset)
+  if (len == 0)
+    return errc::empty_span;
+  if (offset > length || len > length - offset)
     return errc::out_of_range;
   return remote_region{addr + offset, rkey, len};
 }
@@ -55,8 +57,12 @@ result<local_slice> memory_region::all() const {
 result<local_slice> memory_region::slice(std::size_t offset, std::size_t len) const {
   if (!mr_)
     return detail::rdma_error(errc::empty_object);
-  if (len == 0 || offset > len_ || len > len_ - offset || len > UINT32_MAX)
+  if (len == 0)
+    return errc::empty_span;
+  if (offset > len_ || len > len_ - offset)
     return errc::out_of_range;
+  if (len > UINT32_MAX)
+    return errc::slice_too_long;
   return local_slice{reinterpret_cast<std::uint64_t>(base_.get() + offset),
                      static_cast<std::uint32_t>(len), lkey_};
 }
@@ -69,7 +75,9 @@ result<remote_region> memory_region::remote(std::size_t offset, std::size_t len)
     return std::errc::operation_not_permitted;
   if (len == SIZE_MAX && offset <= len_)
     len = len_.get() - offset;
-  if (len == 0 || offset > len_ || len > len_ - offset)
+  if (len == 0)
+    return errc::empty_span;
+  if (offset > len_ || len > len_ - offset)
     return errc::out_of_range;
   return remote_region{reinterpret_cast<std::uint64_t>(base_.get() + offset), rkey_, len};
 }

@@ -92,7 +92,9 @@
   X(no_peers, invalid_argument, "a channel needs at least one peer")                               \
   X(endpoint_count, invalid_argument,                                                              \
     "the number of endpoints given is not the channel's number of peers")                          \
-  X(unknown_handle, invalid_argument, "the work handle was not posted in this polling scope")
+  X(unknown_handle, invalid_argument, "the work handle was not posted in this polling scope")      \
+  X(slice_too_long, invalid_argument,                                                              \
+    "a local slice is at most 4 GiB - 1 bytes (a scatter/gather element's length is 32 bits)")
 
 namespace rdmadl {
 

@@ -64,7 +64,8 @@ struct RDMADL_CXX_API remote_region {
   /// errc::bad_size, errc::bad_magic, errc::newer_format, errc::bad_blob
   /// (non-zero reserved bytes, addr + length wrapping).
   static result<remote_region> parse(std::span<const std::byte> blob);
-  /// [offset, offset + len) of this region. Errors: errc::out_of_range.
+  /// [offset, offset + len) of this region. Errors: errc::empty_span (len
+  /// 0), errc::out_of_range (not inside this region).
   result<remote_region> slice(std::uint64_t offset, std::uint64_t len) const;
   /// Field-wise equality.
   friend bool operator==(const remote_region &, const remote_region &) = default;
@@ -94,15 +95,17 @@ public:
   std::uint32_t rkey() const noexcept { return rkey_; }
   /// The rights it was registered with.
   access rights() const noexcept { return access_; }
-  /// The whole region as a scatter/gather element. Errors: errc::out_of_range
-  /// when it is longer than 4 GiB - 1 (use slice()).
+  /// The whole region as a scatter/gather element. Errors: errc::empty_object,
+  /// errc::slice_too_long when it is longer than 4 GiB - 1 (use slice()).
   result<local_slice> all() const;
   /// [offset, offset + len) of the region. Errors: errc::empty_object,
-  /// errc::out_of_range (outside the region or len 0 or len >= 4 GiB).
+  /// errc::empty_span (len 0), errc::out_of_range (not inside the region),
+  /// errc::slice_too_long (len >= 4 GiB).
   result<local_slice> slice(std::size_t offset, std::size_t len) const;
   /// The descriptor to send to a peer, for [offset, offset + len) (whole region
-  /// by default). Errors: errc::out_of_range; operation_not_permitted when the
-  /// region has no remote access.
+  /// by default). Errors: errc::empty_object, errc::empty_span (len 0),
+  /// errc::out_of_range (not inside the region); operation_not_permitted
+  /// when the region has no remote access.
   result<remote_region> remote(std::size_t offset = 0, std::size_t len = SIZE_MAX) const;
 
   /// The rdma-core region; null when empty.

@@ -21,6 +21,8 @@
 #include <thread>
 #include <vector>
 
+#include <sys/mman.h>
+
 #include "rdmadl/native.hpp" // IBV_* values and native fields only; no ibv_* call
 
 #include "fake_provider_case.hpp"
@@ -1018,6 +1020,37 @@ TEST_CASE("provider: connect() names what is wrong with a peer's endpoint before
       ok(fresh(v4).connect(good));
       CHECK(last_error_detail().empty());
     }
+  }
+  finish();
+}
+
+TEST_CASE("provider: a region's slices say whether they are empty, outside or too long") {
+  start();
+  {
+    auto ctx = ok(context::open());
+    auto pd = ok(protection_domain::create(ctx));
+    alignas(64) std::array<std::byte, 4096> buf{};
+    auto mr = ok(pd.register_memory(buf, access::remote_read));
+    CHECK(mr.slice(0, 0).error() == errc::empty_span);
+    CHECK(mr.slice(4000, 97).error() == errc::out_of_range);
+    CHECK(mr.slice(4097, 1).error() == errc::out_of_range);
+    CHECK(ok(mr.slice(4000, 96)).length == 96);
+    CHECK(mr.remote(4090, 16).error() == errc::out_of_range);
+    CHECK(mr.remote(4096).error() == errc::empty_span); // from the end: nothing left
+    CHECK(ok(mr.remote(4000)).length == 96);
+    // A region over 4 GiB (address space only: the fake never touches it):
+    // one scatter/gather element cannot hold it whole.
+    const std::size_t big = (std::size_t{1} << 32) + 4096;
+    void *p = mmap(nullptr, big, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    REQUIRE(p != MAP_FAILED);
+    {
+      auto huge = ok(pd.register_memory({static_cast<std::byte *>(p), big}));
+      CHECK(huge.all().error() == errc::slice_too_long);
+      CHECK(huge.slice(1, std::size_t{UINT32_MAX} + 1).error() == errc::slice_too_long);
+      CHECK(ok(huge.slice(1, UINT32_MAX)).length == UINT32_MAX);
+      CHECK(huge.slice(4096, big).error() == errc::out_of_range);
+    }
+    munmap(p, big);
   }
   finish();
 }
