@@ -783,13 +783,3 @@ TEST_CASE("channel: the warm blocking data path allocates nothing") {
   CHECK((after == warm && warm == cold)); // nothing counts: the replacement is not linked
 #endif
 }
-
-TEST_CASE("register_dmabuf: a library that has the call, a device that refuses it") {
-  star s; // fake0's provider has no reg_dmabuf_mr: the library's call fails EOPNOTSUPP
-  CHECK(supports(feature::dmabuf_mr));
-  auto r = s.hub.pd().register_dmabuf(0, 0, 4096, 0x10000);
-  REQUIRE_FALSE(r);
-  CHECK(r.error() == std::errc::operation_not_supported);
-  CHECK(r.error().category() == std::generic_category()); // the provider's errno
-  CHECK(r.error() != errc::library_lacks);
-}

@@ -34,7 +34,7 @@ struct memfd {
 };
 } // namespace
 
-TEST_CASE("register_dmabuf: bad input is refused before any call") {
+TEST_CASE("dmabuf: register_dmabuf: bad input is refused before any call") {
   protection_domain none;
   memfd m;
   REQUIRE(m.fd >= 0);
@@ -44,7 +44,7 @@ TEST_CASE("register_dmabuf: bad input is refused before any call") {
   CHECK(none.register_dmabuf(m.fd, 0, 4096, UINT64_MAX - 10).error() == errc::out_of_range);
 }
 
-TEST_CASE("register_dmabuf: the layer that refuses is named") {
+TEST_CASE("dmabuf: register_dmabuf: the layer that refuses is named") {
   const std::string want = expected();
   REQUIRE_MESSAGE((want == "absent" || want == "library" || want == "forwarded"),
                   "RDMADL_DMABUF_EXPECT must be absent, library or forwarded");

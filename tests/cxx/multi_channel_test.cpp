@@ -108,7 +108,7 @@ TEST_CASE("multi_channel: endpoint lists round-trip and malformed ones are refus
 }
 
 TEST_CASE(
-    "multi_channel over rdma_cm: without RDMA every call fails with operation_not_supported") {
+    "multi_channel: over rdma_cm, without RDMA every call fails with operation_not_supported") {
   if (stack() == stack_state::ready)
     return; // a host with a device: covered by the Soft-RoCE tier
   cm_channel_options o;
@@ -129,7 +129,7 @@ TEST_CASE(
   NOT_SUPPORTED(mc.next_cm_event(10ms));
 }
 
-TEST_CASE("multi_channel over rdma_cm: bad arguments get their documented error first") {
+TEST_CASE("multi_channel: over rdma_cm, bad arguments get their documented error first") {
   // Checked before any RDMA call: the same answers with or without a stack.
   cm_channel_options o;
   CHECK(multi_channel::create_cm(nullptr, o).error() == errc::out_of_range); // no peer
@@ -162,7 +162,8 @@ TEST_CASE("multi_channel over rdma_cm: bad arguments get their documented error 
   CHECK(make_error_code(errc::wrong_device) == std::errc::no_such_device);
 }
 
-TEST_CASE("cm_mesh: node k connects to the nodes before it and accepts the ones after") {
+TEST_CASE(
+    "multi_channel: cm_mesh: node k connects to the nodes before it and accepts the ones after") {
   std::vector<cm_address> nodes{{"10.0.0.1", 1}, {"10.0.0.2", 2}, {"10.0.0.3", 3}, {"h4", 4}};
   cm_channel_options base;
   base.timeout = 1234ms;

@@ -1055,6 +1055,22 @@ TEST_CASE("provider: a region's slices say whether they are empty, outside or to
   finish();
 }
 
+TEST_CASE("provider: register_dmabuf: a library that has the call, a device that refuses it") {
+  start();
+  {
+    auto ctx = ok(context::open());
+    auto pd = ok(protection_domain::create(ctx));
+    // fake0's provider has no reg_dmabuf_mr: the library's call fails EOPNOTSUPP
+    CHECK(supports(feature::dmabuf_mr));
+    auto r = pd.register_dmabuf(0, 0, 4096, 0x10000);
+    REQUIRE_FALSE(r);
+    CHECK(r.error() == std::errc::operation_not_supported);
+    CHECK(r.error().category() == std::generic_category()); // the provider's errno
+    CHECK(r.error() != errc::library_lacks);
+  }
+  finish();
+}
+
 TEST_CASE("provider: injected errors surface as the right std::error_code") {
   start();
   {
