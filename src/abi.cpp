@@ -106,6 +106,21 @@ static_assert(IBV_WC_WITH_IMM == 2, "completion::has_imm() tests bit 2");
 RDMADL_SAME_VALUE(access::remote_write, IBV_ACCESS_REMOTE_WRITE);
 RDMADL_SAME_VALUE(access::remote_read, IBV_ACCESS_REMOTE_READ);
 RDMADL_SAME_VALUE(access::remote_atomic, IBV_ACCESS_REMOTE_ATOMIC);
+// device::node() and transport_type() convert by value.
+RDMADL_SAME_VALUE(node_type::ca, IBV_NODE_CA);
+RDMADL_SAME_VALUE(node_type::sw, IBV_NODE_SWITCH);
+RDMADL_SAME_VALUE(node_type::router, IBV_NODE_ROUTER);
+RDMADL_SAME_VALUE(node_type::rnic, IBV_NODE_RNIC);
+RDMADL_SAME_VALUE(node_type::usnic, IBV_NODE_USNIC);
+RDMADL_SAME_VALUE(node_type::usnic_udp, IBV_NODE_USNIC_UDP);
+RDMADL_SAME_VALUE(node_type::unspecified, IBV_NODE_UNSPECIFIED);
+RDMADL_SAME_VALUE(transport::ib, IBV_TRANSPORT_IB + 1);
+RDMADL_SAME_VALUE(transport::iwarp, IBV_TRANSPORT_IWARP + 1);
+RDMADL_SAME_VALUE(transport::usnic, IBV_TRANSPORT_USNIC + 1);
+RDMADL_SAME_VALUE(transport::usnic_udp, IBV_TRANSPORT_USNIC_UDP + 1);
+RDMADL_SAME_VALUE(transport::unspecified, IBV_TRANSPORT_UNSPECIFIED + 1);
+RDMADL_SAME_VALUE(node_type::unknown, 0);
+RDMADL_SAME_VALUE(transport::unknown, 0);
 
 } // namespace
 } // namespace rdmadl

@@ -85,44 +85,17 @@ std::uint64_t device::guid() const noexcept {
   return dev_ ? be64toh(ibv_get_device_guid(dev_)) : 0;
 }
 node_type device::node() const noexcept {
-  if (!dev_)
-    return node_type::unknown;
-  switch (dev_->node_type) {
-  case IBV_NODE_CA:
-    return node_type::ca;
-  case IBV_NODE_SWITCH:
-    return node_type::sw;
-  case IBV_NODE_ROUTER:
-    return node_type::router;
-  case IBV_NODE_RNIC:
-    return node_type::rnic;
-  case IBV_NODE_USNIC:
-    return node_type::usnic;
-  case IBV_NODE_USNIC_UDP:
-    return node_type::usnic_udp;
-  case IBV_NODE_UNSPECIFIED:
-    return node_type::unspecified;
-  default:
-    return node_type::unknown;
-  }
+  // node_type's enumerators carry IBV_NODE_CA .. IBV_NODE_UNSPECIFIED's values (src/abi.cpp).
+  const int v = dev_ ? dev_->node_type : IBV_NODE_UNKNOWN;
+  return v >= IBV_NODE_CA && v <= IBV_NODE_UNSPECIFIED ? static_cast<node_type>(v)
+                                                       : node_type::unknown;
 }
 transport device::transport_type() const noexcept {
-  if (!dev_)
-    return transport::unknown;
-  switch (dev_->transport_type) {
-  case IBV_TRANSPORT_IB:
-    return transport::ib;
-  case IBV_TRANSPORT_IWARP:
-    return transport::iwarp;
-  case IBV_TRANSPORT_USNIC:
-    return transport::usnic;
-  case IBV_TRANSPORT_USNIC_UDP:
-    return transport::usnic_udp;
-  case IBV_TRANSPORT_UNSPECIFIED:
-    return transport::unspecified;
-  default:
-    return transport::unknown;
-  }
+  // transport's enumerators are IBV_TRANSPORT_IB .. IBV_TRANSPORT_UNSPECIFIED's
+  // values + 1, after unknown (src/abi.cpp).
+  const int v = dev_ ? dev_->transport_type : IBV_TRANSPORT_UNKNOWN;
+  return v >= IBV_TRANSPORT_IB && v <= IBV_TRANSPORT_UNSPECIFIED ? static_cast<transport>(v + 1)
+                                                                 : transport::unknown;
 }
 
 result<device_list> device_list::get() {
