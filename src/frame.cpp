@@ -22,7 +22,7 @@ std::span<std::byte> frame_reader::room() noexcept {
 
 status_code frame_reader::advance(std::size_t k) {
   if (bad_)
-    return errc::bad_size;
+    return errc::over_limit;
   got_ += k;
   if (have_len_ || got_ < len_.size())
     return {};
@@ -32,7 +32,7 @@ status_code frame_reader::advance(std::size_t k) {
   announced_ = n;
   if (n > limit_) {
     bad_ = true;
-    return errc::bad_size;
+    return errc::over_limit;
   }
   have_len_ = true;
   blob_.assign(n, std::byte{0});

@@ -25,7 +25,7 @@ public:
   // of the blob. Empty only when done().
   std::span<std::byte> room() noexcept;
   // k bytes (at most room().size()) were written into room(). Errors:
-  // errc::bad_size when the length prefix announces more than the limit
+  // errc::over_limit when the length prefix announces more than the limit
   // (the stream cannot be resynchronised: the reader stays in that error).
   status_code advance(std::size_t k);
   // A whole blob is ready for take().

@@ -273,7 +273,7 @@ status_code send_frame(oob_stream &st, const call &c, std::span<const std::byte>
   if (st.out_stop.code)
     return stopped(st.out_stop);
   if (blob.size() > st.in.limit())
-    return fail(c, errc::bad_size,
+    return fail(c, errc::over_limit,
                 ": our blob is " + std::to_string(blob.size()) + " bytes, over the limit of " +
                     std::to_string(st.in.limit()));
   // Queued behind what an earlier timed-out send left, so that a timeout
@@ -447,7 +447,7 @@ result<std::vector<std::byte>> exchange(std::string_view host, std::uint16_t por
   detail::clear_error_detail();
   const call c = make_call("oob::exchange", host, port, listen, timeout);
   if (mine.size() > max_blob)
-    return fail(c, errc::bad_size,
+    return fail(c, errc::over_limit,
                 ": our blob is " + std::to_string(mine.size()) + " bytes, over max_blob (" +
                     std::to_string(max_blob) + ")");
   const auto deadline = detail::deadline(timeout);

@@ -94,7 +94,9 @@
     "the number of endpoints given is not the channel's number of peers")                          \
   X(unknown_handle, invalid_argument, "the work handle was not posted in this polling scope")      \
   X(slice_too_long, invalid_argument,                                                              \
-    "a local slice is at most 4 GiB - 1 bytes (a scatter/gather element's length is 32 bits)")
+    "a local slice is at most 4 GiB - 1 bytes (a scatter/gather element's length is 32 bits)")     \
+  X(over_limit, invalid_argument,                                                                  \
+    "an out-of-band blob is larger than the size limit (oob::max_blob, or the connection's)")
 
 namespace rdmadl {
 

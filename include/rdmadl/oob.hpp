@@ -37,7 +37,7 @@ inline constexpr std::size_t max_blob = 64 * 1024;
 /// checks) are dropped and it keeps listening until the timeout. Else
 /// connects to host:port, trying every address of host at once and again
 /// until the peer listens. milliseconds::max() waits for ever. Errors:
-/// errc::timed_out, errc::bad_size (a blob over max_blob),
+/// errc::timed_out, errc::over_limit (a blob over max_blob),
 /// errc::peer_closed (equal to std::errc::connection_reset: the peer closed
 /// early), std::errc::address_not_available (host does not resolve), or the
 /// errno of the socket call; each with last_error_detail().
@@ -85,17 +85,17 @@ public:
                                     std::size_t max_size = max_blob);
 
   /// Sends blob (after what an earlier timed-out send left queued). Errors:
-  /// errc::bad_size (over max_size(): nothing sent), errc::timed_out (the
+  /// errc::over_limit (over max_size(): nothing sent), errc::timed_out (the
   /// blob is queued whole and goes first with the next send() or flush();
   /// do not send it again), errc::peer_closed, errc::empty_object, the errno.
   result<void> send(std::span<const std::byte> blob, std::chrono::milliseconds timeout);
   /// Sends what a timed-out send() left queued. Errors: as send().
   result<void> flush(std::chrono::milliseconds timeout);
   /// The next blob. Errors: errc::timed_out (what arrived of a blob is kept:
-  /// the next receive() continues it), errc::bad_size (the peer announced
+  /// the next receive() continues it), errc::over_limit (the peer announced
   /// more than max_size(); the stream cannot go on), errc::peer_closed (the
   /// peer closed between blobs or, says the detail, in the middle of one),
-  /// errc::empty_object, the errno. After bad_size, peer_closed or an errno
+  /// errc::empty_object, the errno. After over_limit, peer_closed or an errno
   /// every later receive() fails the same way (and after peer_closed or an
   /// errno of a send, every later send() and flush()).
   result<std::vector<std::byte>> receive(std::chrono::milliseconds timeout);

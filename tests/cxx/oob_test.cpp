@@ -191,7 +191,7 @@ TEST_CASE("oob: no peer in time, on either side, and an oversized blob") {
   CHECK(last_error_detail() ==
         "oob::exchange: listen on 127.0.0.1:" + p + " timed out after 100 ms: no peer connected");
   std::vector<std::byte> big(oob::max_blob + 1);
-  CHECK(oob::exchange("::1", port, false, big, 100ms).error() == errc::bad_size);
+  CHECK(oob::exchange("::1", port, false, big, 100ms).error() == errc::over_limit);
   CHECK(last_error_detail() == "oob::exchange: connect to [::1]:" + p +
                                    ": our blob is 65537 bytes, over max_blob (65536)");
   CHECK(oob::exchange(nowhere, port, false, blob, 100ms).error() ==
@@ -401,19 +401,19 @@ TEST_CASE("oob: a connection's size limit, on sending and on receiving") {
   auto c = pair_up(100, 1000);
   CHECK(c[0].max_size() == 100);
   // Over our own limit: refused, nothing sent, the connection goes on.
-  CHECK(c[0].send(bytes(101, 0), 1s).error() == errc::bad_size);
+  CHECK(c[0].send(bytes(101, 0), 1s).error() == errc::over_limit);
   CHECK(last_error_detail().find("our blob is 101 bytes, over the limit of 100") !=
         std::string_view::npos);
   ok(c[0].send(bytes(100, 1), 1s));
   CHECK(ok(c[1].receive(1s)) == bytes(100, 1));
   // The peer announces more than our limit: the stream cannot go on.
   ok(c[1].send(bytes(500, 2), 1s));
-  CHECK(c[0].receive(1s).error() == errc::bad_size);
+  CHECK(c[0].receive(1s).error() == errc::over_limit);
   const std::string said(last_error_detail());
   CHECK(said.find("oob::connection::receive: listen on 127.0.0.1:") == 0);
   CHECK(said.find("the peer announced a blob of 500 bytes, over the limit of 100") !=
         std::string::npos);
-  CHECK(c[0].receive(1s).error() == errc::bad_size);
+  CHECK(c[0].receive(1s).error() == errc::over_limit);
   CHECK(last_error_detail() == said);
   // Sending is another direction: it goes on.
   ok(c[0].send(bytes(1, 1), 1s));
@@ -489,7 +489,7 @@ TEST_CASE("oob: a malformed length prefix is a clear error, not an allocation") 
   raw_pair p;
   raw_listened(p);
   write_to(p.raw, "GET / HTTP/1.0\r\n\r\n", 18);
-  CHECK(p.conn.receive(1s).error() == errc::bad_size);
+  CHECK(p.conn.receive(1s).error() == errc::over_limit);
   // "GET " read as a little-endian length.
   CHECK(last_error_detail().find("the peer announced a blob of 542393671 bytes, over the limit "
                                  "of 65536 (not an rdmadl oob peer") != std::string_view::npos);

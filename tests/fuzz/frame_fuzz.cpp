@@ -41,7 +41,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
     std::memcpy(room.data(), in + fed, k);
     fed += k;
     if (auto st = r.advance(k); !st.ok()) {
-      if (st.code() != rdmadl::errc::bad_size || fed - frame_start != 4 || r.announced() <= limit)
+      if (st.code() != rdmadl::errc::over_limit || fed - frame_start != 4 || r.announced() <= limit)
         rdmadl_fuzz::fail("refused something other than an oversized length prefix");
       if (!r.room().empty() || r.advance(0).ok())
         rdmadl_fuzz::fail("went on after refusing a length");
