@@ -158,7 +158,7 @@ bool check_multi_channel() {
     leaf_eps.push_back(*e);
   }
   TRY(leaf_list, parse_endpoints(serialize_endpoints(leaf_eps)));
-  EXPECT(hub->handshake(std::span(*leaf_list).first(2)).error() == errc::bad_size);
+  EXPECT(hub->handshake(std::span(*leaf_list).first(2)).error() == errc::endpoint_count);
   EXPECT_OK(hub->handshake(*leaf_list));
   for (std::size_t i = 0; i < n; i++)
     EXPECT_OK(leaf[i].handshake((*hub_eps)[i]));
