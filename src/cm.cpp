@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fcntl.h>
+#include <string>
 #include <utility>
 
 #include "cm_group.hpp"
@@ -63,6 +64,17 @@ void configure(detail::cm_group &g, const cm_options &opts) {
   g.sizes = [qp = opts.qp, depth = opts.cq_depth](const device_attr &) -> result<detail::cm_sizes> {
     return detail::cm_sizes{qp, depth};
   };
+}
+
+// last_error_detail() for a failed call: "<what>: <step>: <error>".
+std::error_code failed(const std::string &what, const char *step, std::error_code ec) {
+  detail::set_error_detail(what + ": " + step + ": " + ec.message());
+  return ec;
+}
+
+std::string where(const char *call, const char *prep, std::string_view host, std::uint16_t port) {
+  return std::string(call) + " " + prep + " " +
+         (host.empty() ? std::string("*") : std::string(host)) + ":" + std::to_string(port);
 }
 
 } // namespace
@@ -142,12 +154,16 @@ result<void> connection::wait_disconnect(std::chrono::milliseconds timeout) {
 }
 
 result<connection> connect(std::string_view host, std::uint16_t port, const cm_options &opts) {
+  detail::clear_error_detail();
+  const std::string what = where("rdmadl::connect", "to", host, port);
   if (auto r = check(opts); !r)
-    return r.error();
-  return detail::or_stack([&]() -> result<connection> {
+    return failed(what, "options", r.error());
+  const char *step = "resolve the host name";
+  auto r = detail::or_stack([&]() -> result<connection> {
     auto addr = detail::resolve_address(host, port, false);
     if (!addr)
       return addr.error();
+    step = "create the event channel";
     auto g = detail::cm_group::create(1);
     if (!g)
       return g.error();
@@ -155,7 +171,6 @@ result<connection> connect(std::string_view host, std::uint16_t port, const cm_o
     s->g = std::move(*g);
     s->answered = true;
     configure(*s->g, opts);
-    const char *step = nullptr;
     if (auto c = s->g->connect(0, *addr, opts.private_data, &s->peer_data, &step); !c)
       return c.error();
     s->g->learn_paths();
@@ -163,6 +178,9 @@ result<connection> connect(std::string_view host, std::uint16_t port, const cm_o
     c.s_ = std::move(s);
     return c;
   }());
+  if (!r)
+    return failed(what, step, r.error());
+  return r;
 }
 
 // ---- connection_request ----
@@ -214,25 +232,34 @@ result<void> connection_request::reject(std::span<const std::byte> data) {
 // ---- listener ----
 
 result<listener> listener::bind(std::string_view host, std::uint16_t port, int backlog) {
-  return detail::or_stack([&]() -> result<listener> {
+  detail::clear_error_detail();
+  const char *step = "create the event channel";
+  auto r = detail::or_stack([&]() -> result<listener> {
     auto ch = event_channel::create();
     if (!ch)
       return ch.error();
     listener l;
     l.ch_ = std::move(*ch);
+    step = "create the id";
     if (rdma_create_id(l.ch_.native_handle(), &l.id_, nullptr, RDMA_PS_TCP)) {
       l.id_ = nullptr;
       return detail::last_error();
     }
+    step = "resolve the host name";
     auto addr = detail::resolve_address(host, port, true);
     if (!addr)
       return addr.error();
+    step = "bind";
     if (rdma_bind_addr(l.id_, reinterpret_cast<sockaddr *>(&*addr)))
       return detail::last_error();
+    step = "listen";
     if (rdma_listen(l.id_, backlog))
       return detail::last_error();
     return l;
   }());
+  if (!r)
+    return failed(where("rdmadl::listener::bind", "on", host, port), step, r.error());
+  return r;
 }
 listener::listener(listener &&o) noexcept
     : ch_(std::move(o.ch_)), id_(std::exchange(o.id_, nullptr)) {}

@@ -146,7 +146,7 @@ result<multi_channel> multi_channel::create_cm(listener *from, const cm_channel_
   if (total == 0 || o.accept > UINT32_MAX || o.first_rank + std::uint64_t{o.accept} > 1ull << 32)
     return errc::out_of_range;
   if (o.accept && !from)
-    return errc::empty_object;
+    return errc::no_listener;
   const gid_selector default_gid;
   if (o.channel.port != 0 || o.channel.gid.type != default_gid.type ||
       o.channel.gid.ipv4 != default_gid.ipv4)

@@ -141,7 +141,9 @@ class RDMADL_CXX_API listener {
 public:
   /// Binds to host:port (host empty: any address; port 0: any port) and
   /// listens. Errors: operation_not_supported, or the errno
-  /// (address_in_use, address_not_available, ...).
+  /// (address_in_use, address_not_available, ...). A failure sets
+  /// last_error_detail(), naming host, port and the step
+  /// ("rdmadl::listener::bind on host:port: listen: ...").
   static result<listener> bind(std::string_view host, std::uint16_t port, int backlog = 16);
   /// An empty listener.
   listener() noexcept = default;
@@ -169,7 +171,9 @@ private:
 /// (opts.step_timeout per step). Errors: operation_not_supported,
 /// std::errc::address_not_available (host does not resolve), errc::rejected
 /// (peer_data of the reject is lost), errc::timed_out, errc::unexpected_event,
-/// errc::not_honoured (see cm_options), or the errno.
+/// errc::not_honoured (see cm_options), or the errno. A failure sets
+/// last_error_detail(), naming host, port and the step ("rdmadl::connect to
+/// host:port: resolve route: timed out").
 RDMADL_CXX_API result<connection> connect(std::string_view host, std::uint16_t port,
                                           const cm_options &opts = {});
 
@@ -225,6 +229,18 @@ struct cm_peer_event {
   cm_event_kind kind = cm_event_kind::other; ///< what happened
   int event = 0;                             ///< enum rdma_cm_event_type
   int status = 0; ///< the event's status: 0, a negated errno, or a rejection's reason code
+  /// The status as an error: none for 0 (but connection_error with status 0
+  /// is std::errc::host_unreachable), the errno (generic category) for a
+  /// negated errno, errc::rejected for a rejection's (positive) reason code.
+  std::error_code error() const noexcept {
+    if (status < 0)
+      return errno_code(-status);
+    if (status > 0)
+      return make_error_code(errc::rejected);
+    if (kind == cm_event_kind::connection_error)
+      return std::make_error_code(std::errc::host_unreachable);
+    return {};
+  }
 };
 
 /// The options of node rank of a full mesh of nodes.size() nodes (nodes[i]

@@ -274,8 +274,9 @@ public:
   /// rank). All peers share one PD and one CQ, on the device of the first
   /// peer's rdma_cm id; returns the channel connected (no handshake()).
   /// Errors found before any RDMA call: errc::out_of_range (no peer at all,
-  /// or first_rank + accept past 2^32), errc::empty_object (accept > 0 and
-  /// no listener), std::errc::address_not_available (an address with an
+  /// or first_rank + accept past 2^32), errc::no_listener (accept > 0 and
+  /// accept_from null), errc::empty_object (accept > 0 and accept_from an
+  /// empty listener), std::errc::address_not_available (an address with an
   /// empty or unknown host, or port 0), errc::not_honoured (channel.port or
   /// channel.gid, or channel.connect.transport's mtu or min_rnr_timer set:
   /// rdma_cm picks them). Then: operation_not_supported (no

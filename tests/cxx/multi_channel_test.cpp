@@ -135,7 +135,7 @@ TEST_CASE("multi_channel over rdma_cm: bad arguments get their documented error 
   o.connect = {{"127.0.0.1", 7471}, {"127.0.0.1", 7472}};
   CHECK(channel::create_cm(nullptr, o).error() == errc::out_of_range); // two peers
   o.accept = 1;
-  CHECK(multi_channel::create_cm(nullptr, o).error() == errc::empty_object); // no listener
+  CHECK(multi_channel::create_cm(nullptr, o).error() == errc::no_listener); // no listener
   o.accept = 2;
   o.first_rank = UINT32_MAX; // ranks past 2^32
   CHECK(multi_channel::create_cm(nullptr, o).error() == errc::out_of_range);
