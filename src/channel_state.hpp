@@ -165,8 +165,7 @@ struct channel_state {
     while (!all_done()) {
       if (auto st = poll_some(); !st.ok())
         return st;
-      if (!all_done() && deadline != std::chrono::steady_clock::time_point::max() &&
-          std::chrono::steady_clock::now() >= deadline)
+      if (!all_done() && expired(deadline))
         return errc::timed_out;
     }
     return {};

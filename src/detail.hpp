@@ -64,6 +64,10 @@ inline int poll_timeout(std::chrono::steady_clock::time_point d) noexcept {
     return 0;
   return left > INT_MAX ? INT_MAX : static_cast<int>(left + 1);
 }
+// Whether d has passed; time_point::max() never does (and costs no clock read).
+inline bool expired(std::chrono::steady_clock::time_point d) noexcept {
+  return d != std::chrono::steady_clock::time_point::max() && std::chrono::steady_clock::now() >= d;
+}
 
 // The error of a call that failed with errno e: when RDMA cannot work on this
 // host at all (no library, disabled, no kernel support, no device), the
