@@ -3,12 +3,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fcntl.h>
 #include <string>
 #include <utility>
 
 #include "cm_group.hpp"
 #include "detail.hpp"
+#include "fd.hpp"
 #include "rdmadl/cm.hpp"
 
 namespace rdmadl {
@@ -85,9 +85,7 @@ result<event_channel> event_channel::create() {
   rdma_event_channel *ch = rdma_create_event_channel();
   if (!ch)
     return detail::stack_error(errno);
-  int fl = fcntl(ch->fd, F_GETFL);
-  if (fl < 0 || fcntl(ch->fd, F_SETFL, fl | O_NONBLOCK) < 0) {
-    auto ec = detail::last_error();
+  if (auto ec = detail::set_nonblocking(ch->fd)) {
     rdma_destroy_event_channel(ch);
     return ec;
   }

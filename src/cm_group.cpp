@@ -5,9 +5,9 @@
 #include <array>
 #include <cstring>
 #include <netdb.h>
-#include <poll.h>
 #include <utility>
 
+#include "fd.hpp"
 #include "lookup.hpp"
 #include "nodes.hpp"
 
@@ -40,11 +40,10 @@ result<rdma_cm_event *> take_cm_event(std::span<rdma_event_channel *const> chans
         return last_error();
       p[i] = {chans[i]->fd, POLLIN, 0};
     }
-    int left = poll_timeout(deadline);
-    if (left == 0)
+    if (expired(deadline))
       return errc::timed_out;
-    if (::poll(p.data(), n, left) < 0 && errno != EINTR)
-      return last_error();
+    if (auto ec = wait_ready(p.data(), n, deadline); ec && ec != errc::timed_out)
+      return ec;
   }
 }
 
