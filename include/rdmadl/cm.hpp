@@ -72,19 +72,19 @@ struct cm_state_deleter {
 } // namespace detail
 
 /// A connected RC queue pair with its own protection domain and completion
-/// queue, made by connect() or listener::accept(). Move-only; disconnects and
-/// frees everything on destruction.
+/// queue, made by connect() or connection_request::accept(). Move-only.
 class RDMADL_CXX_API connection {
 public:
-  /// An empty connection.
+  /// @name Empty, moved, destroyed
+  /**@{*/
+  /// Default-constructed or moved from, a connection is empty. Assigned over
+  /// or destroyed, one that is not disconnects (rdma_disconnect, without
+  /// waiting) and frees everything.
   connection() noexcept;
-  /// Moves; the source becomes empty.
   connection(connection &&) noexcept;
-  /// Moves; the source becomes empty, and a connection this held is
-  /// disconnected (without waiting) and freed.
   connection &operator=(connection &&) noexcept;
-  /// Disconnects (rdma_disconnect, without waiting) and frees everything.
   ~connection();
+  /**@}*/
 
   /// The device context the connection runs on (empty for an empty connection).
   const context &ctx() const noexcept;
