@@ -126,7 +126,11 @@ public:
   /// The private data the client sent.
   std::span<const std::byte> peer_data() const noexcept;
   /// Creates the QP and accepts, sending opts.private_data; waits for
-  /// ESTABLISHED. Errors: errc::timed_out, errc::unexpected_event, the errno.
+  /// ESTABLISHED (up to opts.step_timeout). Options rdma_cm decides itself
+  /// are refused first (errc::not_honoured, errc::wrong_qp_type; the request
+  /// stays unanswered); a failure after that rejects the request. Errors:
+  /// errc::empty_object (no request, or answered already), errc::timed_out,
+  /// errc::unexpected_event, the errno.
   result<connection> accept(const cm_options &opts = {});
   /// Rejects with private data. Errors: errc::empty_object, the errno.
   result<void> reject(std::span<const std::byte> private_data = {});
