@@ -31,6 +31,14 @@ bool check_cm() {
     }
     cm_options o;
     o.private_data = std::as_bytes(std::span(welcome));
+    // An option rdma_cm decides itself is refused and leaves the request
+    // unanswered, so the accept after it still works.
+    cm_options pinned = o;
+    pinned.transport.mtu = 1024;
+    if (auto r = req->accept(pinned); r || r.error() != errc::not_honoured) {
+      std::fprintf(stderr, "  server: accept with an MTU was not refused\n");
+      return;
+    }
     auto conn = req->accept(o);
     if (!conn) {
       std::fprintf(stderr, "  server accept: %s\n", conn.error().message().c_str());
