@@ -4,11 +4,10 @@
 #include <algorithm>
 #include <chrono>
 #include <endian.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <utility>
 
 #include "detail.hpp"
+#include "fd.hpp"
 #include "nodes.hpp"
 #include "rdmadl/channel.hpp"
 #include "rdmadl/cq.hpp"
@@ -26,9 +25,8 @@ result<completion_channel> completion_channel::create(const context &ctx) {
   auto n = std::make_shared<detail::channel_node>();
   n->ch = ch;
   n->ctx = detail::access::node(ctx);
-  int fl = fcntl(ch->fd, F_GETFL);
-  if (fl < 0 || fcntl(ch->fd, F_SETFL, fl | O_NONBLOCK) < 0)
-    return detail::rdma_error(); // n destroys the channel
+  if (auto ec = detail::set_nonblocking(ch->fd))
+    return ec; // n destroys the channel
   completion_channel c;
   detail::access::set(c, std::move(n));
   return c;
@@ -41,23 +39,14 @@ int completion_channel::fd() const noexcept {
 result<ibv_cq *> completion_channel::wait(std::chrono::milliseconds timeout) const {
   if (!ch_)
     return detail::rdma_error(errc::empty_object);
-  auto deadline = detail::deadline(timeout);
-  for (;;) {
-    ibv_cq *cq = nullptr;
-    void *cq_ctx = nullptr;
-    if (ibv_get_cq_event(ch_, &cq, &cq_ctx) == 0) {
-      ibv_ack_cq_events(cq, 1);
-      return cq;
-    }
-    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-      return detail::rdma_error();
-    int ms = detail::poll_timeout(deadline);
-    if (ms == 0)
-      return errc::timed_out;
-    pollfd p{ch_.get()->fd, POLLIN, 0};
-    if (::poll(&p, 1, ms) < 0 && errno != EINTR)
-      return detail::rdma_error();
-  }
+  ibv_cq *cq = nullptr;
+  void *cq_ctx = nullptr;
+  if (auto ec = detail::take_when_readable(ch_.get()->fd, detail::deadline(timeout), [&] {
+        return ibv_get_cq_event(ch_, &cq, &cq_ctx) == 0;
+      }))
+    return ec;
+  ibv_ack_cq_events(cq, 1);
+  return cq;
 }
 
 // ---- completion_queue ----
@@ -184,8 +173,7 @@ result<std::size_t> completion_queue::poll_wait(std::span<completion> out,
     n += *r;
     if (n == out.size())
       return n;
-    if (deadline != std::chrono::steady_clock::time_point::max() &&
-        std::chrono::steady_clock::now() >= deadline)
+    if (detail::expired(deadline))
       return n ? result<std::size_t>(n) : result<std::size_t>(errc::timed_out);
   }
 }

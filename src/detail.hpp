@@ -64,6 +64,10 @@ inline int poll_timeout(std::chrono::steady_clock::time_point d) noexcept {
     return 0;
   return left > INT_MAX ? INT_MAX : static_cast<int>(left + 1);
 }
+// Whether d has passed; time_point::max() never does (and costs no clock read).
+inline bool expired(std::chrono::steady_clock::time_point d) noexcept {
+  return d != std::chrono::steady_clock::time_point::max() && std::chrono::steady_clock::now() >= d;
+}
 
 // The one error translator: every failure of a call into rdma-core becomes a
 // std::error_code here, and nowhere else.

@@ -6,11 +6,10 @@
 #include <cstdio>
 #include <dlfcn.h>
 #include <endian.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <utility>
 
 #include "detail.hpp"
+#include "fd.hpp"
 #include "nodes.hpp"
 #include "rdmadl/device.hpp"
 
@@ -226,52 +225,41 @@ result<async_event> context::next_event(std::chrono::milliseconds timeout) const
   if (!ctx_)
     return detail::rdma_error(errc::empty_object);
   int fd = ctx_.get()->async_fd;
-  int fl = fcntl(fd, F_GETFL);
-  if (fl < 0 || (!(fl & O_NONBLOCK) && fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0))
-    return detail::rdma_error();
-  auto deadline = detail::deadline(timeout);
-  for (;;) {
-    ibv_async_event ev;
-    if (ibv_get_async_event(ctx_, &ev) == 0) {
-      async_event out;
-      out.type = static_cast<async_event_type>(ev.event_type);
-      switch (ev.event_type) {
-      case IBV_EVENT_CQ_ERR:
-        out.cq = ev.element.cq;
-        break;
-      case IBV_EVENT_SRQ_ERR:
-      case IBV_EVENT_SRQ_LIMIT_REACHED:
-        out.srq = ev.element.srq;
-        break;
-      case IBV_EVENT_PORT_ACTIVE:
-      case IBV_EVENT_PORT_ERR:
-      case IBV_EVENT_LID_CHANGE:
-      case IBV_EVENT_PKEY_CHANGE:
-      case IBV_EVENT_SM_CHANGE:
-      case IBV_EVENT_CLIENT_REREGISTER:
-      case IBV_EVENT_GID_CHANGE:
-      case IBV_EVENT_DEVICE_SPEED_CHANGE:
-        out.port = static_cast<std::uint32_t>(ev.element.port_num);
-        break;
-      case IBV_EVENT_DEVICE_FATAL:
-      case IBV_EVENT_WQ_FATAL:
-        break;
-      default: // the QP events
-        out.qp_num = ev.element.qp ? ev.element.qp->qp_num : 0;
-        break;
-      }
-      ibv_ack_async_event(&ev);
-      return out;
-    }
-    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-      return detail::rdma_error();
-    int ms = detail::poll_timeout(deadline);
-    if (ms == 0)
-      return errc::timed_out;
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, ms) < 0 && errno != EINTR)
-      return detail::rdma_error();
+  if (auto ec = detail::set_nonblocking(fd))
+    return ec;
+  ibv_async_event ev;
+  if (auto ec = detail::take_when_readable(fd, detail::deadline(timeout),
+                                           [&] { return ibv_get_async_event(ctx_, &ev) == 0; }))
+    return ec;
+  async_event out;
+  out.type = static_cast<async_event_type>(ev.event_type);
+  switch (ev.event_type) {
+  case IBV_EVENT_CQ_ERR:
+    out.cq = ev.element.cq;
+    break;
+  case IBV_EVENT_SRQ_ERR:
+  case IBV_EVENT_SRQ_LIMIT_REACHED:
+    out.srq = ev.element.srq;
+    break;
+  case IBV_EVENT_PORT_ACTIVE:
+  case IBV_EVENT_PORT_ERR:
+  case IBV_EVENT_LID_CHANGE:
+  case IBV_EVENT_PKEY_CHANGE:
+  case IBV_EVENT_SM_CHANGE:
+  case IBV_EVENT_CLIENT_REREGISTER:
+  case IBV_EVENT_GID_CHANGE:
+  case IBV_EVENT_DEVICE_SPEED_CHANGE:
+    out.port = static_cast<std::uint32_t>(ev.element.port_num);
+    break;
+  case IBV_EVENT_DEVICE_FATAL:
+  case IBV_EVENT_WQ_FATAL:
+    break;
+  default: // the QP events
+    out.qp_num = ev.element.qp ? ev.element.qp->qp_num : 0;
+    break;
   }
+  ibv_ack_async_event(&ev);
+  return out;
 }
 
 result<device_attr> context::query_device() const {

@@ -203,7 +203,7 @@ result<bool> await_id(detail::channel_state &s, std::uint64_t id, completion *ou
     if (!timed) {
       deadline = detail::deadline(timeout);
       timed = true;
-    } else if (deadline != clock::time_point::max() && clock::now() >= deadline) {
+    } else if (detail::expired(deadline)) {
       return false;
     }
   }
@@ -445,8 +445,7 @@ result<work_result> polling_scope::wait(work_handle h, std::chrono::milliseconds
     while (!s.pending[index].done) {
       if (auto st = s.poll_some(); !st.ok())
         return st;
-      if (!s.pending[index].done && deadline != clock::time_point::max() &&
-          clock::now() >= deadline)
+      if (!s.pending[index].done && detail::expired(deadline))
         return errc::timed_out;
     }
   }
