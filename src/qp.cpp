@@ -343,14 +343,14 @@ const char *family(const gid &g) noexcept {
 
 // The path MTU connect() uses: the smallest of our port's active MTU (1024
 // when it reports none), the peer's (when its endpoint says one) and
-// opts.mtu (when set).
+// opts.transport.mtu (when set).
 std::uint32_t path_mtu(const detail::qp_node &s, const endpoint &peer,
                        const connect_options &opts) noexcept {
   std::uint32_t mtu = s.active_mtu ? s.active_mtu : 1024;
   if (peer.mtu)
     mtu = std::min(mtu, peer.mtu);
-  if (opts.mtu)
-    mtu = std::min(mtu, opts.mtu);
+  if (opts.transport.mtu)
+    mtu = std::min(mtu, opts.transport.mtu);
   return mtu;
 }
 
@@ -450,13 +450,14 @@ status_code modify_failed(int rc, const char *to, const detail::qp_node &s, cons
                           const connect_options &opts) {
   std::error_code ec = detail::rdma_error(rc);
   return detail::fail(
-      ec, detail::format("ibv_modify_qp to %s failed (%s); path MTU %u bytes (our port %u: %u, "
-                         "peer: %u, connect_options::mtu: %u), peer QPN 0x%x PSN 0x%x LID %u GID "
-                         "%s, ours %s LID %u",
-                         to, ec.message().c_str(), path_mtu(s, peer, opts),
-                         static_cast<unsigned>(s.port), s.active_mtu, peer.mtu, opts.mtu, peer.qpn,
-                         peer.psn, static_cast<unsigned>(peer.lid), show(peer.gid_value).c_str(),
-                         ours(s).c_str(), static_cast<unsigned>(s.lid)));
+      ec, detail::format(
+              "ibv_modify_qp to %s failed (%s); path MTU %u bytes (our port %u: %u, "
+              "peer: %u, connect_options::transport.mtu: %u), peer QPN 0x%x PSN 0x%x LID %u GID "
+              "%s, ours %s LID %u",
+              to, ec.message().c_str(), path_mtu(s, peer, opts), static_cast<unsigned>(s.port),
+              s.active_mtu, peer.mtu, opts.transport.mtu, peer.qpn, peer.psn,
+              static_cast<unsigned>(peer.lid), show(peer.gid_value).c_str(), ours(s).c_str(),
+              static_cast<unsigned>(s.lid)));
 }
 
 } // namespace
@@ -466,6 +467,7 @@ result<void> queue_pair::connect(const endpoint &peer, const connect_options &op
   if (!n_)
     return detail::rdma_error(errc::empty_object);
   detail::qp_node &s = *n_;
+  const transport_options &t = opts.transport;
   if (s.type != qp_type::ud)
     if (auto st = check_peer(s, peer); !st.ok())
       return st;
@@ -501,10 +503,9 @@ result<void> queue_pair::connect(const endpoint &peer, const connect_options &op
     fill_ah(a.ah_attr, s, peer, opts.sl, opts.hop_limit, opts.traffic_class);
     mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
     if (s.type == qp_type::rc) {
-      int rd =
-          opts.max_rd_atomic ? std::min<int>(opts.max_rd_atomic, s.max_rd_atom) : s.max_rd_atom;
+      int rd = t.max_rd_atomic ? std::min<int>(t.max_rd_atomic, s.max_rd_atom) : s.max_rd_atom;
       a.max_dest_rd_atomic = static_cast<std::uint8_t>(std::min(rd, 255));
-      a.min_rnr_timer = opts.min_rnr_timer;
+      a.min_rnr_timer = t.min_rnr_timer;
       mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
     }
   }
@@ -516,12 +517,12 @@ result<void> queue_pair::connect(const endpoint &peer, const connect_options &op
   a.sq_psn = s.psn & 0xffffff;
   mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
   if (s.type == qp_type::rc) {
-    int rd = opts.max_rd_atomic ? std::min<int>(opts.max_rd_atomic, s.max_init_rd_atom)
-                                : s.max_init_rd_atom;
+    int rd =
+        t.max_rd_atomic ? std::min<int>(t.max_rd_atomic, s.max_init_rd_atom) : s.max_init_rd_atom;
     a.max_rd_atomic = static_cast<std::uint8_t>(std::min(rd, 255));
-    a.timeout = opts.timeout;
-    a.retry_cnt = opts.retry_cnt;
-    a.rnr_retry = opts.rnr_retry;
+    a.timeout = t.ack_timeout;
+    a.retry_cnt = std::min<std::uint8_t>(t.retry_count, 7);
+    a.rnr_retry = std::min<std::uint8_t>(t.rnr_retry, 7);
     mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
   }
   if (int rc = ibv_modify_qp(s.qp, &a, mask))

@@ -986,6 +986,28 @@ TEST_CASE("provider: connect() names what is wrong with a peer's endpoint before
       CHECK(modifies(q) == 0);
       CHECK(modifies(qi) == 0);
     }
+    SUBCASE("transport_options reach RTR and RTS: the defaults, and retries clamped to 7") {
+      auto q = fresh(v4);
+      ok(q.connect(good));
+      std::array<fakeprov_modify_record, 4> m{};
+      REQUIRE(fp().fakeprov_modify_log(q.qp_num(), m.data(), m.size()) == 3);
+      CHECK(m[1].min_rnr_timer == 12);
+      CHECK(m[2].timeout == 14);
+      CHECK(m[2].retry_cnt == 6);
+      CHECK(m[2].rnr_retry == 7);
+      auto q2 = fresh(v4);
+      connect_options co;
+      co.transport.ack_timeout = 18;
+      co.transport.retry_count = 9;
+      co.transport.rnr_retry = 200;
+      co.transport.min_rnr_timer = 3;
+      ok(q2.connect(good, co));
+      REQUIRE(fp().fakeprov_modify_log(q2.qp_num(), m.data(), m.size()) == 3);
+      CHECK(m[1].min_rnr_timer == 3);
+      CHECK(m[2].timeout == 18);
+      CHECK(m[2].retry_cnt == 7);
+      CHECK(m[2].rnr_retry == 7);
+    }
     SUBCASE("the path MTU is the smaller of both ports' and the option") {
       struct {
         std::uint32_t peer, option;
@@ -1000,7 +1022,7 @@ TEST_CASE("provider: connect() names what is wrong with a peer's endpoint before
         endpoint e = good;
         e.mtu = c.peer;
         connect_options co;
-        co.mtu = c.option;
+        co.transport.mtu = c.option;
         ok(q.connect(e, co));
         std::array<fakeprov_modify_record, 4> m{};
         REQUIRE(fp().fakeprov_modify_log(q.qp_num(), m.data(), m.size()) == 3);
@@ -1014,7 +1036,7 @@ TEST_CASE("provider: connect() names what is wrong with a peer's endpoint before
       fp().fakeprov_fail_next(FAKEPROV_OP_MODIFY_QP, EINVAL, 1);
       CHECK(q.connect(e).error() == std::errc::invalid_argument);
       CHECK(says("ibv_modify_qp to INIT failed (Invalid argument); path MTU 512 bytes (our port "
-                 "1: 1024, peer: 512, connect_options::mtu: 0)"));
+                 "1: 1024, peer: 512, connect_options::transport.mtu: 0)"));
       CHECK(says("GID ::ffff:192.0.2.1, ours ::ffff:192.0.2.1 (GID index 1, RoCE v2, port 1)"));
       // The next call starts with no detail.
       ok(fresh(v4).connect(good));
