@@ -140,7 +140,7 @@ std::uint64_t move_rdma(connection &c, bool sender, std::uint64_t size,
   // fallback (reported as silence, exit status 4).
   auto wait_for = [&](std::uint64_t id, const char *what) {
     while (got[id] == 0) {
-      auto n = c.cq().poll_wait(wc, 1s);
+      auto n = c.cq()->poll_wait(wc, 1s);
       auto now = std::chrono::steady_clock::now();
       if (n && *n == 1) {
         if (!wc[0].ok())
@@ -162,29 +162,29 @@ std::uint64_t move_rdma(connection &c, bool sender, std::uint64_t size,
         throw lost{std::string("DISCONNECTED event while waiting for the ") + what};
       if (now - last > 20s)
         throw lost{std::string("no completion within 20 s (") + what + ")", true};
-      if (!probing && !c.qp().post_read(*mp.all(), peer_probe, probe_id))
+      if (!probing && !c.qp()->post_read(*mp.all(), peer_probe, probe_id))
         throw lost{"post_read failed"};
       probing = true;
     }
     got[id]--;
   };
   std::uint64_t h = 0xcbf29ce484222325ull, done = 0, shown = 0;
-  if (!sender && !c.qp().post_recv(*md.all(), recv_id))
+  if (!sender && !c.qp()->post_recv(*md.all(), recv_id))
     throw lost{"post_recv failed"};
   while (done < size) {
     std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(chunk, size - done));
     if (sender) {
       fill(data.data(), n, done);
       h = fnv1a(h, data.data(), n);
-      if (!c.qp().post_recv(*ma.all(), recv_id) || !c.qp().post_send(*md.slice(0, n), send_id))
+      if (!c.qp()->post_recv(*ma.all(), recv_id) || !c.qp()->post_send(*md.slice(0, n), send_id))
         throw lost{"post failed"};
       wait_for(send_id, "chunk's completion");
       wait_for(recv_id, "acknowledgement");
     } else {
       wait_for(recv_id, "chunk");
       h = fnv1a(h, data.data(), n);
-      if ((done + n < size && !c.qp().post_recv(*md.all(), recv_id)) ||
-          !c.qp().post_send(*ma.all(), send_id))
+      if ((done + n < size && !c.qp()->post_recv(*md.all(), recv_id)) ||
+          !c.qp()->post_send(*ma.all(), send_id))
         throw lost{"post failed"};
       wait_for(send_id, "acknowledgement's completion");
     }
@@ -196,7 +196,7 @@ std::uint64_t move_rdma(connection &c, bool sender, std::uint64_t size,
     }
   }
   while (probing) // the last probe's completion, before its buffer goes
-    if (auto n = c.cq().poll_wait(wc, 10s); !n || wc[0].wr_id == probe_id)
+    if (auto n = c.cq()->poll_wait(wc, 10s); !n || wc[0].wr_id == probe_id)
       probing = false;
   return h;
 }

@@ -21,18 +21,18 @@ static bool bounce(connection &c, std::span<std::byte> buf, int n, bool first_se
   auto mr = c.pd().register_memory(buf).value();
   auto s = *mr.all();
   completion wc[1];
-  if (!first_send && !c.qp().post_recv(s, 1))
+  if (!first_send && !c.qp()->post_recv(s, 1))
     return false;
   for (int i = 0; i < n; i++) {
     if (first_send) {
-      if (!c.qp().post_recv(s, 1) || !c.qp().post_send(s, 2) || !c.cq().poll_wait(wc, 5s) ||
-          !wc[0].ok() || !c.cq().poll_wait(wc, 5s) || !wc[0].ok())
+      if (!c.qp()->post_recv(s, 1) || !c.qp()->post_send(s, 2) || !c.cq()->poll_wait(wc, 5s) ||
+          !wc[0].ok() || !c.cq()->poll_wait(wc, 5s) || !wc[0].ok())
         return false;
     } else {
       // The next receive is posted before answering, so the peer's next
       // message never meets an empty receive queue (an RNR retry).
-      if (!c.cq().poll_wait(wc, 5s) || !wc[0].ok() || (i + 1 < n && !c.qp().post_recv(s, 1)) ||
-          !c.qp().post_send(s, 2) || !c.cq().poll_wait(wc, 5s) || !wc[0].ok())
+      if (!c.cq()->poll_wait(wc, 5s) || !wc[0].ok() || (i + 1 < n && !c.qp()->post_recv(s, 1)) ||
+          !c.qp()->post_send(s, 2) || !c.cq()->poll_wait(wc, 5s) || !wc[0].ok())
         return false;
     }
   }

@@ -124,13 +124,11 @@ const context &connection::ctx() const noexcept {
 const protection_domain &connection::pd() const noexcept {
   return s_ ? s_->g->pd : empty_pd;
 }
-completion_queue &connection::cq() noexcept {
-  static completion_queue none;
-  return s_ ? s_->g->cq : none;
+completion_queue *connection::cq() noexcept {
+  return s_ ? &s_->g->cq : nullptr;
 }
-queue_pair &connection::qp() noexcept {
-  static queue_pair none;
-  return s_ ? s_->g->qps[0] : none;
+queue_pair *connection::qp() noexcept {
+  return s_ ? &s_->g->qps[0] : nullptr;
 }
 std::span<const std::byte> connection::peer_data() const noexcept {
   return s_ ? std::span<const std::byte>(s_->peer_data) : std::span<const std::byte>();

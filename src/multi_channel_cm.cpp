@@ -12,8 +12,8 @@
 #include "cm_group.hpp"
 #include "cm_hello.hpp"
 #include "detail.hpp"
-#include "rdmadl/cm.hpp"
 #include "rdmadl/channel.hpp"
+#include "rdmadl/cm.hpp"
 #include "rdmadl/multi_channel.hpp"
 
 namespace rdmadl {
@@ -133,8 +133,10 @@ result<void> accept_peers(detail::cm_group &g, listener &l, const cm_channel_opt
 
 result<cm_channel_options> cm_mesh(std::size_t rank, std::span<const cm_address> nodes,
                                    cm_channel_options base) {
+  if (nodes.empty())
+    return errc::no_peers;
   if (rank >= nodes.size() || nodes.size() > UINT32_MAX)
-    return errc::out_of_range;
+    return errc::bad_rank;
   base.connect.assign(nodes.begin(), nodes.begin() + static_cast<std::ptrdiff_t>(rank));
   base.rank = static_cast<std::uint32_t>(rank);
   base.accept = nodes.size() - 1 - rank;
@@ -144,8 +146,10 @@ result<cm_channel_options> cm_mesh(std::size_t rank, std::span<const cm_address>
 
 result<multi_channel> multi_channel::create_cm(listener *from, const cm_channel_options &o) {
   const std::size_t total = o.connect.size() + o.accept;
-  if (total == 0 || o.accept > UINT32_MAX || o.first_rank + std::uint64_t{o.accept} > 1ull << 32)
-    return errc::out_of_range;
+  if (total == 0)
+    return errc::no_peers;
+  if (o.accept > UINT32_MAX || o.first_rank + std::uint64_t{o.accept} > 1ull << 32)
+    return errc::bad_rank;
   if (o.accept && !from)
     return errc::no_listener;
   const gid_selector default_gid;
@@ -238,8 +242,10 @@ result<cm_peer_event> multi_channel::next_cm_event(std::chrono::milliseconds tim
 }
 
 result<channel> channel::create_cm(listener *from, const cm_channel_options &opts) {
+  if (opts.connect.size() + opts.accept == 0)
+    return errc::no_peers;
   if (opts.connect.size() + opts.accept != 1)
-    return errc::out_of_range;
+    return errc::one_peer_only;
   auto mc = multi_channel::create_cm(from, opts);
   if (!mc)
     return mc.error();

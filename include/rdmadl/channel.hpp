@@ -29,7 +29,8 @@ public:
   /// multi_channel::create() with one peer (opts.peers is ignored).
   static result<channel> create(const context &ctx, channel_options opts = {});
   /// multi_channel::create_cm with exactly one peer (one address, or accept
-  /// == 1); else errc::out_of_range. Events: base().next_cm_event().
+  /// == 1); else errc::no_peers (none) or errc::one_peer_only (more). Events:
+  /// base().next_cm_event().
   static result<channel> create_cm(listener *accept_from, const cm_channel_options &opts);
   /// An empty channel.
   channel() noexcept = default;

@@ -90,10 +90,12 @@ public:
   const context &ctx() const noexcept;
   /// Its protection domain: register the buffers it uses here.
   const protection_domain &pd() const noexcept;
-  /// Its one completion queue, for sends and receives.
-  completion_queue &cq() noexcept;
-  /// Its connected RC queue pair.
-  queue_pair &qp() noexcept;
+  /// Its one completion queue, for sends and receives; null for an empty
+  /// connection. The connection owns it: use it, do not move from it.
+  completion_queue *cq() noexcept;
+  /// Its connected RC queue pair; null for an empty connection. The
+  /// connection owns it: do not move from it.
+  queue_pair *qp() noexcept;
   /// The private data the peer sent with its connect or accept.
   std::span<const std::byte> peer_data() const noexcept;
   /// rdma_disconnect, then waits up to timeout for DISCONNECTED. Errors:
@@ -250,7 +252,8 @@ struct cm_peer_event {
 /// The options of node rank of a full mesh of nodes.size() nodes (nodes[i]
 /// is where node i listens): connect to nodes 0 to rank-1, accept the
 /// nodes.size() - 1 - rank after it; base gives the other fields. Errors:
-/// errc::out_of_range (rank >= nodes.size()).
+/// errc::no_peers (nodes empty), errc::bad_rank (rank >= nodes.size(), or
+/// more than 2^32 nodes).
 RDMADL_CXX_API result<cm_channel_options>
 cm_mesh(std::size_t rank, std::span<const cm_address> nodes, cm_channel_options base = {});
 

@@ -98,7 +98,11 @@
   X(slice_too_long, invalid_argument,                                                              \
     "a local slice is at most 4 GiB - 1 bytes (a scatter/gather element's length is 32 bits)")     \
   X(over_limit, invalid_argument,                                                                  \
-    "an out-of-band blob is larger than the size limit (oob::max_blob, or the connection's)")
+    "an out-of-band blob is larger than the size limit (oob::max_blob, or the connection's)")      \
+  X(bad_rank, invalid_argument,                                                                    \
+    "a rank outside the group (rank not below the number of nodes, or first_rank + accept past "   \
+    "2^32)")                                                                                       \
+  X(one_peer_only, invalid_argument, "a channel has exactly one peer (use multi_channel for more)")
 
 namespace rdmadl {
 

@@ -281,8 +281,8 @@ public:
   /// accept_from (peer C + rank - opts.first_rank for the client that sent
   /// rank). All peers share one PD and one CQ, on the device of the first
   /// peer's rdma_cm id; returns the channel connected (no handshake()).
-  /// Errors found before any RDMA call: errc::out_of_range (no peer at all,
-  /// or first_rank + accept past 2^32), errc::no_listener (accept > 0 and
+  /// Errors found before any RDMA call: errc::no_peers (no peer at all),
+  /// errc::bad_rank (first_rank + accept past 2^32), errc::no_listener (accept > 0 and
   /// accept_from null), errc::empty_object (accept > 0 and accept_from an
   /// empty listener), std::errc::address_not_available (an address with an
   /// empty or unknown host, or port 0), errc::not_honoured (channel.port or

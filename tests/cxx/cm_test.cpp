@@ -108,3 +108,15 @@ TEST_CASE("cm: create_cm without a listener to accept from answers errc::no_list
   mtu.channel.connect.transport.mtu = 1024;
   CHECK(multi_channel::create_cm(nullptr, mtu).error() == errc::not_honoured);
 }
+
+TEST_CASE("cm: an empty connection hands out no queue pair or CQ of its own to change") {
+  connection a, b;
+  CHECK(a.cq() == nullptr);
+  CHECK(a.qp() == nullptr);
+  CHECK_FALSE(a.ctx());
+  CHECK_FALSE(a.pd());
+  CHECK(a.peer_data().empty());
+  // Two empty connections share no object that one could change for both.
+  CHECK(a.cq() == b.cq());
+  CHECK(a.qp() == b.qp());
+}

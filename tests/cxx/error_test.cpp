@@ -83,10 +83,10 @@ TEST_CASE("error: rdmadl errc values compare equal to the closest std::errc") {
   CHECK(std::string(no_dev.category().name()) == "rdmadl");
   CHECK(no_dev.message() == "no RDMA device found");
   CHECK(std::error_code(errc::no_kernel_support) == std::errc::operation_not_supported);
-  for (errc e :
-       {errc::empty_span, errc::out_of_range, errc::bad_size, errc::bad_magic, errc::newer_format,
-        errc::batch_full, errc::empty_object, errc::no_peers, errc::endpoint_count,
-        errc::unknown_handle, errc::slice_too_long, errc::over_limit}) {
+  for (errc e : {errc::empty_span, errc::out_of_range, errc::bad_size, errc::bad_magic,
+                 errc::newer_format, errc::batch_full, errc::empty_object, errc::no_peers,
+                 errc::endpoint_count, errc::unknown_handle, errc::slice_too_long, errc::over_limit,
+                 errc::bad_rank, errc::one_peer_only}) {
     std::error_code ec = e;
     INFO(ec.message());
     CHECK(ec == std::errc::invalid_argument);

@@ -132,15 +132,15 @@ TEST_CASE(
 TEST_CASE("multi_channel: over rdma_cm, bad arguments get their documented error first") {
   // Checked before any RDMA call: the same answers with or without a stack.
   cm_channel_options o;
-  CHECK(multi_channel::create_cm(nullptr, o).error() == errc::out_of_range); // no peer
-  CHECK(channel::create_cm(nullptr, o).error() == errc::out_of_range);
+  CHECK(multi_channel::create_cm(nullptr, o).error() == errc::no_peers); // no peer
+  CHECK(channel::create_cm(nullptr, o).error() == errc::no_peers);
   o.connect = {{"127.0.0.1", 7471}, {"127.0.0.1", 7472}};
-  CHECK(channel::create_cm(nullptr, o).error() == errc::out_of_range); // two peers
+  CHECK(channel::create_cm(nullptr, o).error() == errc::one_peer_only); // two peers
   o.accept = 1;
   CHECK(multi_channel::create_cm(nullptr, o).error() == errc::no_listener); // no listener
   o.accept = 2;
   o.first_rank = UINT32_MAX; // ranks past 2^32
-  CHECK(multi_channel::create_cm(nullptr, o).error() == errc::out_of_range);
+  CHECK(multi_channel::create_cm(nullptr, o).error() == errc::bad_rank);
   o.accept = 0;
   o.first_rank = 0;
   for (const cm_address &bad :
@@ -185,9 +185,9 @@ TEST_CASE(
     for (std::size_t j = k + 1; j < nodes.size(); j++)
       CHECK(o->connect.size() + (j - o->first_rank) == j - 1);
   }
-  CHECK(cm_mesh(4, nodes).error() == errc::out_of_range);
-  CHECK(cm_mesh(0, {}).error() == errc::out_of_range);
+  CHECK(cm_mesh(4, nodes).error() == errc::bad_rank);
+  CHECK(cm_mesh(0, {}).error() == errc::no_peers);
   auto single = cm_mesh(0, std::span(nodes).first(1));
   REQUIRE(single); // one node: no peer, so create_cm refuses it
-  CHECK(multi_channel::create_cm(nullptr, *single).error() == errc::out_of_range);
+  CHECK(multi_channel::create_cm(nullptr, *single).error() == errc::no_peers);
 }

@@ -48,15 +48,15 @@ bool check_cm() {
     if (!mr)
       return;
     auto s = mr->all();
-    if (!s || !conn->qp().post_recv(*s, 1))
+    if (!s || !conn->qp()->post_recv(*s, 1))
       return;
-    auto c = one(conn->cq(), 10s);
+    auto c = one(*conn->cq(), 10s);
     if (!c)
       return;
     // Echo it back, then wait for the client to disconnect.
-    if (!conn->qp().post_send(*s, 2))
+    if (!conn->qp()->post_send(*s, 2))
       return;
-    if (!one(conn->cq(), 10s))
+    if (!one(*conn->cq(), 10s))
       return;
     auto d = conn->wait_disconnect(10s);
     if (!d) {
@@ -75,11 +75,11 @@ bool check_cm() {
     EXPECT(connect(host, port, pinned).error() == errc::not_honoured);
     TRY(conn, connect(host, port, o));
     // The QP rdma_cm made knows its path: port, GID, QPN as the device has them.
-    TRY(ep, conn->qp().local_endpoint());
+    TRY(ep, conn->qp()->local_endpoint());
     EXPECT(!ep->gid_value.is_zero());
-    EXPECT(ep->qpn == conn->qp().qp_num());
-    EXPECT(conn->qp().port() == 1);
-    EXPECT(conn->qp().uses_wr_api() == conn->ctx().supports(feature::wr_api));
+    EXPECT(ep->qpn == conn->qp()->qp_num());
+    EXPECT(conn->qp()->port() == 1);
+    EXPECT(conn->qp()->uses_wr_api() == conn->ctx().supports(feature::wr_api));
     EXPECT(conn->peer_data().size() >= sizeof welcome);
     EXPECT(std::memcmp(conn->peer_data().data(), welcome, sizeof welcome) == 0);
     std::vector<std::byte> out(4096), in(4096);
@@ -87,10 +87,10 @@ bool check_cm() {
     TRY(mo, conn->pd().register_memory(out));
     TRY(mi, conn->pd().register_memory(in));
     TRY(si, mi->all());
-    EXPECT_OK(conn->qp().post_recv(*si, 10));
+    EXPECT_OK(conn->qp()->post_recv(*si, 10));
     TRY(so, mo->all());
     {
-      auto b = conn->qp().batch(); // the WR API on an rdma_cm QP where offered
+      auto b = conn->qp()->batch(); // the WR API on an rdma_cm QP where offered
       b.send(*so, 11);
       EXPECT_OK(b.commit());
     }
@@ -98,7 +98,7 @@ bool check_cm() {
     std::size_t got = 0;
     auto deadline = std::chrono::steady_clock::now() + 10s;
     while (got < 2 && std::chrono::steady_clock::now() < deadline) {
-      TRY(n, conn->cq().poll(std::span(c).subspan(got)));
+      TRY(n, conn->cq()->poll(std::span(c).subspan(got)));
       got += *n;
     }
     EXPECT(got == 2 && c[0].ok() && c[1].ok());
@@ -129,7 +129,7 @@ bool check_cm_ack_timeout() {
   std::thread server([&] {
     auto req = lst->get_request(10s);
     auto conn = req ? req->accept() : result<connection>(errc::empty_object);
-    if (!conn || !conn->qp().to_error()) {
+    if (!conn || !conn->qp()->to_error()) {
       stage = -1;
       return;
     }
@@ -148,11 +148,11 @@ bool check_cm_ack_timeout() {
     TRY(mr, conn->pd().register_memory(buf));
     TRY(s, mr->all());
     auto t0 = std::chrono::steady_clock::now();
-    EXPECT_OK(conn->qp().post_send(*s, 1));
+    EXPECT_OK(conn->qp()->post_send(*s, 1));
     std::array<completion, 1> c;
     std::size_t got = 0;
     while (got == 0 && std::chrono::steady_clock::now() - t0 < 20s) {
-      TRY(n, conn->cq().poll(c));
+      TRY(n, conn->cq()->poll(c));
       got = *n;
     }
     auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
