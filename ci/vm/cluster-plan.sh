@@ -62,6 +62,24 @@ cluster_plan() {
   [ -z "$first" ] || emit peer_death peer_death "$first" 0
 }
 
+# impair_plan NAME...: the plan of an impaired cluster (README.md, "Impaired
+# frames"): on nodes 0 and 1, first unimpaired ("none", the baseline the
+# slowdown is measured against), then under each hub profile NAME in turn
+# (profile K, the K-th --impair of the hub): a switch line "impair.NAME
+# impair 0 1 PORT K", then rc_ops, cm_pingpong and the C++ ping-pong as
+# "impair.NAME.KIND.n0-n1".
+impair_plan() {
+  local port=18600 k=0 name kind
+  for name in none "$@"; do
+    echo "impair.$name impair 0 1 $port $k"
+    port=$((port + 10)) k=$((k + 1))
+    for kind in rc cm pingpong; do
+      echo "impair.$name.$kind.n0-n1 $kind 0 1 $port"
+      port=$((port + 10))
+    done
+  done
+}
+
 # cluster_sides KIND SERVER CLIENT: "NODE ROLE" per node taking part.
 cluster_sides() {
   local i=0 r
@@ -96,6 +114,8 @@ cluster_owed() {
     cm.client) echo "cm.resolve_addr cm.resolve_route cm.private_data.server_to_client cm.connect" \
       "cm.send cm.disconnect cm_pingpong.exit" ;;
     pingpong.*) echo "pingpong.exit" ;;
+    impair.server) echo "impair.select" ;;
+    impair.client) ;;
     write_read.*) echo "write_read.exit" ;;
     optional_rdma.*) echo "optional_rdma.exit transport.rdma checksum" ;;
     optional_tcp.* | optional_disabled.*) echo "optional_rdma.exit transport.tcp checksum" ;;
