@@ -136,7 +136,7 @@ impair_tally() {
       cluster_failed+=("cluster $ck: impair.$name.hub: ${hubl:-no hub count}")
     fi
     lines+=("  impair.$name.hub: ${hubl#hub: impair }")
-    for kind in rc cm pingpong; do
+    for kind in rc cm pingpong mc2; do
       id=impair.$name.$kind.n0-n1
       t0=$(impair_time "$clog" "impair.none.$kind.n0-n1")
       read -r t1 lim < <(impair_time "$clog" "$id" lim)

@@ -225,6 +225,31 @@ while read -r id kind srv cli port arg <&3; do
       check "$id:impair.select" $?
       ;;
     impair.client) ;;
+    # A multi_channel of three ranks on two nodes (the impaired cluster):
+    # ranks 0 and 2 on the server's node, rank 1 on the client's; no kill.
+    mc2.*)
+      lim=240
+      case $id in impair.*) lim=120 ;; esac
+      nodes=$myip,$peer_ip,$myip r=0
+      [ "$role" = server ] || nodes=$peer_ip,$myip,$peer_ip r=1
+      t0=$(up)
+      if [ "$role" = server ]; then
+        timeout $lim cxx_mc_cluster --rank 2 --nodes "$nodes" --port "$port" --kill -1 --id "$id" \
+          </dev/null >"/tmp/$id.r2" 2>&1 &
+        pid=$!
+      fi
+      timeout $lim cxx_mc_cluster --rank $r --nodes "$nodes" --port "$port" --kill -1 --id "$id" \
+        </dev/null 2>&1
+      st=$?
+      if [ "$role" = server ]; then
+        wait "$pid"
+        st2=$?
+        cat "/tmp/$id.r2"
+        check "$id:mc_rank2.exit" $st2
+      fi
+      echo "RDMADL-TIME $id $(echo "$(up) $t0" | awk '{print $1 - $2}') $lim"
+      check "$id:mc_cluster.exit" $st
+      ;;
     # A multi_channel over three nodes; it prints its own checks at once,
     # and rank 0 asks the host to kill rank 2's node mid-scope.
     mc.rank*)
