@@ -145,6 +145,10 @@ boot_all() { # ATTEMPT
   for i in $(seq 0 $((n - 1))); do socks+=("$tmp/n$i.sock"); done
   "$hub" "${hub_args[@]}" "$tmp/hub.sock" "${socks[@]}" 2>"$tmp/hub.log" &
   hub_pid=$!
+  if [ ${#hub_args[@]} != 0 ]; then # a bad --impair: the hub ends at once
+    sleep 0.3
+    kill -0 "$hub_pid" 2>/dev/null || die "the hub did not start: $(cat "$tmp/hub.log")"
+  fi
   echo "cluster.sh: booting ${suites[*]} ($accel, -smp $smp, ${mem} MiB each, attempt $1, timeout ${tmo}s)"
   for i in $(seq 0 $((n - 1))); do
     boot_node "$i" &

@@ -16,9 +16,9 @@
  * stderr then.
  *
  * Impairment (README.md, "Impaired frames"): each --impair names a profile,
- * SPEC being "drop=P,dup=P,reorder=P,delay=MS" (P a probability, any part
- * may be left out). Profile K (1-based, in option order) becomes active when
- * the hub forwards a TCP SYN to port IMPAIR_PORT+K, IMPAIR_PORT itself turns
+ * SPEC being "drop=P,dup=P,reorder=P,delay=MS" (P a probability, MS
+ * milliseconds, "ms" optional; any part may be left out). Profile K (1-based, in option order)
+ * becomes active when the hub forwards a TCP SYN to port IMPAIR_PORT+K, IMPAIR_PORT itself turns
  * impairment off (the start state): a guest switches with "nc PEER PORT"
  * before a test, and since every frame passes the hub in one order, all
  * frames of the test that follows see the new profile. Only RoCE v2 frames
@@ -119,6 +119,8 @@ static int parse_profile(struct profile *p, const char *arg) {
     else
       return -1;
     s += used;
+    if (strcmp(key, "delay") == 0 && strncmp(s, "ms", 2) == 0)
+      s += 2;
     if (*s == ',')
       s++;
     else if (*s)
