@@ -139,7 +139,8 @@ impair_tally() {
     for kind in rc cm pingpong mc2; do
       id=impair.$name.$kind.n0-n1
       t0=$(impair_time "$clog" "impair.none.$kind.n0-n1")
-      read -r t1 lim < <(impair_time "$clog" "$id" lim)
+      t1="" lim="" # no time when a side never ran the test
+      read -r t1 lim < <(impair_time "$clog" "$id" lim) || true
       lines+=("  $id: ${t1:-?} s (deadline ${lim:-?} s) against ${t0:-?} s unimpaired$(
         awk -v a="$t1" -v b="$t0" 'BEGIN { if (a != "" && b > 0) printf ", x%.1f", a / b }')")
     done
