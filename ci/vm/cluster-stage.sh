@@ -122,7 +122,7 @@ impair_tally() {
   lines+=("  hub seed ${RDMADL_VM_IMPAIR_SEED:-1}, profiles: $cl_impair (RoCE v2 frames only)")
   for p in $cl_impair; do
     name=${p%%:*} spec=${p#*:}
-    hubl=$(grep -h "^hub: impair $name (" "$clog/hub.log" 2>/dev/null)
+    hubl=$(grep -h "^hub: impair $name (" "$clog/hub.log" 2>/dev/null || true)
     ok=$(echo "$hubl" | awk -v spec=",$spec," '
       match($0, /selected [0-9]+ times, RoCE frames seen [0-9]+, dropped [0-9]+/) {
         split(substr($0, RSTART, RLENGTH), w, /[ ,]+/)
@@ -150,7 +150,7 @@ impair_tally() {
 # impair_time CLOG ID [lim]: the slower side's wall time of test ID (and its
 # deadline with "lim").
 impair_time() {
-  cat "$1"/node*.log 2>/dev/null | tr -d '\r' | awk -v id="$2" -v l="${3:-}" '
+  { cat "$1"/node*.log 2>/dev/null || true; } | tr -d '\r' | awk -v id="$2" -v l="${3:-}" '
     $1 == "RDMADL-TIME" && $2 == id { if ($3 > t) t = $3; lim = $4 }
     END { if (t != "") print t (l != "" ? " " lim : "") }'
 }
