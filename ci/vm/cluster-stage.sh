@@ -108,7 +108,9 @@ cluster_stage() {
   [ -z "${cl_impair:-}" ] || impair_tally "$ck" "$clog"
   cluster_summary+=("cluster $ck (${cn[*]}): $secs s, cluster.sh exit $st" "${lines[@]}")
   if [ "$st" != 0 ]; then
-    grep -E 'FAILED|RDMADL-CHECK .* FAIL$|hung|died' "$clog.log" | tail -n 40 | sed "s/^/  cluster $ck| /" >&2
+    # (no line matches when cluster.sh stopped before the boot: not fatal)
+    grep -E 'FAILED|RDMADL-CHECK .* FAIL$|hung|died|error:' "$clog.log" | tail -n 40 |
+      sed "s/^/  cluster $ck| /" >&2 || true
   fi
 }
 
