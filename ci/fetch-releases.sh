@@ -10,6 +10,9 @@
 # tier-2 tests; trixie (56.1) and sid (65.0) need glibc 2.38, so only their
 # exports are kept (under OUTDIR/exports-only/) and their code runs in the
 # Soft-RoCE VM tier.
+# rc28 and rc32: rdma-core 28.0 and 32.0, which Debian no longer serves, built
+# from their upstream source on this host (ci/build-rdma-core.sh, cached):
+# they run here, so they are tier-2 tests too.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:?usage: fetch-releases.sh OUTDIR}
@@ -33,4 +36,15 @@ for suite in bullseye bookworm trixie sid; do
   dpkg-deb -f "$(ls "$work"/debs/libibverbs1_*.deb)" Version >"$dest/version"
   echo "fetch-releases: $suite rdma-core $(cat "$dest/version"): $(wc -l <"$dest/exports.txt") symbols"
   rm -rf "$work"
+done
+for v in 28.0 32.0; do
+  dest=$out/rc${v%.0}
+  built=$("$here/build-rdma-core.sh" "$v")
+  rm -rf "$dest" && mkdir -p "$dest/lib"
+  find "$built/root/usr/lib/x86_64-linux-gnu" -maxdepth 1 \( -name 'libibverbs.so.*' -o -name 'librdmacm.so.*' \
+    -o -name 'libmlx5.so.*' -o -name 'libefa.so.*' -o -name 'libmlx4.so.*' -o -name 'libhns.so.*' \
+    -o -name 'libmana.so.*' -o -name 'libionic.so.*' -o -name 'libibumad.so.*' \) -exec cp -a {} "$dest/lib/" \;
+  "$here/release-exports.sh" "$dest/lib" >"$dest/exports.txt"
+  cp "$built/version" "$dest/version"
+  echo "fetch-releases: rc${v%.0} rdma-core $v (built from source): $(wc -l <"$dest/exports.txt") symbols"
 done

@@ -2,9 +2,13 @@
 # SPDX-License-Identifier: MIT
 # install-deps.sh [--vm] [--deb]: the Debian packages rdmadl's build and tests need.
 # doxygen and groff-base: the reference manual and man page (ci/build-docs.sh).
+# libnl-3-dev, libnl-route-3-dev and libudev-dev (pkg-config is pkgconf's):
+# rdma-core 28.0 and 32.0 built from source (ci/build-rdma-core.sh), for the
+# symbols tier, the host tests and the VM tier's rc28/rc32 suites.
 # Installs only what is missing (as root); otherwise says what to install.
 set -euo pipefail
-want=(cmake ninja-build g++ gcc clang libclang-rt-dev binutils python3 pkgconf doxygen groff-base)
+want=(cmake ninja-build g++ gcc clang libclang-rt-dev binutils python3 pkgconf doxygen groff-base
+  libnl-3-dev libnl-route-3-dev libudev-dev)
 # --vm: QEMU and busybox for the images; make, patch and libpci-dev (a
 # configure requirement of perftest 25.x) to build Debian's perftest against
 # the link aliases (ci/build-perftest.sh).

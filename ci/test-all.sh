@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # test-all.sh: the README's test command, and what .ci/run calls. Runs every
 # tier on a fresh Debian machine (installing what it needs):
-#   symbols   loader/symbols.def against Debian's real 33.2/44.0/56.1/65.0 exports
+#   symbols   loader/symbols.def against real rdma-core exports: 28.0/32.0 (built from
+#             source) and Debian's 33.2/44.0/56.1/65.0
 #   gcc       g++ -Werror build + all host tests (absent, fakes, tier-2 real
 #             releases without devices, drop-in, coexistence, threads, C++ API)
 #   headers   the build read only the bundled rdma-core headers
@@ -14,7 +15,8 @@
 #   tsan      TSan build + host tests (16 threads racing into initialisation)
 #   deb       the Debian packages (ci/build-deb.sh): built, lintian, Depends,
 #             consumers built from them
-#   vm        Soft-RoCE VMs: bullseye 33.2, bookworm 44.0, trixie 56.1, sid
+#   vm        Soft-RoCE VMs: rc28 28.0, rc32 32.0 (built from source), bullseye
+#             33.2, bookworm 44.0, trixie 56.1, sid
 #             65.0 and an image without rdma-core (ci/test-vm.sh)
 # Options: --skip-vm (local iteration only; CI never skips), --only TIER.
 set -uo pipefail

@@ -285,8 +285,8 @@ int main(int argc, char **argv) {
     auto t0 = std::chrono::steady_clock::now();
     std::uint64_t h = 0;
     cm_options opts;
-    opts.ack_timeout = ack_timeout;
-    opts.retry_count = retry_count;
+    opts.transport.ack_timeout = ack_timeout;
+    opts.transport.retry_count = retry_count;
     std::vector<std::byte> target(8); // what the peer's probes read
     if (!rdma) {
       h = move_tcp(fd, sender, size);

@@ -29,6 +29,7 @@
 #include "extra_decls.h"
 #include "internal.h"
 #include "rdmadl/loader.h"
+#include "str_tables.h"
 
 #undef ibv_get_device_list
 #undef ibv_reg_mr
@@ -42,7 +43,7 @@ RDMADL_STUB_API struct ibv_device **RDMADL_NAME(ibv_get_device_list)(int *num_de
     return f(num_devices);
   if (num_devices)
     *num_devices = 0;
-  errno = EOPNOTSUPP;
+  rdmadl_refuse(RDMADL_IDX_ibv_get_device_list);
   return NULL;
 }
 
@@ -56,7 +57,7 @@ static struct ibv_mr *reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
   __typeof__(&ibv_reg_mr) old = RDMADL_FN(ibv_reg_mr);
   if (old && iova == (uint64_t)(uintptr_t)addr)
     return old(pd, addr, length, (int)access);
-  errno = EOPNOTSUPP;
+  rdmadl_refuse(RDMADL_IDX_ibv_reg_mr_iova2);
   return NULL;
 }
 
@@ -103,7 +104,7 @@ RDMADL_STUB_API void *RDMADL_NAME(ibv_alloc_buf)(struct ibv_pd *pd, size_t size,
   if (f)
     return f(pd, size, buf);
   if (!bufs_emulated()) {
-    errno = EOPNOTSUPP;
+    rdmadl_refuse(RDMADL_IDX_ibv_alloc_buf);
     return NULL;
   }
   if (!buf) {
@@ -200,7 +201,7 @@ static struct ibv_mr *reg_mr_ex_fallback(struct ibv_pd *pd, const struct ibv_mr_
     }
     __typeof__(&ibv_reg_dmabuf_mr) dmabuf = RDMADL_FN(ibv_reg_dmabuf_mr);
     if (!dmabuf) {
-      errno = EOPNOTSUPP;
+      rdmadl_refuse(RDMADL_IDX_ibv_reg_dmabuf_mr);
       return NULL;
     }
     return dmabuf(pd, a.fd_offset, a.length, a.iova, a.fd, a.access);
@@ -221,7 +222,7 @@ RDMADL_STUB_API struct ibv_mr *RDMADL_NAME(ibv_reg_mr_ex)(struct ibv_pd *pd,
   if (f && !emulated_buf)
     return f(pd, mr_init_attr);
   if (rdmadl_load() != 0) {
-    errno = EOPNOTSUPP;
+    rdmadl_refuse(RDMADL_IDX_ibv_reg_mr_ex);
     return NULL;
   }
   if (!mr_init_attr) {
@@ -238,7 +239,7 @@ RDMADL_STUB_API struct ibv_mr *RDMADL_NAME(ibv_reg_buf_mr)(struct ibv_pd *pd, st
   if (f && !bufs_emulated())
     return f(pd, buf, addr, length, access);
   if (!bufs_emulated()) {
-    errno = EOPNOTSUPP;
+    rdmadl_refuse(RDMADL_IDX_ibv_reg_buf_mr);
     return NULL;
   }
   struct ibv_mr_init_attr a = {.length = length,
@@ -296,6 +297,11 @@ static int gid_entry_fallback(struct ibv_context *ctx, uint32_t port, uint32_t i
     entry->gid_type = IBV_GID_TYPE_IB;
   } else if (gid_attr(ctx, port, index, "types", buf, sizeof buf) == 0) {
     entry->gid_type = strcmp(buf, "RoCE v2") == 0 ? IBV_GID_TYPE_ROCE_V2 : IBV_GID_TYPE_ROCE_V1;
+#ifdef RDMADL_TEST_BREAK_EMULATION
+    /* A deliberately wrong fallback, only for showing that the VM tier's
+     * rc28 suite fails (ci/vm/README.md): no build option sets it. */
+    entry->gid_type = IBV_GID_TYPE_ROCE_V1;
+#endif
     if (gid_attr(ctx, port, index, "ndevs", buf, sizeof buf) == 0)
       entry->ndev_ifindex = if_nametoindex(buf);
   } else {
@@ -312,7 +318,7 @@ RDMADL_STUB_API int RDMADL_NAME(_ibv_query_gid_ex)(struct ibv_context *context, 
   if (f)
     return f(context, port_num, gid_index, entry, flags, entry_size);
   if (!RDMADL_FN(ibv_query_gid)) {
-    errno = EOPNOTSUPP;
+    rdmadl_refuse(RDMADL_IDX__ibv_query_gid_ex);
     return EOPNOTSUPP;
   }
   if (flags || entry_size < sizeof *entry)
@@ -331,7 +337,7 @@ RDMADL_STUB_API ssize_t RDMADL_NAME(_ibv_query_gid_table)(struct ibv_context *co
     return f(context, entries, max_entries, flags, entry_size);
   __typeof__(&ibv_query_device) qdev = RDMADL_FN(ibv_query_device);
   if (!qdev || !RDMADL_FN(ibv_query_gid)) {
-    errno = EOPNOTSUPP;
+    rdmadl_refuse(RDMADL_IDX__ibv_query_gid_table);
     return -EOPNOTSUPP;
   }
   if (flags || entry_size < sizeof *entries)
@@ -370,7 +376,7 @@ RDMADL_STUB_API int RDMADL_NAME(rfcntl)(int socket, int cmd, ...) {
   int (*f)(int, int, ...) = (int (*)(int, int, ...))rdmadl_load_fn(RDMADL_IDX_rfcntl);
   if (f)
     return f(socket, cmd, arg);
-  errno = EOPNOTSUPP;
+  rdmadl_refuse(RDMADL_IDX_rfcntl);
   return -1;
 }
 
@@ -413,7 +419,7 @@ int mlx5dv_init_obj_1_0_compat(struct mlx5dv_obj *obj, uint64_t obj_type) {
   }
   if (f)
     return ((int (*)(struct mlx5dv_obj *, uint64_t))f)(obj, obj_type);
-  errno = EOPNOTSUPP;
+  rdmadl_refuse(RDMADL_IDX_mlx5dv_init_obj);
   return EOPNOTSUPP;
 }
 #endif
@@ -430,101 +436,10 @@ int mlx5dv_init_obj_1_0_compat(struct mlx5dv_obj *obj, uint64_t obj_type) {
     return unknown;                                                                                \
   }
 
-static const char *const wc_status_strs[] = {
-    [IBV_WC_SUCCESS] = "success",
-    [IBV_WC_LOC_LEN_ERR] = "local length error",
-    [IBV_WC_LOC_QP_OP_ERR] = "local QP operation error",
-    [IBV_WC_LOC_EEC_OP_ERR] = "local EE context operation error",
-    [IBV_WC_LOC_PROT_ERR] = "local protection error",
-    [IBV_WC_WR_FLUSH_ERR] = "Work Request Flushed Error",
-    [IBV_WC_MW_BIND_ERR] = "memory management operation error",
-    [IBV_WC_BAD_RESP_ERR] = "bad response error",
-    [IBV_WC_LOC_ACCESS_ERR] = "local access error",
-    [IBV_WC_REM_INV_REQ_ERR] = "remote invalid request error",
-    [IBV_WC_REM_ACCESS_ERR] = "remote access error",
-    [IBV_WC_REM_OP_ERR] = "remote operation error",
-    [IBV_WC_RETRY_EXC_ERR] = "transport retry counter exceeded",
-    [IBV_WC_RNR_RETRY_EXC_ERR] = "RNR retry counter exceeded",
-    [IBV_WC_LOC_RDD_VIOL_ERR] = "local RDD violation error",
-    [IBV_WC_REM_INV_RD_REQ_ERR] = "remote invalid RD request",
-    [IBV_WC_REM_ABORT_ERR] = "aborted error",
-    [IBV_WC_INV_EECN_ERR] = "invalid EE context number",
-    [IBV_WC_INV_EEC_STATE_ERR] = "invalid EE context state",
-    [IBV_WC_FATAL_ERR] = "fatal error",
-    [IBV_WC_RESP_TIMEOUT_ERR] = "response timeout error",
-    [IBV_WC_GENERAL_ERR] = "general error",
-    [IBV_WC_TM_ERR] = "TM error",
-    [IBV_WC_TM_RNDV_INCOMPLETE] = "TM software rendezvous",
-};
 RDMADL_STR_STUB(ibv_wc_status_str, enum ibv_wc_status, wc_status_strs, "unknown")
-
-static const char *const event_type_strs[] = {
-    [IBV_EVENT_CQ_ERR] = "CQ error",
-    [IBV_EVENT_QP_FATAL] = "local work queue catastrophic error",
-    [IBV_EVENT_QP_REQ_ERR] = "invalid request local work queue error",
-    [IBV_EVENT_QP_ACCESS_ERR] = "local access violation work queue error",
-    [IBV_EVENT_COMM_EST] = "communication established",
-    [IBV_EVENT_SQ_DRAINED] = "send queue drained",
-    [IBV_EVENT_PATH_MIG] = "path migrated",
-    [IBV_EVENT_PATH_MIG_ERR] = "path migration request error",
-    [IBV_EVENT_DEVICE_FATAL] = "local catastrophic error",
-    [IBV_EVENT_PORT_ACTIVE] = "port active",
-    [IBV_EVENT_PORT_ERR] = "port error",
-    [IBV_EVENT_LID_CHANGE] = "LID change",
-    [IBV_EVENT_PKEY_CHANGE] = "P_Key change",
-    [IBV_EVENT_SM_CHANGE] = "SM change",
-    [IBV_EVENT_SRQ_ERR] = "SRQ catastrophic error",
-    [IBV_EVENT_SRQ_LIMIT_REACHED] = "SRQ limit reached",
-    [IBV_EVENT_QP_LAST_WQE_REACHED] = "last WQE reached",
-    [IBV_EVENT_CLIENT_REREGISTER] = "client reregistration",
-    [IBV_EVENT_GID_CHANGE] = "GID table change",
-    [IBV_EVENT_WQ_FATAL] = "WQ fatal",
-    [IBV_EVENT_DEVICE_SPEED_CHANGE] = "Device link speed change",
-};
 RDMADL_STR_STUB(ibv_event_type_str, enum ibv_event_type, event_type_strs, "unknown")
-
-static const char *const node_type_strs[] = {
-    [IBV_NODE_CA] = "InfiniBand channel adapter",
-    [IBV_NODE_SWITCH] = "InfiniBand switch",
-    [IBV_NODE_ROUTER] = "InfiniBand router",
-    [IBV_NODE_RNIC] = "iWARP NIC",
-    [IBV_NODE_USNIC] = "usNIC",
-    [IBV_NODE_USNIC_UDP] = "usNIC UDP",
-    [IBV_NODE_UNSPECIFIED] = "unspecified",
-};
 RDMADL_STR_STUB(ibv_node_type_str, enum ibv_node_type, node_type_strs, "unknown")
-
-static const char *const port_state_strs[] = {
-    [IBV_PORT_NOP] = "no state change (NOP)",
-    [IBV_PORT_DOWN] = "down",
-    [IBV_PORT_INIT] = "init",
-    [IBV_PORT_ARMED] = "armed",
-    [IBV_PORT_ACTIVE] = "active",
-    [IBV_PORT_ACTIVE_DEFER] = "active defer",
-};
 RDMADL_STR_STUB(ibv_port_state_str, enum ibv_port_state, port_state_strs, "unknown")
-
-#define RDMADL_CM_EVENT(e) [e] = #e
-static const char *const cm_event_strs[] = {
-    RDMADL_CM_EVENT(RDMA_CM_EVENT_ADDR_RESOLVED),
-    RDMADL_CM_EVENT(RDMA_CM_EVENT_ADDR_ERROR),
-    RDMADL_CM_EVENT(RDMA_CM_EVENT_ROUTE_RESOLVED),
-    RDMADL_CM_EVENT(RDMA_CM_EVENT_ROUTE_ERROR),
-    RDMADL_CM_EVENT(RDMA_CM_EVENT_CONNECT_REQUEST),
-    RDMADL_CM_EVENT(RDMA_CM_EVENT_CONNECT_RESPONSE),
-    RDMADL_CM_EVENT(RDMA_CM_EVENT_CONNECT_ERROR),
-    RDMADL_CM_EVENT(RDMA_CM_EVENT_UNREACHABLE),
-    RDMADL_CM_EVENT(RDMA_CM_EVENT_REJECTED),
-    RDMADL_CM_EVENT(RDMA_CM_EVENT_ESTABLISHED),
-    RDMADL_CM_EVENT(RDMA_CM_EVENT_DISCONNECTED),
-    RDMADL_CM_EVENT(RDMA_CM_EVENT_DEVICE_REMOVAL),
-    RDMADL_CM_EVENT(RDMA_CM_EVENT_MULTICAST_JOIN),
-    RDMADL_CM_EVENT(RDMA_CM_EVENT_MULTICAST_ERROR),
-    RDMADL_CM_EVENT(RDMA_CM_EVENT_ADDR_CHANGE),
-    RDMADL_CM_EVENT(RDMA_CM_EVENT_TIMEWAIT_EXIT),
-    RDMADL_CM_EVENT(RDMA_CM_EVENT_ADDRINFO_RESOLVED),
-    RDMADL_CM_EVENT(RDMA_CM_EVENT_ADDRINFO_ERROR),
-};
 RDMADL_STR_STUB(rdma_event_str, enum rdma_cm_event_type, cm_event_strs, "UNKNOWN EVENT")
 
 /* The rate conversions are pure table lookups in libibverbs (verbs.c); they

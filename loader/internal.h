@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "rdmadl/loader.h"
+#include "refusal.h"
 
 #define RDMADL_HIDDEN __attribute__((visibility("hidden")))
 

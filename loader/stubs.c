@@ -24,7 +24,8 @@
  * Each stub is a fast path the compiler turns into load, test, branch and an
  * indirect tail jump (four instructions on x86-64; see bench/README.md), and
  * a cold, out-of-line slow path with the same arguments: it loads if needed,
- * forwards when the symbol is now bound, else fails as documented.
+ * forwards when the symbol is now bound, else fails as documented and
+ * records why (refusal.h).
  */
 #define RDMADL_FAIL_VALUE(failure) return failure;
 #define RDMADL_FAIL_NULLPTR(ret) RDMADL_FAIL_VALUE((ret)0)
@@ -53,7 +54,7 @@
     if (f) {                                                                                       \
       RDMADL_TAIL_##fail(((ret(*) params)f)args)                                                   \
     }                                                                                              \
-    errno = EOPNOTSUPP;                                                                            \
+    rdmadl_refuse(RDMADL_IDX_##name);                                                              \
     RDMADL_FAIL_##fail(ret)                                                                        \
   }                                                                                                \
   RDMADL_STUB_API ret RDMADL_NAME(name) params {                                                   \

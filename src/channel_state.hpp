@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// The state behind a multi_channel and its polling scopes, shared by the
-// out-of-band (multi_channel.cpp) and the rdma_cm ways of building one.
+// The state behind a multi_channel and its polling scopes, whichever way it
+// was connected (out of band in multi_channel.cpp, or through rdma_cm in
+// multi_channel_cm.cpp, which hands it the queue pairs, PD and CQ).
 //
 // The data path allocates nothing once warm: a scope's slots and results
 // live in vectors that are cleared, not freed, when the scope ends, and a
@@ -33,7 +34,6 @@
 namespace rdmadl::detail {
 
 enum channel_op { k_send, k_recv, k_write, k_read };
-struct cm_group;
 
 // The queue depths of a channel of peers queue pairs on one CQ of dev.
 struct channel_depths {
@@ -165,8 +165,7 @@ struct channel_state {
     while (!all_done()) {
       if (auto st = poll_some(); !st.ok())
         return st;
-      if (!all_done() && deadline != std::chrono::steady_clock::time_point::max() &&
-          std::chrono::steady_clock::now() >= deadline)
+      if (!all_done() && expired(deadline))
         return errc::timed_out;
     }
     return {};
@@ -176,10 +175,11 @@ struct channel_state {
   // completions (up to limit again).
   void settle();
 
-  // rdma_cm (src/multi_channel_cm.cpp): the peers' ids and their event
-  // channel; null for a channel built out of band. Last, so it is destroyed
-  // (disconnecting every peer) while the queue pairs still exist.
-  std::shared_ptr<cm_group> cm;
+  // What connected the peers and must end before their queue pairs (for
+  // multi_channel::create_cm, its rdma_cm group: the ids and their event
+  // channel); null for a channel built out of band. Last, so it is
+  // destroyed (disconnecting every peer) while the queue pairs still exist.
+  std::shared_ptr<void> link;
 };
 
 } // namespace rdmadl::detail

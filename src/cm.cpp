@@ -3,130 +3,49 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
-#include <fcntl.h>
-#include <netdb.h>
-#include <poll.h>
 #include <string>
 #include <utility>
 
-#include "cm_common.hpp"
+#include "cm_group.hpp"
 #include "detail.hpp"
-#include "lookup.hpp"
-#include "nodes.hpp"
+#include "fd.hpp"
 #include "rdmadl/cm.hpp"
 
 namespace rdmadl {
 
 namespace detail {
 
+// A connection, or a connection request, is a group of one peer (peer 0).
 struct cm_state {
-  std::shared_ptr<cm_id_node> idn = std::make_shared<cm_id_node>();
-  context ctx;
-  protection_domain pd;
-  completion_queue cq;
-  queue_pair qp;
-  bool connected = false;
+  std::unique_ptr<cm_group> g;
   bool answered = false; // connection request: accepted or rejected
   std::vector<std::byte> peer_data;
 
-  rdma_cm_id *id() const noexcept { return idn->id; }
-  rdma_event_channel *ch() const noexcept { return idn->ch.native_handle(); }
-  // The members then go in reverse order: the QP, CQ, PD and context each
-  // keep the id (and its channel) alive for as long as they live.
-  ~cm_state() {
-    if (connected && idn->id)
-      rdma_disconnect(idn->id);
+  rdma_cm_id *id() const noexcept { return g && g->ids[0] ? g->ids[0]->id : nullptr; }
+  // A request nobody answered is refused, so the client hears REJECTED at
+  // once instead of waiting for its own timeout.
+  void reject_unanswered() noexcept {
+    if (id() && !answered) {
+      rdma_reject(id(), nullptr, 0);
+      answered = true;
+    }
   }
+  ~cm_state() { reject_unanswered(); }
 };
 
 void cm_state_deleter::operator()(cm_state *s) const noexcept {
   delete s;
 }
 
-int cm_timeout(std::chrono::milliseconds t) noexcept {
-  return t.count() <= 0 ? 0 : t.count() > (1 << 30) ? (1 << 30) : static_cast<int>(t.count());
-}
-
-result<sockaddr_storage> resolve_address(std::string_view host, std::uint16_t port, bool passive) {
-  auto res = lookup_address(host, port, passive);
-  if (!res)
-    return res.error();
-  sockaddr_storage ss{};
-  std::memcpy(&ss, (*res)->ai_addr, std::min<std::size_t>((*res)->ai_addrlen, sizeof ss));
-  freeaddrinfo(*res);
-  return ss;
-}
-
-result<rdma_cm_event *> take_cm_event(rdma_event_channel *ch,
-                                      std::chrono::steady_clock::time_point deadline) {
-  for (;;) {
-    rdma_cm_event *ev = nullptr;
-    if (rdma_get_cm_event(ch, &ev) == 0)
-      return ev;
-    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-      return detail::last_error();
-    int left = detail::poll_timeout(deadline);
-    if (left == 0)
-      return errc::timed_out;
-    pollfd p{ch->fd, POLLIN, 0};
-    if (::poll(&p, 1, left) < 0 && errno != EINTR)
-      return detail::last_error();
-  }
-}
-
-result<void> set_ack_timeout(rdma_cm_id *id, std::uint8_t ack_timeout) {
-  if (ack_timeout == 0)
-    return {};
-  if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &ack_timeout,
-                      sizeof ack_timeout))
-    return detail::last_error();
-  return {};
-}
-
-std::error_code cm_event_error(const rdma_cm_event *ev) {
-  switch (ev->event) {
-  case RDMA_CM_EVENT_REJECTED:
-    return make_error_code(errc::rejected);
-  case RDMA_CM_EVENT_ADDR_ERROR:
-  case RDMA_CM_EVENT_ROUTE_ERROR:
-  case RDMA_CM_EVENT_UNREACHABLE:
-  case RDMA_CM_EVENT_CONNECT_ERROR:
-    return ev->status < 0 ? errno_code(-ev->status)
-                          : std::make_error_code(std::errc::host_unreachable);
-  default:
-    return make_error_code(errc::unexpected_event);
-  }
-}
-
 } // namespace detail
 
 namespace {
 
-using ms = std::chrono::milliseconds;
+using state_ptr = std::unique_ptr<detail::cm_state, detail::cm_state_deleter>;
 
-// Waits for want; copies the event's private data into data when asked.
-result<void> expect(rdma_event_channel *ch, rdma_cm_event_type want, ms timeout,
-                    std::vector<std::byte> *data = nullptr) {
-  auto ev = detail::take_cm_event(ch, detail::deadline(timeout));
-  if (!ev)
-    return ev.error();
-  std::error_code ec;
-  if ((*ev)->event != want) {
-    ec = detail::cm_event_error(*ev);
-  } else if (data && (*ev)->param.conn.private_data) {
-    auto p = static_cast<const std::byte *>((*ev)->param.conn.private_data);
-    data->assign(p, p + (*ev)->param.conn.private_data_len);
-  }
-  rdma_ack_cm_event(*ev);
-  if (ec)
-    return ec;
-  return {};
-}
-
-// PD, CQ and QP on the id's device, honouring opts.qp (SRQ, WR API) and
-// refusing what rdma_cm decides itself (port, GID).
-result<void> setup_qp(detail::cm_state &s, const cm_options &opts) {
+// What rdma_cm decides itself (port, GID, path MTU, RNR timer) is refused
+// rather than ignored; the rest of opts.qp is honoured.
+result<void> check(const cm_options &opts) {
   if (opts.qp.type != qp_type::rc)
     return errc::wrong_qp_type;
   const gid_selector default_sel;
@@ -134,82 +53,28 @@ result<void> setup_qp(detail::cm_state &s, const cm_options &opts) {
       opts.qp.gid.ipv4 != default_sel.ipv4)
     return errc::not_honoured;
   if (opts.qp.srq && !*opts.qp.srq)
-    return detail::empty_error();
-  s.ctx = detail::borrow_context(s.id()->verbs, s.idn);
-  auto pd = protection_domain::create(s.ctx);
-  if (!pd)
-    return pd.error();
-  s.pd = std::move(*pd);
-  cq_options co;
-  co.depth = opts.cq_depth;
-  co.extended = false;
-  auto cq = completion_queue::create(s.ctx, co);
-  if (!cq)
-    return cq.error();
-  s.cq = std::move(*cq);
-  auto dev = s.ctx.query_device();
-  if (!dev)
-    return dev.error();
-  ibv_qp_init_attr_ex ax = detail::qp_init_attr(*dev, opts.qp, s.pd.native_handle(),
-                                                s.cq.native_handle(), s.cq.native_handle());
-  auto n = std::make_shared<detail::qp_node>();
-  bool made = false;
-  if (opts.qp.wr_api && s.ctx.supports(feature::wr_api)) {
-    errno = 0;
-    if (rdma_create_qp_ex(s.id(), &ax) == 0) {
-      made = true;
-      n->qpx = ibv_qp_to_qp_ex(s.id()->qp);
-    } else if (!detail::not_offered(errno)) {
-      return detail::last_error();
-    }
-  }
-  if (!made) {
-    ibv_qp_init_attr a = detail::plain(ax);
-    if (rdma_create_qp(s.id(), s.pd.native_handle(), &a))
-      return detail::last_error();
-  }
-  n->qp = s.id()->qp;
-  n->kind = detail::qp_node::owner_kind::rdma_cm;
-  n->cm_id = s.id();
-  n->owner = s.idn;
-  n->type = qp_type::rc;
-  n->pd = detail::access::node(s.pd);
-  n->send_cq = n->recv_cq = detail::access::node(s.cq);
-  if (opts.qp.srq)
-    n->srq = detail::access::node(*opts.qp.srq);
-  n->port = s.id()->port_num;
-  detail::access::set(s.qp, std::move(n));
-  return {};
+    return detail::rdma_error(errc::empty_object);
+  return detail::check_cm_transport(opts.transport);
 }
 
-// Once connected, the QP's port and source GID are the ones rdma_cm chose:
-// read them back so local_endpoint() and address handles use them.
-void learn_path(detail::cm_state &s) noexcept {
-  auto &n = detail::access::node(s.qp);
-  if (!n)
-    return;
-  std::uint8_t port = s.id()->port_num;
-  if (!detail::init_from_qp(*n, s.ctx, port, -1, {}).ok())
-    n->port = port; // keep what rdma_cm said; the GID stays unknown
+// The group settings of opts: one CQ of opts.cq_depth, the QP of opts.qp.
+void configure(detail::cm_group &g, const cm_options &opts) {
+  g.transport = opts.transport;
+  g.step_timeout = opts.step_timeout;
+  g.sizes = [qp = opts.qp, depth = opts.cq_depth](const device_attr &) -> result<detail::cm_sizes> {
+    return detail::cm_sizes{qp, depth};
+  };
 }
 
-// Any failure while RDMA cannot work here is reported as that (equal to
-// operation_not_supported), not as the errno of the step that noticed.
-rdma_conn_param conn_param(const detail::cm_state &s, const cm_options &opts) {
-  rdma_conn_param p{};
-  p.private_data = opts.private_data.data();
-  p.private_data_len =
-      static_cast<std::uint8_t>(std::min<std::size_t>(opts.private_data.size(), 255));
-  auto dev = s.ctx.query_device();
-  int resp = dev ? dev->max_qp_rd_atom : 1, init = dev ? dev->max_qp_init_rd_atom : 1;
-  p.responder_resources = static_cast<std::uint8_t>(
-      opts.responder_resources ? std::min<int>(opts.responder_resources, resp)
-                               : std::min(resp, 255));
-  p.initiator_depth = static_cast<std::uint8_t>(
-      opts.initiator_depth ? std::min<int>(opts.initiator_depth, init) : std::min(init, 255));
-  p.retry_count = std::min<std::uint8_t>(opts.retry_count, 7);
-  p.rnr_retry_count = 7;
-  return p;
+// last_error_detail() for a failed call: "<what>: <step>: <error>".
+std::error_code failed(const std::string &what, const char *step, std::error_code ec) {
+  detail::set_error_detail(what + ": " + step + ": " + ec.message());
+  return ec;
+}
+
+std::string where(const char *call, const char *prep, std::string_view host, std::uint16_t port) {
+  return std::string(call) + " " + prep + " " +
+         (host.empty() ? std::string("*") : std::string(host)) + ":" + std::to_string(port);
 }
 
 } // namespace
@@ -219,10 +84,8 @@ rdma_conn_param conn_param(const detail::cm_state &s, const cm_options &opts) {
 result<event_channel> event_channel::create() {
   rdma_event_channel *ch = rdma_create_event_channel();
   if (!ch)
-    return detail::stack_error(errno);
-  int fl = fcntl(ch->fd, F_GETFL);
-  if (fl < 0 || fcntl(ch->fd, F_SETFL, fl | O_NONBLOCK) < 0) {
-    auto ec = detail::last_error();
+    return detail::rdma_error();
+  if (auto ec = detail::set_nonblocking(ch->fd)) {
     rdma_destroy_event_channel(ch);
     return ec;
   }
@@ -256,18 +119,18 @@ const protection_domain empty_pd;
 } // namespace
 
 const context &connection::ctx() const noexcept {
-  return s_ ? s_->ctx : empty_ctx;
+  return s_ ? s_->g->ctx : empty_ctx;
 }
 const protection_domain &connection::pd() const noexcept {
-  return s_ ? s_->pd : empty_pd;
+  return s_ ? s_->g->pd : empty_pd;
 }
 completion_queue &connection::cq() noexcept {
   static completion_queue none;
-  return s_ ? s_->cq : none;
+  return s_ ? s_->g->cq : none;
 }
 queue_pair &connection::qp() noexcept {
   static queue_pair none;
-  return s_ ? s_->qp : none;
+  return s_ ? s_->g->qps[0] : none;
 }
 std::span<const std::byte> connection::peer_data() const noexcept {
   return s_ ? std::span<const std::byte>(s_->peer_data) : std::span<const std::byte>();
@@ -278,108 +141,76 @@ rdma_cm_id *connection::native_handle() const noexcept {
 
 result<void> connection::disconnect(std::chrono::milliseconds timeout) {
   if (!s_ || !s_->id())
-    return detail::empty_error();
-  if (!s_->connected)
-    return {};
-  if (rdma_disconnect(s_->id()))
-    return detail::last_error();
-  s_->connected = false;
-  return expect(s_->ch(), RDMA_CM_EVENT_DISCONNECTED, timeout);
+    return detail::rdma_error(errc::empty_object);
+  return s_->g->disconnect(0, timeout);
 }
 
 result<void> connection::wait_disconnect(std::chrono::milliseconds timeout) {
   if (!s_ || !s_->id())
-    return detail::empty_error();
-  auto r = expect(s_->ch(), RDMA_CM_EVENT_DISCONNECTED, timeout);
-  if (r) {
-    rdma_disconnect(s_->id());
-    s_->connected = false;
-  }
-  return r;
+    return detail::rdma_error(errc::empty_object);
+  return s_->g->wait_disconnect(0, timeout);
 }
 
 result<connection> connect(std::string_view host, std::uint16_t port, const cm_options &opts) {
-  return detail::or_stack([&]() -> result<connection> {
-    auto ch = event_channel::create();
-    if (!ch)
-      return ch.error();
-    std::unique_ptr<detail::cm_state, detail::cm_state_deleter> s(new detail::cm_state);
-    s->idn->ch = std::move(*ch);
-    s->answered = true;
-    if (rdma_create_id(s->ch(), &s->idn->id, nullptr, RDMA_PS_TCP)) {
-      s->idn->id = nullptr;
-      return detail::last_error();
-    }
+  detail::clear_error_detail();
+  const std::string what = where("rdmadl::connect", "to", host, port);
+  if (auto r = check(opts); !r)
+    return failed(what, "options", r.error());
+  const char *step = "resolve the host name";
+  auto r = detail::rdma_error([&]() -> result<connection> {
     auto addr = detail::resolve_address(host, port, false);
     if (!addr)
       return addr.error();
-    int tmo = detail::cm_timeout(opts.timeout);
-    if (rdma_resolve_addr(s->id(), nullptr, reinterpret_cast<sockaddr *>(&*addr), tmo))
-      return detail::last_error();
-    if (auto r = expect(s->ch(), RDMA_CM_EVENT_ADDR_RESOLVED, opts.timeout); !r)
-      return r.error();
-    if (rdma_resolve_route(s->id(), tmo))
-      return detail::last_error();
-    if (auto r = expect(s->ch(), RDMA_CM_EVENT_ROUTE_RESOLVED, opts.timeout); !r)
-      return r.error();
-    if (auto r = setup_qp(*s, opts); !r)
-      return r.error();
-    if (auto r = detail::set_ack_timeout(s->id(), opts.ack_timeout); !r)
-      return r.error();
-    rdma_conn_param p = conn_param(*s, opts);
-    if (rdma_connect(s->id(), &p))
-      return detail::last_error();
-    if (auto r = expect(s->ch(), RDMA_CM_EVENT_ESTABLISHED, opts.timeout, &s->peer_data); !r)
-      return r.error();
-    s->connected = true;
-    learn_path(*s);
+    step = "create the event channel";
+    auto g = detail::cm_group::create(1);
+    if (!g)
+      return g.error();
+    state_ptr s(new detail::cm_state);
+    s->g = std::move(*g);
+    s->answered = true;
+    configure(*s->g, opts);
+    if (auto c = s->g->connect(0, *addr, opts.private_data, &s->peer_data, &step); !c)
+      return c.error();
+    s->g->learn_paths();
     connection c;
     c.s_ = std::move(s);
     return c;
   }());
+  if (!r)
+    return failed(what, step, r.error());
+  return r;
 }
 
 // ---- connection_request ----
 
 connection_request::connection_request() noexcept = default;
 connection_request::connection_request(connection_request &&) noexcept = default;
-// A request nobody answered is refused, so the client hears REJECTED at once
-// instead of waiting for its own timeout.
-static void reject_unanswered(detail::cm_state *s) noexcept {
-  if (s && s->id() && !s->answered) {
-    rdma_reject(s->id(), nullptr, 0);
-    s->answered = true;
-  }
-}
 connection_request &connection_request::operator=(connection_request &&o) noexcept {
   if (this != &o) {
-    reject_unanswered(s_.get());
+    if (s_)
+      s_->reject_unanswered();
     s_ = std::move(o.s_);
   }
   return *this;
 }
-connection_request::~connection_request() {
-  reject_unanswered(s_.get());
-}
+connection_request::~connection_request() = default;
 std::span<const std::byte> connection_request::peer_data() const noexcept {
   return s_ ? std::span<const std::byte>(s_->peer_data) : std::span<const std::byte>();
 }
 
 result<connection> connection_request::accept(const cm_options &opts) {
   if (!s_ || !s_->id() || s_->answered)
-    return detail::empty_error();
+    return detail::rdma_error(errc::empty_object);
+  if (auto r = check(opts); !r)
+    return r.error();
   s_->answered = true;
-  if (auto r = setup_qp(*s_, opts); !r)
+  configure(*s_->g, opts);
+  if (auto r = s_->g->accept(0, opts.private_data); !r)
     return r.error();
-  if (auto r = detail::set_ack_timeout(s_->id(), opts.ack_timeout); !r)
+  if (auto r = s_->g->expect(0, RDMA_CM_EVENT_ESTABLISHED, opts.step_timeout); !r)
     return r.error();
-  rdma_conn_param p = conn_param(*s_, opts);
-  if (rdma_accept(s_->id(), &p))
-    return detail::last_error();
-  if (auto r = expect(s_->ch(), RDMA_CM_EVENT_ESTABLISHED, opts.timeout); !r)
-    return r.error();
-  s_->connected = true;
-  learn_path(*s_);
+  s_->g->up[0] = true;
+  s_->g->learn_paths();
   connection c;
   c.s_ = std::move(s_);
   return c;
@@ -387,11 +218,11 @@ result<connection> connection_request::accept(const cm_options &opts) {
 
 result<void> connection_request::reject(std::span<const std::byte> data) {
   if (!s_ || !s_->id() || s_->answered)
-    return detail::empty_error();
+    return detail::rdma_error(errc::empty_object);
   s_->answered = true;
   if (rdma_reject(s_->id(), data.data(),
                   static_cast<std::uint8_t>(std::min<std::size_t>(data.size(), 255))))
-    return detail::last_error();
+    return detail::rdma_error();
   s_.reset();
   return {};
 }
@@ -399,25 +230,34 @@ result<void> connection_request::reject(std::span<const std::byte> data) {
 // ---- listener ----
 
 result<listener> listener::bind(std::string_view host, std::uint16_t port, int backlog) {
-  return detail::or_stack([&]() -> result<listener> {
+  detail::clear_error_detail();
+  const char *step = "create the event channel";
+  auto r = detail::rdma_error([&]() -> result<listener> {
     auto ch = event_channel::create();
     if (!ch)
       return ch.error();
     listener l;
     l.ch_ = std::move(*ch);
+    step = "create the id";
     if (rdma_create_id(l.ch_.native_handle(), &l.id_, nullptr, RDMA_PS_TCP)) {
       l.id_ = nullptr;
-      return detail::last_error();
+      return detail::rdma_error();
     }
+    step = "resolve the host name";
     auto addr = detail::resolve_address(host, port, true);
     if (!addr)
       return addr.error();
+    step = "bind";
     if (rdma_bind_addr(l.id_, reinterpret_cast<sockaddr *>(&*addr)))
-      return detail::last_error();
+      return detail::rdma_error();
+    step = "listen";
     if (rdma_listen(l.id_, backlog))
-      return detail::last_error();
+      return detail::rdma_error();
     return l;
   }());
+  if (!r)
+    return failed(where("rdmadl::listener::bind", "on", host, port), step, r.error());
+  return r;
 }
 listener::listener(listener &&o) noexcept
     : ch_(std::move(o.ch_)), id_(std::exchange(o.id_, nullptr)) {}
@@ -436,8 +276,9 @@ std::uint16_t listener::port() const noexcept {
 
 result<connection_request> listener::get_request(std::chrono::milliseconds timeout) {
   if (!id_)
-    return detail::empty_error();
-  auto ev = detail::take_cm_event(ch_.native_handle(), detail::deadline(timeout));
+    return detail::rdma_error(errc::empty_object);
+  rdma_event_channel *const chans[] = {ch_.native_handle()};
+  auto ev = detail::take_cm_event(chans, detail::deadline(timeout));
   if (!ev)
     return ev.error();
   if ((*ev)->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
@@ -445,20 +286,24 @@ result<connection_request> listener::get_request(std::chrono::milliseconds timeo
     rdma_ack_cm_event(*ev);
     return ec;
   }
-  std::unique_ptr<detail::cm_state, detail::cm_state_deleter> s(new detail::cm_state);
-  s->idn->id = (*ev)->id;
-  if ((*ev)->param.conn.private_data) {
-    auto p = static_cast<const std::byte *>((*ev)->param.conn.private_data);
-    s->peer_data.assign(p, p + (*ev)->param.conn.private_data_len);
-  }
+  rdma_cm_id *id = (*ev)->id;
+  auto data = detail::event_data(*ev);
+  std::vector<std::byte> peer_data(data.begin(), data.end());
   rdma_ack_cm_event(*ev);
-  // Its own channel, so its events never mix with other requests'.
-  auto ch = event_channel::create();
-  if (!ch)
-    return ch.error();
-  if (rdma_migrate_id(s->id(), ch->native_handle()))
-    return detail::last_error();
-  s->idn->ch = std::move(*ch);
+  // A group of its own, so its events never mix with other requests'.
+  auto g = detail::cm_group::create(1);
+  if (!g) {
+    rdma_reject(id, nullptr, 0);
+    rdma_destroy_id(id);
+    return g.error();
+  }
+  state_ptr s(new detail::cm_state);
+  s->g = std::move(*g);
+  s->peer_data = std::move(peer_data);
+  s->answered = true; // until adopted: a failed adopt has rejected it
+  if (auto r = s->g->adopt(0, id); !r)
+    return r.error();
+  s->answered = false;
   connection_request r;
   r.s_ = std::move(s);
   return r;

@@ -4,11 +4,10 @@
 #include <algorithm>
 #include <chrono>
 #include <endian.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <utility>
 
 #include "detail.hpp"
+#include "fd.hpp"
 #include "nodes.hpp"
 #include "rdmadl/channel.hpp"
 #include "rdmadl/cq.hpp"
@@ -19,16 +18,15 @@ namespace rdmadl {
 
 result<completion_channel> completion_channel::create(const context &ctx) {
   if (!ctx)
-    return detail::empty_error();
+    return detail::rdma_error(errc::empty_object);
   ibv_comp_channel *ch = ibv_create_comp_channel(ctx.native_handle());
   if (!ch)
-    return detail::stack_error(errno);
+    return detail::rdma_error();
   auto n = std::make_shared<detail::channel_node>();
   n->ch = ch;
   n->ctx = detail::access::node(ctx);
-  int fl = fcntl(ch->fd, F_GETFL);
-  if (fl < 0 || fcntl(ch->fd, F_SETFL, fl | O_NONBLOCK) < 0)
-    return detail::last_error(); // n destroys the channel
+  if (auto ec = detail::set_nonblocking(ch->fd))
+    return ec; // n destroys the channel
   completion_channel c;
   detail::access::set(c, std::move(n));
   return c;
@@ -40,33 +38,24 @@ int completion_channel::fd() const noexcept {
 
 result<ibv_cq *> completion_channel::wait(std::chrono::milliseconds timeout) const {
   if (!ch_)
-    return detail::empty_error();
-  auto deadline = detail::deadline(timeout);
-  for (;;) {
-    ibv_cq *cq = nullptr;
-    void *cq_ctx = nullptr;
-    if (ibv_get_cq_event(ch_, &cq, &cq_ctx) == 0) {
-      ibv_ack_cq_events(cq, 1);
-      return cq;
-    }
-    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-      return detail::last_error();
-    int ms = detail::poll_timeout(deadline);
-    if (ms == 0)
-      return errc::timed_out;
-    pollfd p{ch_.get()->fd, POLLIN, 0};
-    if (::poll(&p, 1, ms) < 0 && errno != EINTR)
-      return detail::last_error();
-  }
+    return detail::rdma_error(errc::empty_object);
+  ibv_cq *cq = nullptr;
+  void *cq_ctx = nullptr;
+  if (auto ec = detail::take_when_readable(ch_.get()->fd, detail::deadline(timeout), [&] {
+        return ibv_get_cq_event(ch_, &cq, &cq_ctx) == 0;
+      }))
+    return ec;
+  ibv_ack_cq_events(cq, 1);
+  return cq;
 }
 
 // ---- completion_queue ----
 
 result<completion_queue> completion_queue::create(const context &ctx, const cq_options &opts) {
   if (!ctx)
-    return detail::empty_error();
+    return detail::rdma_error(errc::empty_object);
   if (opts.channel && !*opts.channel)
-    return detail::empty_error();
+    return detail::rdma_error(errc::empty_object);
   auto dev = ctx.query_device();
   if (!dev)
     return dev.error();
@@ -89,13 +78,13 @@ result<completion_queue> completion_queue::create(const context &ctx, const cq_o
       n->ex = ex;
       n->cq = ibv_cq_ex_to_cq(ex);
     } else if (!detail::not_offered(errno)) {
-      return detail::last_error();
+      return detail::rdma_error();
     }
   }
   if (!n->cq) {
     n->cq = ibv_create_cq(ctx.native_handle(), depth, nullptr, ch, opts.comp_vector);
     if (!n->cq)
-      return detail::stack_error(errno);
+      return detail::rdma_error();
   }
   completion_queue q;
   detail::access::set(q, std::move(n));
@@ -107,7 +96,7 @@ int completion_queue::depth() const noexcept {
 }
 
 status_code completion_queue::empty_status() noexcept {
-  return detail::empty_error();
+  return detail::rdma_error(errc::empty_object);
 }
 
 namespace {
@@ -144,7 +133,7 @@ result<std::size_t> completion_queue::poll_other(std::span<completion> out) noex
   if (out.empty())
     return errc::empty_span;
   if (!cq_)
-    return detail::empty_error();
+    return detail::rdma_error(errc::empty_object);
   ibv_cq_ex *ex = ex_;
   std::size_t n = 0;
   ibv_poll_cq_attr attr{};
@@ -152,7 +141,7 @@ result<std::size_t> completion_queue::poll_other(std::span<completion> out) noex
   if (rc == ENOENT)
     return std::size_t{0};
   if (rc)
-    return detail::rc_error(rc);
+    return detail::rdma_error(rc);
   for (;;) {
     read_ex(ex, out[n++]);
     if (n == out.size())
@@ -162,7 +151,7 @@ result<std::size_t> completion_queue::poll_other(std::span<completion> out) noex
       break;
     if (rc) {
       ibv_end_poll(ex);
-      return detail::rc_error(rc);
+      return detail::rdma_error(rc);
     }
   }
   ibv_end_poll(ex);
@@ -174,7 +163,7 @@ result<std::size_t> completion_queue::poll_wait(std::span<completion> out,
   if (out.empty())
     return errc::empty_span;
   if (!cq_)
-    return detail::empty_error();
+    return detail::rdma_error(errc::empty_object);
   auto deadline = detail::deadline(timeout);
   std::size_t n = 0;
   for (;;) {
@@ -184,15 +173,14 @@ result<std::size_t> completion_queue::poll_wait(std::span<completion> out,
     n += *r;
     if (n == out.size())
       return n;
-    if (deadline != std::chrono::steady_clock::time_point::max() &&
-        std::chrono::steady_clock::now() >= deadline)
+    if (detail::expired(deadline))
       return n ? result<std::size_t>(n) : result<std::size_t>(errc::timed_out);
   }
 }
 
 result<poll_session> completion_queue::start_poll() noexcept {
   if (!cq_)
-    return detail::empty_error();
+    return detail::rdma_error(errc::empty_object);
   poll_session s;
   s.n_ = n_;
   if (ibv_cq_ex *ex = ex_) {
@@ -201,7 +189,7 @@ result<poll_session> completion_queue::start_poll() noexcept {
     if (rc == ENOENT)
       return s;
     if (rc)
-      return detail::rc_error(rc);
+      return detail::rdma_error(rc);
     s.ex_ = ex;
     s.on_ = true;
     return s;
@@ -244,7 +232,7 @@ result<bool> poll_session::next() noexcept {
     end();
     if (rc == ENOENT)
       return false;
-    return detail::rc_error(rc);
+    return detail::rdma_error(rc);
   }
   int got = ibv_poll_cq(n_->cq, 1, reinterpret_cast<ibv_wc *>(&cur_));
   on_ = got == 1;

@@ -64,30 +64,37 @@ inline int poll_timeout(std::chrono::steady_clock::time_point d) noexcept {
     return 0;
   return left > INT_MAX ? INT_MAX : static_cast<int>(left + 1);
 }
+// Whether d has passed; time_point::max() never does (and costs no clock read).
+inline bool expired(std::chrono::steady_clock::time_point d) noexcept {
+  return d != std::chrono::steady_clock::time_point::max() && std::chrono::steady_clock::now() >= d;
+}
 
-// The error of a call that failed with errno e: when RDMA cannot work on this
-// host at all (no library, disabled, no kernel support, no device), the
-// stack's own condition, which is equal to operation_not_supported; else e.
-std::error_code stack_error(int e) noexcept;
-
-// The error for a failed call that set errno (EOPNOTSUPP when errno is 0).
-inline std::error_code last_error() noexcept {
-  return errno_code(errno ? errno : EOPNOTSUPP);
+// The one error translator: every failure of a call into rdma-core becomes a
+// std::error_code here, and nowhere else.
+//
+// rdma_error(e): the error of a call that failed with errno e, or that
+// returned e or -e (0 counts as EOPNOTSUPP). When the loader's stub refused
+// the call, it recorded why (loader/refusal.h): the loaded release lacks the
+// symbol -> errc::library_lacks (last_error_detail() names the symbol and
+// the release); no library, or RDMADL_DISABLE -> operation_not_supported.
+// Otherwise, when the stack was last seen unable to work at all (no kernel
+// support, no device), the stack's condition (equal to
+// operation_not_supported); else e. It never lists devices, except once per
+// process when nothing has listed them yet (loader/refusal.h).
+std::error_code rdma_error(int e = errno) noexcept;
+// rdma_error(ec): an error the caller made itself (errc::empty_object for
+// an empty object, or what a failed rdma_cm sequence gave): ec, unless RDMA
+// cannot work here at all, when no object could have been made: then the
+// stack's condition, as above.
+std::error_code rdma_error(std::error_code ec) noexcept;
+template <class T> result<T> rdma_error(result<T> r) {
+  if (r)
+    return r;
+  return rdma_error(r.error());
 }
-// The error for a returned errno value.
-inline std::error_code rc_error(int rc) noexcept {
-  return errno_code(rc > 0 ? rc : (rc < 0 ? -rc : EIO));
-}
-// The error of an operation on an empty object: where RDMA cannot work at
-// all, the stack's condition (equal to operation_not_supported: no object
-// could have been made); else errc::empty_object (moved from, or default).
-inline std::error_code empty_error() noexcept {
-  if (!available())
-    return std::make_error_code(std::errc::operation_not_supported);
-  if (stack() != stack_state::ready)
-    return stack_error(0);
-  return make_error_code(errc::empty_object);
-}
+// Forgets a refusal the caller handled itself (it fell back to another
+// call), so that a later failure is not read as that refusal.
+void forget_refusal() noexcept;
 // last_error_detail(): emptied by the calls that document it when they start;
 // fail() sets it and returns s, for `return fail(errc::x, "...")`.
 void clear_error_detail() noexcept;

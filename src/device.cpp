@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: MIT
 #include "rdmadl_verbs.h"
+#include "refusal.h"
 
 #include <cerrno>
 #include <cstdio>
 #include <dlfcn.h>
 #include <endian.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <utility>
 
 #include "detail.hpp"
+#include "fd.hpp"
 #include "nodes.hpp"
 #include "rdmadl/device.hpp"
 
@@ -129,15 +129,21 @@ result<device_list> device_list::get() {
   int n = 0;
   errno = 0;
   ibv_device **l = ibv_get_device_list(&n);
+  // What the list says is the stack's state the error paths read
+  // (detail::rdma_error), so that they never list the devices again.
   if (!l) {
-    if (errno == ENOSYS)
+    if (errno == ENOSYS) {
+      rdmadl_stack_seen_note(RDMADL_STACK_NO_KERNEL_SUPPORT);
       return errc::no_kernel_support;
-    return detail::stack_error(errno);
+    }
+    return detail::rdma_error();
   }
   if (n <= 0) {
+    rdmadl_stack_seen_note(RDMADL_STACK_NO_DEVICES);
     ibv_free_device_list(l);
     return errc::no_devices;
   }
+  rdmadl_stack_seen_note(RDMADL_STACK_READY);
   device_list d;
   d.list_ = l;
   d.n_ = static_cast<std::size_t>(n);
@@ -176,10 +182,10 @@ result<context> context::open(std::string_view name) {
 }
 result<context> context::open(const device &d) {
   if (!d.native_handle())
-    return detail::empty_error();
+    return detail::rdma_error(errc::empty_object);
   ibv_context *c = ibv_open_device(d.native_handle());
   if (!c)
-    return detail::stack_error(errno);
+    return detail::rdma_error();
   auto n = std::make_shared<detail::ctx_node>();
   n->ctx = c;
   n->owned = true;
@@ -217,62 +223,51 @@ int context::async_fd() const noexcept {
 
 result<async_event> context::next_event(std::chrono::milliseconds timeout) const {
   if (!ctx_)
-    return detail::empty_error();
+    return detail::rdma_error(errc::empty_object);
   int fd = ctx_.get()->async_fd;
-  int fl = fcntl(fd, F_GETFL);
-  if (fl < 0 || (!(fl & O_NONBLOCK) && fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0))
-    return detail::last_error();
-  auto deadline = detail::deadline(timeout);
-  for (;;) {
-    ibv_async_event ev;
-    if (ibv_get_async_event(ctx_, &ev) == 0) {
-      async_event out;
-      out.type = static_cast<async_event_type>(ev.event_type);
-      switch (ev.event_type) {
-      case IBV_EVENT_CQ_ERR:
-        out.cq = ev.element.cq;
-        break;
-      case IBV_EVENT_SRQ_ERR:
-      case IBV_EVENT_SRQ_LIMIT_REACHED:
-        out.srq = ev.element.srq;
-        break;
-      case IBV_EVENT_PORT_ACTIVE:
-      case IBV_EVENT_PORT_ERR:
-      case IBV_EVENT_LID_CHANGE:
-      case IBV_EVENT_PKEY_CHANGE:
-      case IBV_EVENT_SM_CHANGE:
-      case IBV_EVENT_CLIENT_REREGISTER:
-      case IBV_EVENT_GID_CHANGE:
-      case IBV_EVENT_DEVICE_SPEED_CHANGE:
-        out.port = static_cast<std::uint32_t>(ev.element.port_num);
-        break;
-      case IBV_EVENT_DEVICE_FATAL:
-      case IBV_EVENT_WQ_FATAL:
-        break;
-      default: // the QP events
-        out.qp_num = ev.element.qp ? ev.element.qp->qp_num : 0;
-        break;
-      }
-      ibv_ack_async_event(&ev);
-      return out;
-    }
-    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-      return detail::last_error();
-    int ms = detail::poll_timeout(deadline);
-    if (ms == 0)
-      return errc::timed_out;
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, ms) < 0 && errno != EINTR)
-      return detail::last_error();
+  if (auto ec = detail::set_nonblocking(fd))
+    return ec;
+  ibv_async_event ev;
+  if (auto ec = detail::take_when_readable(fd, detail::deadline(timeout),
+                                           [&] { return ibv_get_async_event(ctx_, &ev) == 0; }))
+    return ec;
+  async_event out;
+  out.type = static_cast<async_event_type>(ev.event_type);
+  switch (ev.event_type) {
+  case IBV_EVENT_CQ_ERR:
+    out.cq = ev.element.cq;
+    break;
+  case IBV_EVENT_SRQ_ERR:
+  case IBV_EVENT_SRQ_LIMIT_REACHED:
+    out.srq = ev.element.srq;
+    break;
+  case IBV_EVENT_PORT_ACTIVE:
+  case IBV_EVENT_PORT_ERR:
+  case IBV_EVENT_LID_CHANGE:
+  case IBV_EVENT_PKEY_CHANGE:
+  case IBV_EVENT_SM_CHANGE:
+  case IBV_EVENT_CLIENT_REREGISTER:
+  case IBV_EVENT_GID_CHANGE:
+  case IBV_EVENT_DEVICE_SPEED_CHANGE:
+    out.port = static_cast<std::uint32_t>(ev.element.port_num);
+    break;
+  case IBV_EVENT_DEVICE_FATAL:
+  case IBV_EVENT_WQ_FATAL:
+    break;
+  default: // the QP events
+    out.qp_num = ev.element.qp ? ev.element.qp->qp_num : 0;
+    break;
   }
+  ibv_ack_async_event(&ev);
+  return out;
 }
 
 result<device_attr> context::query_device() const {
   if (!ctx_)
-    return detail::empty_error();
+    return detail::rdma_error(errc::empty_object);
   ibv_device_attr a{};
   if (int rc = ibv_query_device(ctx_, &a))
-    return detail::rc_error(rc);
+    return detail::rdma_error(rc);
   device_attr d;
   d.fw_ver = a.fw_ver;
   d.node_guid = be64toh(a.node_guid);
@@ -307,10 +302,10 @@ result<device_attr> context::query_device() const {
 
 result<port_attr> context::query_port(std::uint8_t port) const {
   if (!ctx_)
-    return detail::empty_error();
+    return detail::rdma_error(errc::empty_object);
   ibv_port_attr a{};
   if (int rc = ibv_query_port(ctx_, port, &a))
-    return detail::rc_error(rc);
+    return detail::rdma_error(rc);
   port_attr p;
   p.state = a.state <= IBV_PORT_ACTIVE_DEFER ? static_cast<port_state>(a.state) : port_state::nop;
   p.max_mtu = detail::mtu_bytes(a.max_mtu);
@@ -353,7 +348,7 @@ result<std::vector<gid_entry>> context::gid_table(std::uint8_t port) const {
   std::vector<ibv_gid_entry> raw(max ? max : 1);
   ssize_t n = ibv_query_gid_table(ctx_, raw.data(), raw.size(), 0);
   if (n < 0)
-    return detail::rc_error(static_cast<int>(n));
+    return detail::rdma_error(static_cast<int>(n));
   std::vector<gid_entry> out;
   for (ssize_t i = 0; i < n; i++) {
     const ibv_gid_entry &e = raw[static_cast<std::size_t>(i)];

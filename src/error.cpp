@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "rdmadl_verbs.h"
+#include "refusal.h"
 
 #include <cstdarg>
 #include <cstdio>
@@ -135,19 +136,73 @@ const std::error_category *own() noexcept {
   return &error_category();
 }
 status_code empty_status() noexcept {
-  return empty_error();
+  return rdma_error(make_error_code(errc::empty_object));
 }
-std::error_code stack_error(int e) noexcept {
-  switch (stack()) {
-  case stack_state::ready:
-    return errno_code(e ? e : EOPNOTSUPP);
-  case stack_state::no_devices:
+
+namespace {
+// The condition of a stack that cannot work, or {} when it can (or may).
+std::error_code stack_condition(rdmadl_stack st) noexcept {
+  switch (st) {
+  case RDMADL_STACK_READY:
+    return {};
+  case RDMADL_STACK_NO_DEVICES:
     return make_error_code(errc::no_devices);
-  case stack_state::no_kernel_support:
+  case RDMADL_STACK_NO_KERNEL_SUPPORT:
     return make_error_code(errc::no_kernel_support);
   default:
     return std::make_error_code(std::errc::operation_not_supported);
   }
+}
+
+// "ibv_reg_dmabuf_mr (IBVERBS_1.12) is not in the loaded libibverbs.so.1,
+// whose newest version node is IBVERBS_1.11".
+std::string lacks_detail(unsigned idx) {
+  rdmadl_lib lib = RDMADL_LIB_IBVERBS;
+  const char *name = rdmadl_symbol_name(idx, &lib);
+  const char *node = nullptr;
+  if (!name || rdmadl_symbol_status(name, &node) == RDMADL_SYMBOL_UNKNOWN)
+    return {};
+  const char *have = rdmadl_lib_version_node(lib);
+  return format("%s (%s) is not in the loaded %s, whose newest version node is %s: a newer "
+                "rdma-core has it",
+                name, node ? node : "?", rdmadl_lib_name(lib), have ? have : "unknown");
+}
+} // namespace
+
+std::error_code rdma_error(int e) noexcept {
+  if (e < 0)
+    e = -e;
+  unsigned idx = 0;
+  switch (rdmadl_refusal_take(&idx)) {
+  case RDMADL_REFUSED_LACKS:
+    if (e == 0 || e == EOPNOTSUPP) {
+      set_error_detail(lacks_detail(idx));
+      return make_error_code(errc::library_lacks);
+    }
+    break;
+  case RDMADL_REFUSED_ABSENT:
+  case RDMADL_REFUSED_DISABLED:
+    if (e == 0 || e == EOPNOTSUPP)
+      return std::make_error_code(std::errc::operation_not_supported);
+    break;
+  case RDMADL_REFUSED_NONE:
+    break;
+  }
+  if (auto st = stack_condition(rdmadl_stack_seen()))
+    return st;
+  return errno_code(e ? e : EOPNOTSUPP);
+}
+
+std::error_code rdma_error(std::error_code ec) noexcept {
+  if (!available())
+    return std::make_error_code(std::errc::operation_not_supported);
+  if (auto st = stack_condition(rdmadl_stack_seen()))
+    return st;
+  return ec;
+}
+
+void forget_refusal() noexcept {
+  rdmadl_refusal_take(nullptr);
 }
 } // namespace detail
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Host name lookup shared by oob.cpp (TCP) and cm.cpp (rdma_cm addresses).
+// Host name lookup (src/lookup.cpp), shared by oob.cpp (TCP) and
+// cm_group.cpp (rdma_cm addresses).
 #ifndef RDMADL_SRC_LOOKUP_HPP
 #define RDMADL_SRC_LOOKUP_HPP
 

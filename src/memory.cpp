@@ -54,7 +54,7 @@ result<local_slice> memory_region::all() const {
 
 result<local_slice> memory_region::slice(std::size_t offset, std::size_t len) const {
   if (!mr_)
-    return detail::empty_error();
+    return detail::rdma_error(errc::empty_object);
   if (len == 0 || offset > len_ || len > len_ - offset || len > UINT32_MAX)
     return errc::out_of_range;
   return local_slice{reinterpret_cast<std::uint64_t>(base_.get() + offset),
@@ -63,7 +63,7 @@ result<local_slice> memory_region::slice(std::size_t offset, std::size_t len) co
 
 result<remote_region> memory_region::remote(std::size_t offset, std::size_t len) const {
   if (!mr_)
-    return detail::empty_error();
+    return detail::rdma_error(errc::empty_object);
   if (!has(access_, access::remote_write) && !has(access_, access::remote_read) &&
       !has(access_, access::remote_atomic))
     return std::errc::operation_not_permitted;
@@ -76,10 +76,10 @@ result<remote_region> memory_region::remote(std::size_t offset, std::size_t len)
 
 result<protection_domain> protection_domain::create(const context &ctx) {
   if (!ctx)
-    return detail::empty_error();
+    return detail::rdma_error(errc::empty_object);
   ibv_pd *pd = ibv_alloc_pd(ctx.native_handle());
   if (!pd)
-    return detail::stack_error(errno);
+    return detail::rdma_error();
   auto n = std::make_shared<detail::pd_node>();
   n->pd = pd;
   n->owned = true;
@@ -116,7 +116,7 @@ result<memory_region> protection_domain::register_memory(std::span<std::byte> bu
   if (buf.empty())
     return errc::empty_span;
   if (!pd_)
-    return detail::empty_error();
+    return detail::rdma_error(errc::empty_object);
   const int flags = access_flags(rights);
   errno = 0;
   ibv_mr *mr = ibv_reg_mr(pd_, buf.data(), buf.size(), flags);
@@ -125,7 +125,7 @@ result<memory_region> protection_domain::register_memory(std::span<std::byte> bu
       return errc::memlock_limit;
     if (errno == EPERM)
       return errc::memlock_denied;
-    return detail::last_error();
+    return detail::rdma_error();
   }
   auto n = std::make_shared<detail::mr_node>();
   n->mr = mr;
@@ -145,15 +145,13 @@ result<memory_region> protection_domain::register_dmabuf(int fd, std::uint64_t o
   if (length > UINT64_MAX - offset || length > UINT64_MAX - iova)
     return errc::out_of_range;
   if (!pd_)
-    return detail::empty_error();
-  // The loader's stub would fail with EOPNOTSUPP too; asking first is what
-  // tells "this rdma-core is too old" from "this device refuses".
-  if (!rdmadl::supports(feature::dmabuf_mr))
-    return errc::library_lacks;
+    return detail::rdma_error(errc::empty_object);
+  // A release without ibv_reg_dmabuf_mr: the loader's stub refuses and
+  // rdma_error() says errc::library_lacks, not the device's EOPNOTSUPP.
   errno = 0;
   ibv_mr *mr = ibv_reg_dmabuf_mr(pd_, offset, length, iova, fd, access_flags(rights));
   if (!mr)
-    return detail::last_error();
+    return detail::rdma_error();
   auto n = std::make_shared<detail::mr_node>();
   n->mr = mr;
   n->pd = n_;

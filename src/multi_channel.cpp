@@ -64,7 +64,7 @@ multi_channel::~multi_channel() = default;
 
 result<multi_channel> multi_channel::create(const context &ctx, const channel_options &opts) {
   if (!ctx)
-    return detail::empty_error();
+    return detail::rdma_error(errc::empty_object);
   if (opts.peers == 0)
     return errc::out_of_range;
   auto dev = ctx.query_device();
@@ -128,7 +128,7 @@ queue_pair &multi_channel::qp(std::size_t peer) noexcept {
 
 result<endpoint> multi_channel::local_endpoint(std::size_t peer) const {
   if (!s_)
-    return detail::empty_error();
+    return detail::rdma_error(errc::empty_object);
   if (peer >= s_->qps.size())
     return errc::no_such_peer;
   return s_->qps[peer].local_endpoint();
@@ -145,7 +145,7 @@ std::vector<endpoint> multi_channel::local_endpoints() const {
 result<void> multi_channel::handshake(std::span<const endpoint> remote) {
   detail::clear_error_detail();
   if (!s_)
-    return detail::empty_error();
+    return detail::rdma_error(errc::empty_object);
   if (remote.size() != s_->qps.size())
     return detail::fail(errc::bad_size,
                         detail::format("multi_channel::handshake: %zu endpoints for %zu peers",
@@ -203,7 +203,7 @@ result<bool> await_id(detail::channel_state &s, std::uint64_t id, completion *ou
     if (!timed) {
       deadline = detail::deadline(timeout);
       timed = true;
-    } else if (deadline != clock::time_point::max() && clock::now() >= deadline) {
+    } else if (detail::expired(deadline)) {
       return false;
     }
   }
@@ -375,7 +375,7 @@ void detail::channel_state::settle() {
 
 polling_scope::polling_scope(std::shared_ptr<detail::channel_state> s) noexcept : s_(std::move(s)) {
   if (!s_) {
-    err_ = detail::empty_error();
+    err_ = detail::rdma_error(errc::empty_object);
     return;
   }
   bool expected = false;
@@ -445,8 +445,7 @@ result<work_result> polling_scope::wait(work_handle h, std::chrono::milliseconds
     while (!s.pending[index].done) {
       if (auto st = s.poll_some(); !st.ok())
         return st;
-      if (!s.pending[index].done && deadline != clock::time_point::max() &&
-          clock::now() >= deadline)
+      if (!s.pending[index].done && detail::expired(deadline))
         return errc::timed_out;
     }
   }

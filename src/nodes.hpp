@@ -141,17 +141,6 @@ inline ibv_qp_init_attr plain(const ibv_qp_init_attr_ex &ax) noexcept {
   return a;
 }
 
-// An rdma_cm id with the event channel it reports on (src/cm.cpp): the id is
-// destroyed first, then the channel.
-struct cm_id_node {
-  rdma_cm_id *id = nullptr;
-  event_channel ch;
-  ~cm_id_node() {
-    if (id)
-      rdma_destroy_id(id);
-  }
-};
-
 // Reaches the private members of every public class.
 struct access {
   template <class T> static auto &node(T &h) noexcept { return h.n_; }

@@ -4,12 +4,10 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <fcntl.h>
 #include <memory>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
 #include <string>
 #include <sys/socket.h>
 #include <thread>
@@ -18,6 +16,7 @@
 #include <vector>
 
 #include "detail.hpp"
+#include "fd.hpp"
 #include "frame.hpp"
 #include "lookup.hpp"
 #include "rdmadl/oob.hpp"
@@ -54,28 +53,6 @@ private:
 
 std::error_code last() noexcept {
   return {errno ? errno : EIO, std::generic_category()};
-}
-
-bool expired(clock::time_point d) noexcept {
-  return d != clock::time_point::max() && clock::now() >= d;
-}
-
-// Waits for events on fds until d. Errors: timed_out, the errno.
-std::error_code wait_any(pollfd *p, std::size_t n, clock::time_point d) noexcept {
-  for (;;) {
-    int rc = ::poll(p, n, detail::poll_timeout(d));
-    if (rc > 0)
-      return {};
-    if (rc == 0)
-      return make_error_code(errc::timed_out);
-    if (errno != EINTR)
-      return last();
-  }
-}
-
-std::error_code wait_for(int fd, short events, clock::time_point d) noexcept {
-  pollfd p{fd, events, 0};
-  return wait_any(&p, 1, d);
 }
 
 int nonblocking_socket(const addrinfo *a) noexcept {
@@ -165,7 +142,7 @@ result<fd_guard> connect_any(const addrinfo *list, clock::time_point deadline,
       socks.push_back(std::move(s));
     }
     while (!socks.empty()) {
-      if (auto ec = wait_any(fds.data(), fds.size(), deadline))
+      if (auto ec = detail::wait_ready(fds.data(), fds.size(), deadline))
         return ec;
       for (std::size_t i = 0; i < socks.size();) {
         if (!fds[i].revents) {
@@ -184,7 +161,7 @@ result<fd_guard> connect_any(const addrinfo *list, clock::time_point deadline,
     }
     if (!retry)
       return first_error ? first_error : std::make_error_code(std::errc::address_not_available);
-    if (expired(deadline))
+    if (detail::expired(deadline))
       return errc::timed_out;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
@@ -277,7 +254,7 @@ status_code flush_out(oob_stream &st, const call &c, clock::time_point d) {
       auto ec = last();
       return stop_here(st.out_stop, c, ec, ": send failed (" + message(ec) + ")");
     }
-    if (auto ec = wait_for(st.fd.get(), POLLOUT, d)) {
+    if (auto ec = detail::wait_writable(st.fd.get(), d)) {
       if (ec == errc::timed_out)
         return fail(c, ec,
                     ": send timed out after " + show_timeout(c.timeout) + " (" +
@@ -341,7 +318,7 @@ result<std::vector<std::byte>> receive_frame(oob_stream &st, const call &c, cloc
                                          "length prefix"));
     }
     if (errno == EAGAIN || errno == EINTR) {
-      if (auto ec = wait_for(st.fd.get(), POLLIN, d)) {
+      if (auto ec = detail::wait_readable(st.fd.get(), d)) {
         if (ec == errc::timed_out)
           return fail(c, ec,
                       ": receive timed out after " + show_timeout(c.timeout) +
@@ -374,7 +351,7 @@ result<std::unique_ptr<oob_stream>> serve(const std::vector<fd_guard> &listeners
       fds.push_back({l.get(), POLLIN, 0});
     for (auto &st : conns)
       fds.push_back({st->fd.get(), POLLIN, 0});
-    if (auto ec = wait_any(fds.data(), fds.size(), deadline)) {
+    if (auto ec = detail::wait_ready(fds.data(), fds.size(), deadline)) {
       if (ec != errc::timed_out)
         return fail(c, ec, ": waiting for connections failed (" + message(ec) + ")");
       return fail(c, ec,
@@ -552,19 +529,3 @@ int connection::native_handle() const noexcept {
 }
 
 } // namespace rdmadl::oob
-
-namespace rdmadl::detail {
-
-result<addrinfo *> lookup_address(std::string_view host, std::uint16_t port, bool passive) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0);
-  std::string h(host), p = std::to_string(port);
-  addrinfo *res = nullptr;
-  if (getaddrinfo(h.empty() ? nullptr : h.c_str(), p.c_str(), &hints, &res) != 0 || !res)
-    return std::errc::address_not_available;
-  return res;
-}
-
-} // namespace rdmadl::detail

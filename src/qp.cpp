@@ -161,12 +161,12 @@ result<address_handle> address_handle::create(const protection_domain &pd, const
                                               const endpoint &peer) {
   auto &q = detail::access::node(local);
   if (!pd || !q)
-    return detail::empty_error();
+    return detail::rdma_error(errc::empty_object);
   ibv_ah_attr a;
   fill_ah(a, *q, peer, 0, 64, 0);
   ibv_ah *ah = ibv_create_ah(pd.native_handle(), &a);
   if (!ah)
-    return detail::stack_error(errno);
+    return detail::rdma_error();
   auto n = std::make_shared<detail::ah_node>();
   n->ah = ah;
   n->pd = detail::access::node(pd);
@@ -179,16 +179,16 @@ result<shared_receive_queue> shared_receive_queue::create(const protection_domai
                                                           std::uint32_t depth,
                                                           std::uint32_t max_sge) {
   if (!pd)
-    return detail::empty_error();
+    return detail::rdma_error(errc::empty_object);
   ibv_device_attr da{};
   if (int rc = ibv_query_device(pd.native_handle()->context, &da))
-    return detail::rc_error(rc);
+    return detail::rdma_error(rc);
   ibv_srq_init_attr a{};
   a.attr.max_wr = detail::clamp_to(depth, da.max_srq_wr);
   a.attr.max_sge = detail::clamp_to(max_sge, da.max_srq_sge);
   ibv_srq *srq = ibv_create_srq(pd.native_handle(), &a);
   if (!srq)
-    return detail::stack_error(errno);
+    return detail::rdma_error();
   auto n = std::make_shared<detail::srq_node>();
   n->srq = srq;
   n->pd = detail::access::node(pd);
@@ -223,7 +223,7 @@ result<queue_pair> queue_pair::create(const context &ctx, const protection_domai
                                       const completion_queue &send_cq,
                                       const completion_queue &recv_cq, const qp_options &opts) {
   if (!ctx || !pd || !send_cq || !recv_cq || (opts.srq && !*opts.srq))
-    return detail::empty_error();
+    return detail::rdma_error(errc::empty_object);
   auto n = std::make_shared<detail::qp_node>();
   n->type = opts.type;
   n->qkey = opts.type == qp_type::ud ? opts.qkey : 0;
@@ -239,19 +239,21 @@ result<queue_pair> queue_pair::create(const context &ctx, const protection_domai
     errno = 0;
     if (ibv_qp *qp = ibv_create_qp_ex(ctx.native_handle(), &ax)) {
       n->qpx = ibv_qp_to_qp_ex(qp);
-      if (n->qpx)
+      if (n->qpx) {
         n->qp = qp;
-      else
+      } else {
+        detail::forget_refusal(); // a plain QP instead
         ibv_destroy_qp(qp);
+      }
     } else if (!detail::not_offered(errno)) {
-      return detail::stack_error(errno);
+      return detail::rdma_error();
     }
   }
   if (!n->qp) {
     ibv_qp_init_attr a = detail::plain(ax);
     n->qp = ibv_create_qp(pd.native_handle(), &a);
     if (!n->qp)
-      return detail::stack_error(errno);
+      return detail::rdma_error();
   }
   n->kind = detail::qp_node::owner_kind::verbs;
   n->pd = detail::access::node(pd);
@@ -267,7 +269,7 @@ result<queue_pair> queue_pair::create(const context &ctx, const protection_domai
 
 result<queue_pair> queue_pair::borrow(ibv_qp *qp, qp_type type, const qp_options &opts) {
   if (!qp)
-    return detail::empty_error();
+    return detail::rdma_error(errc::empty_object);
   auto n = std::make_shared<detail::qp_node>();
   n->qp = qp;
   n->type = type;
@@ -298,7 +300,7 @@ bool queue_pair::uses_wr_api() const noexcept {
 
 result<endpoint> queue_pair::local_endpoint() const {
   if (!n_)
-    return detail::empty_error();
+    return detail::rdma_error(errc::empty_object);
   endpoint e;
   e.qpn = n_->qp->qp_num;
   e.psn = n_->psn;
@@ -341,14 +343,14 @@ const char *family(const gid &g) noexcept {
 
 // The path MTU connect() uses: the smallest of our port's active MTU (1024
 // when it reports none), the peer's (when its endpoint says one) and
-// opts.mtu (when set).
+// opts.transport.mtu (when set).
 std::uint32_t path_mtu(const detail::qp_node &s, const endpoint &peer,
                        const connect_options &opts) noexcept {
   std::uint32_t mtu = s.active_mtu ? s.active_mtu : 1024;
   if (peer.mtu)
     mtu = std::min(mtu, peer.mtu);
-  if (opts.mtu)
-    mtu = std::min(mtu, opts.mtu);
+  if (opts.transport.mtu)
+    mtu = std::min(mtu, opts.transport.mtu);
   return mtu;
 }
 
@@ -446,15 +448,16 @@ status_code check_peer(const detail::qp_node &s, const endpoint &peer) {
 // connect() gave, so the one that is wrong can be seen.
 status_code modify_failed(int rc, const char *to, const detail::qp_node &s, const endpoint &peer,
                           const connect_options &opts) {
-  std::error_code ec = detail::rc_error(rc);
+  std::error_code ec = detail::rdma_error(rc);
   return detail::fail(
-      ec, detail::format("ibv_modify_qp to %s failed (%s); path MTU %u bytes (our port %u: %u, "
-                         "peer: %u, connect_options::mtu: %u), peer QPN 0x%x PSN 0x%x LID %u GID "
-                         "%s, ours %s LID %u",
-                         to, ec.message().c_str(), path_mtu(s, peer, opts),
-                         static_cast<unsigned>(s.port), s.active_mtu, peer.mtu, opts.mtu, peer.qpn,
-                         peer.psn, static_cast<unsigned>(peer.lid), show(peer.gid_value).c_str(),
-                         ours(s).c_str(), static_cast<unsigned>(s.lid)));
+      ec, detail::format(
+              "ibv_modify_qp to %s failed (%s); path MTU %u bytes (our port %u: %u, "
+              "peer: %u, connect_options::transport.mtu: %u), peer QPN 0x%x PSN 0x%x LID %u GID "
+              "%s, ours %s LID %u",
+              to, ec.message().c_str(), path_mtu(s, peer, opts), static_cast<unsigned>(s.port),
+              s.active_mtu, peer.mtu, opts.transport.mtu, peer.qpn, peer.psn,
+              static_cast<unsigned>(peer.lid), show(peer.gid_value).c_str(), ours(s).c_str(),
+              static_cast<unsigned>(s.lid)));
 }
 
 } // namespace
@@ -462,8 +465,9 @@ status_code modify_failed(int rc, const char *to, const detail::qp_node &s, cons
 result<void> queue_pair::connect(const endpoint &peer, const connect_options &opts) {
   detail::clear_error_detail();
   if (!n_)
-    return detail::empty_error();
+    return detail::rdma_error(errc::empty_object);
   detail::qp_node &s = *n_;
+  const transport_options &t = opts.transport;
   if (s.type != qp_type::ud)
     if (auto st = check_peer(s, peer); !st.ok())
       return st;
@@ -499,10 +503,9 @@ result<void> queue_pair::connect(const endpoint &peer, const connect_options &op
     fill_ah(a.ah_attr, s, peer, opts.sl, opts.hop_limit, opts.traffic_class);
     mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
     if (s.type == qp_type::rc) {
-      int rd =
-          opts.max_rd_atomic ? std::min<int>(opts.max_rd_atomic, s.max_rd_atom) : s.max_rd_atom;
+      int rd = t.max_rd_atomic ? std::min<int>(t.max_rd_atomic, s.max_rd_atom) : s.max_rd_atom;
       a.max_dest_rd_atomic = static_cast<std::uint8_t>(std::min(rd, 255));
-      a.min_rnr_timer = opts.min_rnr_timer;
+      a.min_rnr_timer = t.min_rnr_timer;
       mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
     }
   }
@@ -514,12 +517,12 @@ result<void> queue_pair::connect(const endpoint &peer, const connect_options &op
   a.sq_psn = s.psn & 0xffffff;
   mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
   if (s.type == qp_type::rc) {
-    int rd = opts.max_rd_atomic ? std::min<int>(opts.max_rd_atomic, s.max_init_rd_atom)
-                                : s.max_init_rd_atom;
+    int rd =
+        t.max_rd_atomic ? std::min<int>(t.max_rd_atomic, s.max_init_rd_atom) : s.max_init_rd_atom;
     a.max_rd_atomic = static_cast<std::uint8_t>(std::min(rd, 255));
-    a.timeout = opts.timeout;
-    a.retry_cnt = opts.retry_cnt;
-    a.rnr_retry = opts.rnr_retry;
+    a.timeout = t.ack_timeout;
+    a.retry_cnt = std::min<std::uint8_t>(t.retry_count, 7);
+    a.rnr_retry = std::min<std::uint8_t>(t.rnr_retry, 7);
     mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
   }
   if (int rc = ibv_modify_qp(s.qp, &a, mask))
@@ -529,11 +532,11 @@ result<void> queue_pair::connect(const endpoint &peer, const connect_options &op
 
 result<void> queue_pair::to_error() noexcept {
   if (!n_)
-    return detail::empty_error();
+    return detail::rdma_error(errc::empty_object);
   ibv_qp_attr a{};
   a.qp_state = IBV_QPS_ERR;
   if (int rc = ibv_modify_qp(n_->qp, &a, IBV_QP_STATE))
-    return detail::rc_error(rc);
+    return detail::rdma_error(rc);
   return {};
 }
 
@@ -545,7 +548,7 @@ send_batch queue_pair::batch() noexcept {
 
 send_batch::send_batch(const std::shared_ptr<detail::qp_node> &q) noexcept : q_(q) {
   if (!q_) {
-    err_ = detail::empty_error();
+    err_ = detail::rdma_error(errc::empty_object);
     return;
   }
   bool expected = false;
@@ -690,12 +693,12 @@ result<void> send_batch::commit() noexcept {
   if (started_) {
     started_ = false;
     if (int rc = ibv_wr_complete(q_->qpx))
-      return detail::rc_error(rc);
+      return detail::rdma_error(rc);
     return {};
   }
   ibv_send_wr *bad = nullptr;
   if (int rc = ibv_post_send(q_->qp, &q_->wrs[0], &bad))
-    return detail::rc_error(rc);
+    return detail::rdma_error(rc);
   return {};
 }
 

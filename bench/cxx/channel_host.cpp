@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // rdmadl-bench-channel-host ITERS MODE: ITERS operations through a channel
-// or through the raw queue_pair API, on bench/cxx/fake_nic.c (its receives
-// complete at once), for callgrind (bench/cxx/run-host.sh): the difference
-// of two runs divided by the ITERS difference is the caller's instructions
-// per operation. MODE is
+// or through the raw queue_pair API, on the fake provider's minimal data
+// path (its receives complete at once), for callgrind (bench/cxx/run-host.sh):
+// the difference of two runs divided by the ITERS difference is the caller's
+// instructions per operation. MODE is
 //   qp-write / ch-write      one signaled 8-byte RDMA write, awaited
 //                            (queue_pair::post_write + poll until it is
 //                            there, vs multi_channel::write)

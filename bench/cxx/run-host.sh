@@ -2,9 +2,12 @@
 # SPDX-License-Identifier: MIT
 # bench/cxx/run-host.sh BUILD_DIR: instructions per post+poll (a signaled
 # 8-byte RDMA write and the poll that takes its completion) on this host, no
-# RDMA needed: the programs load bench/cxx/fake_nic.c as libibverbs.so.1
-# through RDMADL_IBVERBS_PATH, whose provider does almost nothing, so the
-# counts are the caller's side. Each variant runs under callgrind with 1000
+# RDMA needed: the programs load the tests' fake provider
+# (tests/fakes/fake_provider*.c, built as bench/cxx/fake_nic/libibverbs.so.1)
+# through RDMADL_IBVERBS_PATH, with FAKEPROV_MINIMAL_OPS: its data path does
+# almost nothing, so the counts are the caller's side. Its extended CQ and QP
+# ops are off (the plain ibv_post_send/ibv_poll_cq path) and it reports 1024
+# work requests per queue. Each variant runs under callgrind with 1000
 # and 11000 iterations; (difference) / 10000 cancels start-up and set-up.
 #   cxx           queue_pair::post_write() + completion_queue::poll()
 #   cxx_prepared  one send_request built before the loop, queue_pair::post()
@@ -34,6 +37,7 @@ trap 'rm -rf "$tmp"' EXIT
 # instructions PROGRAM ITERS MODE: total instructions of one run.
 instructions() {
   RDMADL_IBVERBS_PATH=$nic RDMADL_RDMACM_PATH=$tmp/none/librdmacm.so.1 \
+    FAKEPROV_KNOBS=MINIMAL_OPS=1,CQ_EX=2,QP_EX=2,MAX_QP_WR=1024 \
     valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" "$1" "$2" "$3" \
     >"$tmp/out" 2>"$tmp/err" || { cat "$tmp/err" >&2; exit 1; }
   grep -qE "^iters $2 (polls $2|ok)\$" "$tmp/out" || { cat "$tmp/out" "$tmp/err" >&2; exit 1; }

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # build-image.sh SUITE: kernel + base initramfs of the Soft-RoCE test VM for
-# SUITE's userspace (bullseye, bookworm, trixie, sid, or none = no rdma-core).
+# SUITE's userspace (bullseye, bookworm, trixie, sid, or none = no rdma-core),
+# or for rc28/rc32: bookworm's userspace without any Debian rdma-core package
+# and rdma-core 28.0/32.0 built from its upstream source instead
+# (ci/build-rdma-core.sh, third_party/rdma-core-releases/).
 # Prints the image directory (vmlinuz, base.cpio, sysroot/, contents, info).
 #
 # Cached under $RDMADL_CACHE/vm (default ~/.cache/rdmadl/vm):
@@ -22,9 +25,22 @@ case $suite in
   bullseye) ksuite=bookworm libcsuite=bookworm ;;
   bookworm | none) ksuite=bookworm libcsuite=bookworm ;;
   trixie | sid) ksuite=$suite libcsuite=$suite ;;
-  *) die "usage: build-image.sh bullseye|bookworm|trixie|sid|none" ;;
+  # 28.0's and 32.0's rxe provider drive bookworm's 6.1 rxe (the kernel ABI
+  # of rxe has been stable since 4.x): see ci/vm/README.md.
+  rc28 | rc32) ksuite=bookworm libcsuite=bookworm ;;
+  *) die "usage: build-image.sh bullseye|bookworm|trixie|sid|none|rc28|rc32" ;;
 esac
 rdma=1; [ "$suite" != none ] || rdma=0
+# pkgsuite: the Debian suite of the image's other packages. srcbuild: the
+# rdma-core built from source (rc* only), its directory's name carrying the
+# hash of the archive and of the build script.
+pkgsuite=$suite srcbuild=""
+case $suite in
+  rc*)
+    pkgsuite=$libcsuite
+    srcbuild=$("$vm_here/../build-rdma-core.sh" "${suite#rc}.0") || die "ci/build-rdma-core.sh ${suite#rc}.0 failed"
+    ;;
+esac
 
 # In load order. rdma_ucm for rdma_cm (rping), ib_uverbs for
 # /dev/infiniband/uverbs*: nothing else loads them without udev. dummy gives
@@ -41,7 +57,7 @@ mkdir -p "$vmcache/manifests" "$vmcache/kernels" "$vmcache/images"
 spec="$libcsuite libc6
 $libcsuite libgcc-s1
 $libcsuite libstdc++6"
-if [ $rdma = 1 ]; then
+if [ $rdma = 1 ] && [ -z "$srcbuild" ]; then
   spec+="
 $suite libibverbs1
 $suite librdmacm1t64|librdmacm1
@@ -52,6 +68,13 @@ $suite ibverbs-utils
 $suite rdmacm-utils
 $suite perftest
 $suite iproute2"
+elif [ -n "$srcbuild" ]; then
+  # What the source build links (libnl) and the rdma tool; Debian's perftest
+  # is left out (built against a newer libibverbs than 28.0/32.0).
+  spec+="
+$pkgsuite libnl-3-200
+$pkgsuite libnl-route-3-200
+$pkgsuite iproute2"
 fi
 # --- python3 for librdmadl-ffi's ctypes test (tests/guest/ffi_pingpong.py) ---
 # Debian's interpreter; of its minimal standard library the top-level modules,
@@ -64,7 +87,7 @@ if [ $rdma = 1 ]; then
   pyalts="3.15 3.14 3.13 3.12 3.11 3.10 3.9"
   for pyp in python%s-minimal libpython%s-minimal libpython%s-stdlib; do
     spec+="
-$suite $(for v in $pyalts; do printf "${pyp}|" "$v"; done | sed 's/|$//')"
+$pkgsuite $(for v in $pyalts; do printf "${pyp}|" "$v"; done | sed 's/|$//')"
   done
 fi
 python_wanted() { # PKG LIST: the files of the python packages the image needs
@@ -95,7 +118,8 @@ resolve_top() {
 
 manifest=$vmcache/manifests/$suite
 image_key() {
-  cat "$manifest" "$vm_here/lib.sh" "$vm_here/build-image.sh" "$vm_here/guest-init.sh" | sha256sum | cut -c1-16
+  { cat "$manifest" "$vm_here/lib.sh" "$vm_here/build-image.sh" "$vm_here/guest-init.sh"; echo "${srcbuild##*/}"; } |
+    sha256sum | cut -c1-16
 }
 fresh_image() {
   [ -f "$manifest" ] && [ "$(head -n 1 "$manifest")" = "# spec $spec_id" ] &&
@@ -157,6 +181,10 @@ wanted() { # PKG
     # loads them on demand; without their hardware they answer "not mine").
     ibverbs-providers) grep -E "/libibverbs/librxe-rdmav[0-9]+\.so\$|^/etc/libibverbs.d/rxe.driver\$|^/usr/lib/$ma/lib(mlx5|efa|mlx4|hns|mana|ionic)\.so\.[0-9.]+\$" "$l" ;;
     ibverbs-utils | rdmacm-utils | perftest) grep -E '^/usr/s?bin/[^/]+$' "$l" | grep -v raw_ethernet ;;
+    # The source build (rc*): what libibverbs1, librdmacm1, ibverbs-providers
+    # (rxe and the direct-verbs libraries), libibumad3, ibverbs-utils and
+    # rdmacm-utils' rping would hold.
+    rdma-core-src) grep -E "^/usr/lib/$ma/lib(ibverbs|rdmacm|mlx5|efa|mlx4|hns|mana|ionic)\.so\.[0-9.]+\$|^/usr/lib/$ma/libibumad\.so\.[0-9.]+\$|/libibverbs/librxe-rdmav[0-9]+\.so\$|^/etc/libibverbs\.d/rxe\.driver\$|^/usr/bin/(ibv_[a-z_]+|rping)\$" "$l" ;;
     lib*) grep -E "^/usr/lib/$ma/[^/]+\.so\.[0-9.]+\$" "$l" ;;
   esac || true
 }
@@ -173,6 +201,20 @@ else
 fi
 
 if [ -n "$top" ]; then toplist=$top; else toplist=$(grep '^top ' "$manifest"); fi
+if [ -n "$srcbuild" ]; then
+  # The source-built rdma-core, installed over the sysroot as its packages would be.
+  # Top-level bin, sbin, lib (udev rules) go under usr/, as unpack_deb does.
+  for d in "$srcbuild"/root/*; do
+    case ${d##*/} in
+      bin | sbin | lib | lib64) mkdir -p "$sysroot/usr/${d##*/}"; cp -a "$d/." "$sysroot/usr/${d##*/}/" ;;
+      *) cp -a "$d" "$sysroot/" ;;
+    esac
+  done
+  (cd "$srcbuild/root" && find . -mindepth 1 ! -type d | sed 's|^\.||') |
+    while read -r f; do canon "$f"; done >"$work/lists/rdma-core-src"
+  echo "$pkgsuite rdma-core-src $(cat "$srcbuild/version") -" >>"$pkgs_file"
+  toplist+=$'\n'"top $pkgsuite rdma-core-src $(cat "$srcbuild/version")"
+fi
 
 # Resolve the closure; pull in library dependencies of the packages we have
 # (level by level, only while some soname is still missing).
@@ -197,6 +239,7 @@ while :; do
   # Library packages only: name ends in a digit (or t64), per Debian's naming policy.
   # shellcheck disable=SC2094 # both only read pkgs_file
   new=$(while read -r s p v deb; do
+    [ "$deb" != - ] || continue # the source build: no package
     dpkg-deb -f "$deb" Depends | tr ',' '\n' | sed 's/|.*//; s/(.*//; s/:any//; s/[[:space:]]//g' |
       grep -E '^lib.*[0-9](t64)?$|^zlib1g$' | sed "s/^/$s /"
   done <"$pkgs_file" | sort -u | while read -r s p; do
@@ -212,6 +255,7 @@ if [ -n "$top" ]; then
     echo "# spec $spec_id"
     printf '%s\n' "$top" | grep '^top '
     while read -r s p v deb; do
+      [ "$deb" != - ] || continue # the source build is in the image key, not the manifest
       awk -v s="$s" -v p="$p" '$1 == "top" && $2 == s && $3 == p {f = 1} END {exit !f}' <<<"$top" ||
         echo "dep $s $p $v"
     done <"$pkgs_file"
@@ -340,7 +384,7 @@ ver_of() { awk -v p="$1" '$1 != "kernel" && $3 == p {print $4; exit}' "$manifest
   echo "HAVE_RDMA=$rdma"
   echo "KERNEL=$kver"
   echo "GLIBC=$(ver_of libc6)"
-  echo "RDMA_CORE=$(ver_of libibverbs1)"
+  if [ -n "$srcbuild" ]; then echo "RDMA_CORE=$(cat "$srcbuild/version")"; else echo "RDMA_CORE=$(ver_of libibverbs1)"; fi
   [ $rdma = 0 ] || echo "MODULES=\"$(grep -vE '^(dummy|virtio_.*)$' "$kdir/load" | tr '\n' ' ')\""
   echo "NETMODULES=\"$(grep -E '^virtio_' "$kdir/load" | tr '\n' ' ')\""
 } >"$st/etc/rdmadl-image"

@@ -9,7 +9,10 @@
 # Every test has ports PORT to PORT+9 to itself.
 #  - every pair of RDMA nodes, in round-robin rounds (with 4 nodes two pairs
 #    run at once): Debian's ibv_rc_pingpong and rping, rc_ops and cm_pingpong
-#    in both directions, the C++ ping-pong and write/read examples;
+#    in both directions, the C++ ping-pong and write/read examples; the pair
+#    of nodes 0 and 1 (the entry's first two suites: e.g. 65.0 and 28.0) also
+#    runs the tools and the two examples the other way round, so that pair
+#    runs every pair test in both directions;
 #  - with 4 RDMA nodes: a multi_channel over nodes 0, 1, 2 (scatter/gather,
 #    multicast, write/read; then node 2 is killed mid-scope), then node 3
 #    sends to node 0 and the host kills node 3 (the receiver survives);
@@ -40,6 +43,11 @@ cluster_plan() {
       emit cm cm "$j" "$i"
       emit pingpong pingpong "$i" "$j"
       emit write_read write_read "$j" "$i"
+      if [ "$i" = "${rn[0]}" ] && [ "$j" = "${rn[1]:-}" ]; then
+        emit tools tools "$j" "$i"
+        emit pingpong pingpong "$j" "$i"
+        emit write_read write_read "$i" "$j"
+      fi
     done
     # Rotate all but the first.
     a=("${a[0]}" "${a[$((m - 1))]}" "${a[@]:1:$((m - 2))}")

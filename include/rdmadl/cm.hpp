@@ -11,7 +11,9 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
 #include "rdmadl/cq.hpp"
@@ -19,6 +21,7 @@
 #include "rdmadl/error.hpp"
 #include "rdmadl/fwd.hpp"
 #include "rdmadl/memory.hpp"
+#include "rdmadl/multi_channel.hpp"
 #include "rdmadl/qp.hpp"
 
 namespace rdmadl {
@@ -46,35 +49,19 @@ private:
   ::rdma_event_channel *ch_ = nullptr;
 };
 
+/// Options of rdmadl::connect() and connection_request::accept().
+///
 /// rdma_cm decides the port and the GID from the route, so qp.port,
 /// qp.gid and qp.gid_index must stay at their defaults (else
-/// errc::not_honoured); qp.srq and qp.wr_api are honoured.
+/// errc::not_honoured); qp.srq and qp.wr_api are honoured. Of transport,
+/// mtu and min_rnr_timer must stay at their defaults too (the route and the
+/// kernel decide them).
 struct cm_options {
-  qp_options qp;                           ///< type must be rc
-  int cq_depth = 256;                      ///< one CQ for send and receive
-  std::span<const std::byte> private_data; ///< sent with connect/accept (<= 56 bytes)
-  std::chrono::milliseconds timeout{5000}; ///< for each step
-  std::uint8_t responder_resources = 0;    ///< 0: device max_qp_rd_atom
-  std::uint8_t initiator_depth = 0;        ///< 0: device max_qp_init_rd_atom
-  /// How soon a peer that stopped answering turns into an error completion
-  /// (IBV_WC_RETRY_EXC_ERR): each transmission waits 4.096 us * 2^ack_timeout
-  /// for its acknowledgement and is retried retry_count times (0 to 7, more
-  /// is clamped). ack_timeout 0 keeps rdma_cm's choice from the route, which
-  /// on Soft-RoCE is about 2.3 s a try; a non-zero value goes through
-  /// RDMA_OPTION_ID_ACK_TIMEOUT (rdma-core 19, Linux 4.17; else the errno).
-  /// @name Dead-peer detection
-  /**@{*/
-  /// How soon a peer that stopped answering turns into an error completion
-  /// (IBV_WC_RETRY_EXC_ERR): each transmission waits 4.096 us * 2^ack_timeout
-  /// for its acknowledgement and is retried retry_count times (0 to 7, more
-  /// is clamped). ack_timeout 0 keeps rdma_cm's choice from the route, which
-  /// on Soft-RoCE is about 2.3 s a try; a non-zero value goes through
-  /// RDMA_OPTION_ID_ACK_TIMEOUT (rdma-core 19, Linux 4.17; else the errno).
-  /// The default of 6 retries, not 7, because Soft-RoCE reads 7 as "retry for
-  /// ever", so a dead peer would never show.
-  std::uint8_t ack_timeout = 0;
-  std::uint8_t retry_count = 6;
-  /**@}*/
+  qp_options qp;                                ///< type must be rc
+  int cq_depth = 256;                           ///< one CQ for send and receive
+  std::span<const std::byte> private_data;      ///< sent with connect/accept (<= 56 bytes)
+  std::chrono::milliseconds step_timeout{5000}; ///< how long each step may take
+  transport_options transport;                  ///< ACK timeout, retries, rd_atomic
 };
 
 namespace detail {
@@ -85,19 +72,19 @@ struct cm_state_deleter {
 } // namespace detail
 
 /// A connected RC queue pair with its own protection domain and completion
-/// queue, made by connect() or listener::accept(). Move-only; disconnects and
-/// frees everything on destruction.
+/// queue, made by connect() or connection_request::accept(). Move-only.
 class RDMADL_CXX_API connection {
 public:
-  /// An empty connection.
+  /// @name Empty, moved, destroyed
+  /**@{*/
+  /// Default-constructed or moved from, a connection is empty. Assigned over
+  /// or destroyed, one that is not disconnects (rdma_disconnect, without
+  /// waiting) and frees everything.
   connection() noexcept;
-  /// Moves; the source becomes empty.
   connection(connection &&) noexcept;
-  /// Moves; the source becomes empty, and a connection this held is
-  /// disconnected (without waiting) and freed.
   connection &operator=(connection &&) noexcept;
-  /// Disconnects (rdma_disconnect, without waiting) and frees everything.
   ~connection();
+  /**@}*/
 
   /// The device context the connection runs on (empty for an empty connection).
   const context &ctx() const noexcept;
@@ -139,7 +126,11 @@ public:
   /// The private data the client sent.
   std::span<const std::byte> peer_data() const noexcept;
   /// Creates the QP and accepts, sending opts.private_data; waits for
-  /// ESTABLISHED. Errors: errc::timed_out, errc::unexpected_event, the errno.
+  /// ESTABLISHED (up to opts.step_timeout). Options rdma_cm decides itself
+  /// are refused first (errc::not_honoured, errc::wrong_qp_type; the request
+  /// stays unanswered); a failure after that rejects the request. Errors:
+  /// errc::empty_object (no request, or answered already), errc::timed_out,
+  /// errc::unexpected_event, the errno.
   result<connection> accept(const cm_options &opts = {});
   /// Rejects with private data. Errors: errc::empty_object, the errno.
   result<void> reject(std::span<const std::byte> private_data = {});
@@ -154,7 +145,9 @@ class RDMADL_CXX_API listener {
 public:
   /// Binds to host:port (host empty: any address; port 0: any port) and
   /// listens. Errors: operation_not_supported, or the errno
-  /// (address_in_use, address_not_available, ...).
+  /// (address_in_use, address_not_available, ...). A failure sets
+  /// last_error_detail(), naming host, port and the step
+  /// ("rdmadl::listener::bind on host:port: listen: ...").
   static result<listener> bind(std::string_view host, std::uint16_t port, int backlog = 16);
   /// An empty listener.
   listener() noexcept = default;
@@ -178,11 +171,88 @@ private:
 };
 
 /// Resolves host:port, creates a QP (opts.qp) with its own PD and CQ,
-/// connects with opts.private_data and waits for ESTABLISHED (opts.timeout per
-/// step). Errors: operation_not_supported, errc::rejected (peer_data of the
-/// reject is lost), errc::timed_out, errc::unexpected_event, or the errno.
+/// connects with opts.private_data and waits for ESTABLISHED
+/// (opts.step_timeout per step). Errors: operation_not_supported,
+/// std::errc::address_not_available (host does not resolve), errc::rejected
+/// (peer_data of the reject is lost), errc::timed_out, errc::unexpected_event,
+/// errc::not_honoured (see cm_options), or the errno. A failure sets
+/// last_error_detail(), naming host, port and the step ("rdmadl::connect to
+/// host:port: resolve route: timed out").
 RDMADL_CXX_API result<connection> connect(std::string_view host, std::uint16_t port,
                                           const cm_options &opts = {});
+
+// ---- rdma_cm channels: peers from a listener and from addresses (multi_channel::create_cm) ----
+
+/// Where a node listens for rdma_cm connections (cm_channel_options::connect,
+/// cm_mesh()).
+struct cm_address {
+  std::string host;       ///< name or numeric address
+  std::uint16_t port = 0; ///< the port (not 0)
+};
+
+/// Options of multi_channel::create_cm() (and channel::create_cm()).
+///
+/// No out-of-band exchange: a node connects to the addresses it knows and
+/// accepts the rest. Each connecting side sends a rank (12 bytes of rdma_cm
+/// private data: "RDMC", version 1, 3 zero bytes, the rank as 4 bytes
+/// little-endian); the accepting side turns it into a stable peer index.
+/// A full mesh of K nodes: node k connects to nodes 0..k-1 and accepts nodes
+/// k+1..K-1, so node j is peer j (j < k) or j - 1 (j > k) of node k; see
+/// cm_mesh().
+struct cm_channel_options {
+  /// send_depth, recv_depth (clamped to the device), scope_limit and
+  /// connect.transport apply (its mtu and min_rnr_timer must stay at their
+  /// defaults: the route and the kernel decide them); peers and the rest of
+  /// connect are unused (the count is connect.size() + accept; rdma_cm sets
+  /// the path and the rights); port and gid must stay at their defaults
+  /// (else errc::not_honoured).
+  channel_options channel;
+  std::vector<cm_address> connect; ///< peers 0 to connect.size() - 1, in order
+  std::uint32_t rank = 0;          ///< sent to every address connected to
+  std::size_t accept = 0;          ///< peers connected from the listener
+  std::uint32_t first_rank = 0;    ///< accepted ranks: [first_rank, first_rank + accept)
+  /// How long each connect step may take; the accepting takes no longer, in all.
+  std::chrono::milliseconds step_timeout{5000};
+  /// How long destruction waits, in all, for peers to confirm the disconnect.
+  std::chrono::milliseconds disconnect_timeout{1000};
+};
+
+/// What happened to a peer of a channel built with create_cm (cm_peer_event).
+enum class cm_event_kind {
+  disconnected,     ///< the peer disconnected, or the connection broke
+  connection_error, ///< CONNECT_ERROR, UNREACHABLE
+  device_removal,   ///< DEVICE_REMOVAL: the device went away
+  address_change,   ///< ADDR_CHANGE: the local address the connection uses changed
+  timewait_exit,    ///< the peer's queue pair may be reused
+  other,            ///< any other rdma_cm event (see event)
+};
+
+/// One rdma_cm event of a peer (multi_channel::next_cm_event()).
+struct cm_peer_event {
+  std::size_t peer = 0;                      ///< the peer's index
+  cm_event_kind kind = cm_event_kind::other; ///< what happened
+  int event = 0;                             ///< enum rdma_cm_event_type
+  int status = 0; ///< the event's status: 0, a negated errno, or a rejection's reason code
+  /// The status as an error: none for 0 (but connection_error with status 0
+  /// is std::errc::host_unreachable), the errno (generic category) for a
+  /// negated errno, errc::rejected for a rejection's (positive) reason code.
+  std::error_code error() const noexcept {
+    if (status < 0)
+      return errno_code(-status);
+    if (status > 0)
+      return make_error_code(errc::rejected);
+    if (kind == cm_event_kind::connection_error)
+      return std::make_error_code(std::errc::host_unreachable);
+    return {};
+  }
+};
+
+/// The options of node rank of a full mesh of nodes.size() nodes (nodes[i]
+/// is where node i listens): connect to nodes 0 to rank-1, accept the
+/// nodes.size() - 1 - rank after it; base gives the other fields. Errors:
+/// errc::out_of_range (rank >= nodes.size()).
+RDMADL_CXX_API result<cm_channel_options>
+cm_mesh(std::size_t rank, std::span<const cm_address> nodes, cm_channel_options base = {});
 
 } // namespace rdmadl
 

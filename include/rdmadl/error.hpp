@@ -88,7 +88,9 @@
     "the peer's endpoint has no usable QP number (0, 1 or above 24 bits)")                         \
   X(bad_peer_mtu, invalid_argument,                                                                \
     "the peer's endpoint has an MTU that is not 256, 512, 1024, 2048 or 4096 bytes")               \
-  X(peer_closed, connection_reset, "the peer closed the out-of-band connection")
+  X(peer_closed, connection_reset, "the peer closed the out-of-band connection")                   \
+  X(no_listener, invalid_argument,                                                                 \
+    "rdma_cm connections are to be accepted but no listener was given")
 
 namespace rdmadl {
 
@@ -134,7 +136,8 @@ namespace rdmadl {
 /// or which host, port and side of an out-of-band exchange failed.
 ///
 /// Set by queue_pair::connect() (and so multi_channel::handshake()),
-/// oob::exchange() and the oob::connection calls: each clears it when it
+/// oob::exchange(), the oob::connection calls, rdmadl::connect() and
+/// listener::bind(): each clears it when it
 /// starts and sets it when it fails with a detail, so after a success it is
 /// empty. Other calls leave it alone. Per thread; the view stays valid until
 /// the next of those calls on this thread.

@@ -265,8 +265,8 @@ public:
                               std::span<work_result> results = {});
   /**@}*/
 
-  // ---- rdma_cm: built from a listener and addresses (see cm_channel_options
-  // below and src/multi_channel_cm.cpp) ----
+  // ---- rdma_cm: built from a listener and addresses (cm_channel_options,
+  // cm_peer_event and cm_mesh() are in rdmadl/cm.hpp) ----
 
   /// Connects to every opts.connect address (peers 0 to C-1, in that order;
   /// each is sent opts.rank), then accepts opts.accept connections from
@@ -274,11 +274,13 @@ public:
   /// rank). All peers share one PD and one CQ, on the device of the first
   /// peer's rdma_cm id; returns the channel connected (no handshake()).
   /// Errors found before any RDMA call: errc::out_of_range (no peer at all,
-  /// or first_rank + accept past 2^32), errc::empty_object (accept > 0 and
-  /// no listener), std::errc::address_not_available (an address with an
+  /// or first_rank + accept past 2^32), errc::no_listener (accept > 0 and
+  /// accept_from null), errc::empty_object (accept > 0 and accept_from an
+  /// empty listener), std::errc::address_not_available (an address with an
   /// empty or unknown host, or port 0), errc::not_honoured (channel.port or
-  /// channel.gid set: rdma_cm picks them). Then: operation_not_supported (no
-  /// stack), errc::timed_out (a step took longer than opts.timeout; if
+  /// channel.gid, or channel.connect.transport's mtu or min_rnr_timer set:
+  /// rdma_cm picks them). Then: operation_not_supported (no
+  /// stack), errc::timed_out (a step took longer than opts.step_timeout; if
   /// clients were refused meanwhile, errc::rank_refused instead),
   /// errc::rank_refused (an acceptor refused our rank), errc::rejected,
   /// errc::wrong_device (a peer's id is on another device than the first's;
@@ -286,7 +288,7 @@ public:
   /// client whose rank is malformed, outside the range or already taken is
   /// rejected and the accepting goes on.
   ///
-  /// The accepting has one deadline, opts.timeout from its start, which no
+  /// The accepting has one deadline, opts.step_timeout from its start, which no
   /// client restarts: a stream of refused clients cannot keep it going.
   /// Clients are taken as they come; one that does not complete its
   /// connection holds up no other, and one whose connection fails before it
@@ -358,66 +360,6 @@ public:
 private:
   multi_channel mc_;
 };
-
-// ---- rdma_cm: peers from a listener and from addresses ----
-
-/// Where a node listens for rdma_cm connections (cm_channel_options::connect,
-/// cm_mesh()).
-struct cm_address {
-  std::string host;       ///< name or numeric address
-  std::uint16_t port = 0; ///< the port (not 0)
-};
-
-/// Options of multi_channel::create_cm() (and channel::create_cm()).
-///
-/// No out-of-band exchange: a node connects to the addresses it knows and
-/// accepts the rest. Each connecting side sends a rank (12 bytes of rdma_cm
-/// private data: "RDMC", version 1, 3 zero bytes, the rank as 4 bytes
-/// little-endian); the accepting side turns it into a stable peer index.
-/// A full mesh of K nodes: node k connects to nodes 0..k-1 and accepts nodes
-/// k+1..K-1, so node j is peer j (j < k) or j - 1 (j > k) of node k; see
-/// cm_mesh().
-struct cm_channel_options {
-  /// send_depth, recv_depth (clamped to the device) and scope_limit apply;
-  /// peers and connect are unused (the count is connect.size() + accept;
-  /// rdma_cm sets the path and the rights); port and gid must stay at their
-  /// defaults (else errc::not_honoured).
-  channel_options channel;
-  std::vector<cm_address> connect;         ///< peers 0 to connect.size() - 1, in order
-  std::uint32_t rank = 0;                  ///< sent to every address connected to
-  std::size_t accept = 0;                  ///< peers connected from the listener
-  std::uint32_t first_rank = 0;            ///< accepted ranks: [first_rank, first_rank + accept)
-  std::chrono::milliseconds timeout{5000}; ///< each connect step; all the accepting, in all
-  std::uint8_t ack_timeout = 0;            ///< as cm_options::ack_timeout
-  std::uint8_t retry_count = 6;            ///< as cm_options::retry_count (7: for ever on rxe)
-  /// How long destruction waits, in all, for peers to confirm the disconnect.
-  std::chrono::milliseconds disconnect_timeout{1000};
-};
-
-/// What happened to a peer of a channel built with create_cm (cm_peer_event).
-enum class cm_event_kind {
-  disconnected,     ///< the peer disconnected, or the connection broke
-  connection_error, ///< CONNECT_ERROR, UNREACHABLE
-  device_removal,   ///< DEVICE_REMOVAL: the device went away
-  address_change,   ///< ADDR_CHANGE: the local address the connection uses changed
-  timewait_exit,    ///< the peer's queue pair may be reused
-  other,            ///< any other rdma_cm event (see event)
-};
-
-/// One rdma_cm event of a peer (multi_channel::next_cm_event()).
-struct cm_peer_event {
-  std::size_t peer = 0;                      ///< the peer's index
-  cm_event_kind kind = cm_event_kind::other; ///< what happened
-  int event = 0;                             ///< enum rdma_cm_event_type
-  int status = 0;                            ///< the event's status (0 or a negated errno)
-};
-
-/// The options of node rank of a full mesh of nodes.size() nodes (nodes[i]
-/// is where node i listens): connect to nodes 0 to rank-1, accept the
-/// nodes.size() - 1 - rank after it; base gives the other fields. Errors:
-/// errc::out_of_range (rank >= nodes.size()).
-RDMADL_CXX_API result<cm_channel_options>
-cm_mesh(std::size_t rank, std::span<const cm_address> nodes, cm_channel_options base = {});
 
 } // namespace rdmadl
 

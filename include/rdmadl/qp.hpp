@@ -82,16 +82,48 @@ struct qp_options {
   bool wr_api = true; ///< use ibv_wr_* for batches when context::supports(wr_api)
 };
 
-/// Options of connect(). Zero means "what the device reports".
-struct connect_options {
-  std::uint32_t mtu = 0;          ///< bytes; min(port active MTU, peer's MTU, this)
-  std::uint8_t max_rd_atomic = 0; ///< clamped to max_qp_rd_atom / max_qp_init_rd_atom
+/// The reliable-transport settings of a connected queue pair, one struct for
+/// every way of connecting one: queue_pair::connect() (connect_options, and
+/// so multi_channel::handshake()), rdmadl::connect() and
+/// connection_request::accept() (cm_options), multi_channel::create_cm()
+/// (cm_channel_options::channel.connect). The defaults are the same on every
+/// path.
+///
+/// A peer that stopped answering turns into an error completion
+/// (IBV_WC_RETRY_EXC_ERR) after retry_count + 1 transmissions of
+/// 4.096 us * 2^ack_timeout each (the defaults: 7 times 67 ms).
+struct transport_options {
+  /// Each transmission waits 4.096 us * 2^ack_timeout for its
+  /// acknowledgement (0 to 31). rdma_cm paths set it through
+  /// RDMA_OPTION_ID_ACK_TIMEOUT (rdma-core 19, Linux 4.17; else the errno),
+  /// and there 0 keeps rdma_cm's choice from the route (about 2.3 s a try on
+  /// Soft-RoCE); queue_pair::connect() passes 0 on, which InfiniBand reads
+  /// as "wait for ever".
+  std::uint8_t ack_timeout = 14;
+  /// Retransmissions before the error completion (0 to 7, more is clamped).
+  /// 6, not 7, because Soft-RoCE reads 7 as "retry for ever", so a dead peer
+  /// would never show.
+  std::uint8_t retry_count = 6;
+  /// RC: retries while the peer has no receive posted (0 to 7, more is
+  /// clamped; 7: for ever).
+  std::uint8_t rnr_retry = 7;
   /// RC: how long a sender that found no receive posted here waits before
-  /// retrying (IB encoding: 12 = 0.64 ms).
+  /// retrying (IB encoding: 12 = 0.64 ms). rdma_cm paths leave it to the
+  /// kernel: any other value there is errc::not_honoured.
   std::uint8_t min_rnr_timer = 12;
-  std::uint8_t timeout = 14;      ///< 4.096 us * 2^timeout
-  std::uint8_t retry_cnt = 6;     ///< 7 is "for ever" on Soft-RoCE: a dead peer never shows
-  std::uint8_t rnr_retry = 7;     ///< RC: retries while the peer has no receive posted; 7: for ever
+  /// Path MTU in bytes; 0: min(port active MTU, peer's MTU), else no more
+  /// than this. rdma_cm paths take it from the route: non-zero there is
+  /// errc::not_honoured.
+  std::uint32_t mtu = 0;
+  /// RDMA reads and atomics in flight, each way; 0: what the device reports
+  /// (max_qp_rd_atom as responder, max_qp_init_rd_atom as initiator), else
+  /// clamped to those.
+  std::uint8_t max_rd_atomic = 0;
+};
+
+/// Options of queue_pair::connect().
+struct connect_options {
+  transport_options transport;    ///< ACK timeout, retries, RNR timer, MTU, rd_atomic
   std::uint8_t sl = 0;            ///< service level of the path (InfiniBand)
   std::uint8_t traffic_class = 0; ///< GRH traffic class (RoCE, or a peer with a GID)
   std::uint8_t hop_limit = 64;    ///< GRH hop limit (RoCE, or a peer with a GID)

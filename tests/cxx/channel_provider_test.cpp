@@ -19,8 +19,7 @@
 #include "rdmadl/native.hpp" // IBV_* values only; no ibv_* call
 #include "rdmadl/rdmadl.hpp"
 
-#define FAKEPROV_WANT_OPEN
-#include "fake_provider.h"
+#include "fake_provider_case.hpp"
 
 using namespace rdmadl;
 using namespace std::chrono_literals;
@@ -62,16 +61,6 @@ void operator delete(void *p, std::size_t) noexcept {
 
 namespace {
 
-fakeprov_api &fp() {
-  static fakeprov_api api = [] {
-    fakeprov_api a{};
-    REQUIRE(rdmadl::available());
-    REQUIRE(fakeprov_open(&a) == 0);
-    return a;
-  }();
-  return api;
-}
-
 template <class T> T ok(result<T> r) {
   REQUIRE_MESSAGE(r, r.error().message());
   return std::move(*r);
@@ -80,11 +69,6 @@ void ok(result<void> r) {
   REQUIRE_MESSAGE(r, r.error().message());
 }
 
-std::vector<fakeprov_wr_record> wr_log(std::uint32_t qpn) {
-  std::vector<fakeprov_wr_record> v(fp().fakeprov_wr_log(qpn, nullptr, 0));
-  fp().fakeprov_wr_log(qpn, v.data(), v.size());
-  return v;
-}
 
 constexpr std::size_t n_peers = 3, len = 256;
 const std::error_code no_error;

@@ -135,7 +135,7 @@ TEST_CASE("multi_channel over rdma_cm: bad arguments get their documented error 
   o.connect = {{"127.0.0.1", 7471}, {"127.0.0.1", 7472}};
   CHECK(channel::create_cm(nullptr, o).error() == errc::out_of_range); // two peers
   o.accept = 1;
-  CHECK(multi_channel::create_cm(nullptr, o).error() == errc::empty_object); // no listener
+  CHECK(multi_channel::create_cm(nullptr, o).error() == errc::no_listener); // no listener
   o.accept = 2;
   o.first_rank = UINT32_MAX; // ranks past 2^32
   CHECK(multi_channel::create_cm(nullptr, o).error() == errc::out_of_range);
@@ -155,6 +155,9 @@ TEST_CASE("multi_channel over rdma_cm: bad arguments get their documented error 
   pinned.channel.port = 0;
   pinned.channel.gid.ipv4 = 0x0100007f;
   CHECK(multi_channel::create_cm(nullptr, pinned).error() == errc::not_honoured);
+  pinned.channel.gid = {};
+  pinned.channel.connect.transport.min_rnr_timer = 3; // the kernel's to choose
+  CHECK(multi_channel::create_cm(nullptr, pinned).error() == errc::not_honoured);
   // The new conditions compare equal to their std::errc.
   CHECK(make_error_code(errc::rank_refused) == std::errc::connection_refused);
   CHECK(make_error_code(errc::wrong_device) == std::errc::no_such_device);
@@ -163,7 +166,7 @@ TEST_CASE("multi_channel over rdma_cm: bad arguments get their documented error 
 TEST_CASE("cm_mesh: node k connects to the nodes before it and accepts the ones after") {
   std::vector<cm_address> nodes{{"10.0.0.1", 1}, {"10.0.0.2", 2}, {"10.0.0.3", 3}, {"h4", 4}};
   cm_channel_options base;
-  base.timeout = 1234ms;
+  base.step_timeout = 1234ms;
   for (std::size_t k = 0; k < nodes.size(); k++) {
     INFO("node " << k);
     auto o = cm_mesh(k, nodes, base);
@@ -174,7 +177,7 @@ TEST_CASE("cm_mesh: node k connects to the nodes before it and accepts the ones 
       CHECK((o->connect[j].host == nodes[j].host && o->connect[j].port == nodes[j].port));
     CHECK(o->accept == nodes.size() - 1 - k);
     CHECK(o->first_rank == k + 1);
-    CHECK(o->timeout == 1234ms);
+    CHECK(o->step_timeout == 1234ms);
     // Node j > k arrives with rank j and becomes peer k + (j - (k + 1)) = j - 1.
     for (std::size_t j = k + 1; j < nodes.size(); j++)
       CHECK(o->connect.size() + (j - o->first_rank) == j - 1);

@@ -23,41 +23,13 @@
 
 #include "rdmadl/native.hpp" // IBV_* values and native fields only; no ibv_* call
 
-#define FAKEPROV_WANT_OPEN
-#include "fake_provider.h"
+#include "fake_provider_case.hpp"
 
 using namespace rdmadl;
 using namespace std::chrono_literals;
 
 namespace {
 
-fakeprov_api &fp() {
-  static fakeprov_api api = [] {
-    fakeprov_api a{};
-    REQUIRE(rdmadl::available());
-    REQUIRE(fakeprov_open(&a) == 0);
-    return a;
-  }();
-  return api;
-}
-
-int baseline = 0;
-
-void start() {
-  fp().fakeprov_reset();
-  baseline = fp().fakeprov_live_total();
-}
-
-void finish() {
-  CHECK(fp().fakeprov_live_total() == baseline);
-  CHECK_MESSAGE(fp().fakeprov_violations() == 0, fp().fakeprov_last_violation());
-}
-
-std::vector<fakeprov_wr_record> wr_log(std::uint32_t qpn) {
-  std::vector<fakeprov_wr_record> v(fp().fakeprov_wr_log(qpn, nullptr, 0));
-  fp().fakeprov_wr_log(qpn, v.data(), v.size());
-  return v;
-}
 
 template <class T> T ok(result<T> r) {
   REQUIRE_MESSAGE(r, r.error().message());
@@ -1012,6 +984,28 @@ TEST_CASE("provider: connect() names what is wrong with a peer's endpoint before
       CHECK(modifies(q) == 0);
       CHECK(modifies(qi) == 0);
     }
+    SUBCASE("transport_options reach RTR and RTS: the defaults, and retries clamped to 7") {
+      auto q = fresh(v4);
+      ok(q.connect(good));
+      std::array<fakeprov_modify_record, 4> m{};
+      REQUIRE(fp().fakeprov_modify_log(q.qp_num(), m.data(), m.size()) == 3);
+      CHECK(m[1].min_rnr_timer == 12);
+      CHECK(m[2].timeout == 14);
+      CHECK(m[2].retry_cnt == 6);
+      CHECK(m[2].rnr_retry == 7);
+      auto q2 = fresh(v4);
+      connect_options co;
+      co.transport.ack_timeout = 18;
+      co.transport.retry_count = 9;
+      co.transport.rnr_retry = 200;
+      co.transport.min_rnr_timer = 3;
+      ok(q2.connect(good, co));
+      REQUIRE(fp().fakeprov_modify_log(q2.qp_num(), m.data(), m.size()) == 3);
+      CHECK(m[1].min_rnr_timer == 3);
+      CHECK(m[2].timeout == 18);
+      CHECK(m[2].retry_cnt == 7);
+      CHECK(m[2].rnr_retry == 7);
+    }
     SUBCASE("the path MTU is the smaller of both ports' and the option") {
       struct {
         std::uint32_t peer, option;
@@ -1026,7 +1020,7 @@ TEST_CASE("provider: connect() names what is wrong with a peer's endpoint before
         endpoint e = good;
         e.mtu = c.peer;
         connect_options co;
-        co.mtu = c.option;
+        co.transport.mtu = c.option;
         ok(q.connect(e, co));
         std::array<fakeprov_modify_record, 4> m{};
         REQUIRE(fp().fakeprov_modify_log(q.qp_num(), m.data(), m.size()) == 3);
@@ -1040,7 +1034,7 @@ TEST_CASE("provider: connect() names what is wrong with a peer's endpoint before
       fp().fakeprov_fail_next(FAKEPROV_OP_MODIFY_QP, EINVAL, 1);
       CHECK(q.connect(e).error() == std::errc::invalid_argument);
       CHECK(says("ibv_modify_qp to INIT failed (Invalid argument); path MTU 512 bytes (our port "
-                 "1: 1024, peer: 512, connect_options::mtu: 0)"));
+                 "1: 1024, peer: 512, connect_options::transport.mtu: 0)"));
       CHECK(says("GID ::ffff:192.0.2.1, ours ::ffff:192.0.2.1 (GID index 1, RoCE v2, port 1)"));
       // The next call starts with no detail.
       ok(fresh(v4).connect(good));

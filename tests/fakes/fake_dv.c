@@ -10,28 +10,12 @@
  */
 #include <stdbool.h>
 
+#include "fake_bodies.h"
 #include "rdma_api.h"
 #include "table_rows.h"
 
 #undef mlx5dv_create_flow
 
-#define FAKE_API __attribute__((visibility("default"), unused))
-#define FAKE_BODY_VOID(ret, name, params)                                                          \
-  FAKE_API ret name params {}
-#define FAKE_BODY_VALUE(ret, name, params)                                                         \
-  FAKE_API ret name params {                                                                       \
-    return (ret)0;                                                                                 \
-  }
-#define FAKE_BODY_NULLPTR FAKE_BODY_VALUE
-#define FAKE_BODY_M1 FAKE_BODY_VALUE
-#define FAKE_BODY_ERRNO FAKE_BODY_VALUE
-#define FAKE_BODY_NEGERRNO FAKE_BODY_VALUE
-#define FAKE_BODY_ZERO FAKE_BODY_VALUE
-#define FAKE_BODY_STR(ret, name, params)                                                           \
-  FAKE_API ret name params {                                                                       \
-    return "fake";                                                                                 \
-  }
-#define FAKE_GEN(fail, ret, name, params) FAKE_BODY_##fail(ret, name, params)
 #define RDMADL_SYM(lib, minor, fail, impl, ret, name, params, args)                                \
   RDMADL_ROW_OF(FAKE_DV_LIB, lib, FAKE_GEN)(fail, ret, name, params)
 #pragma GCC diagnostic push

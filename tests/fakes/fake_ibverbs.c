@@ -15,13 +15,13 @@
  * got in the environment variable FAKE_CTOR_RESULT.
  */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <stdlib.h>
 
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
 #include "extra_decls.h"
+#include "fake_bodies.h"
 #include "table_rows.h"
 
 #undef ibv_get_device_list
@@ -29,23 +29,6 @@
 #undef ibv_reg_mr
 #undef ibv_reg_mr_iova
 
-#define FAKE_API __attribute__((visibility("default")))
-#define FAKE_BODY_VOID(ret, name, params)                                                          \
-  FAKE_API ret name params {}
-#define FAKE_BODY_VALUE(ret, name, params)                                                         \
-  FAKE_API ret name params {                                                                       \
-    return (ret)0;                                                                                 \
-  }
-#define FAKE_BODY_NULLPTR FAKE_BODY_VALUE
-#define FAKE_BODY_M1 FAKE_BODY_VALUE
-#define FAKE_BODY_ERRNO FAKE_BODY_VALUE
-#define FAKE_BODY_NEGERRNO FAKE_BODY_VALUE
-#define FAKE_BODY_ZERO FAKE_BODY_VALUE
-#define FAKE_BODY_STR(ret, name, params)                                                           \
-  FAKE_API ret name params {                                                                       \
-    return "fake";                                                                                 \
-  }
-#define FAKE_GEN(fail, ret, name, params) FAKE_BODY_##fail(ret, name, params)
 /* Those written by hand below are generated under another, unexported name. */
 #define ibv_get_device_list fake_gen_ibv_get_device_list
 #define ibv_reg_mr fake_gen_ibv_reg_mr

@@ -110,6 +110,12 @@ enum fakeprov_knob {
    * and runs at the Nth poll of its send CQ after the post; -1: held until
    * fakeprov_release() or its QP goes to the error state (then flushed). */
   FAKEPROV_HOLD_SENDS,
+  /* 0. 1 (read when a context is opened): the data path does the least a
+   * provider can, for bench/cxx/run-host.sh's instruction counts: no checks,
+   * no log, no loopback, no scripted failure; each signalled send and each
+   * receive completes at once on its CQ (at most 256 waiting per CQ), as if
+   * its message were there already. */
+  FAKEPROV_MINIMAL_OPS,
   FAKEPROV_KNOB_COUNT
 };
 
@@ -203,10 +209,11 @@ struct fakeprov_modify_record {
   X(int, fakeprov_cq_pending, (const void *cq))                                                    \
   X(uint32_t, fakeprov_last_qpn, (void))                                                           \
   X(int, fakeprov_held, (uint32_t qpn))                                                            \
-  X(int, fakeprov_release, (uint32_t qpn))
+  X(int, fakeprov_release, (uint32_t qpn))                                                         \
+  X(unsigned long, fakeprov_calls, (enum fakeprov_op op))
 
 /* fakeprov_reset: clears scripted failures and completions, the logs, the
- * violation and overrun counts, and sets every knob to its default. Live
+ * violation, overrun and call counts, and sets every knob to its default. Live
  * objects stay live.
  * fakeprov_set / fakeprov_get: a knob (enum fakeprov_knob).
  * fakeprov_fail_next: the next COUNT calls of OP fail with ERR (as that call
@@ -235,7 +242,9 @@ struct fakeprov_modify_record {
  * fakeprov_last_qpn: the number of the QP created last (0 if none).
  * fakeprov_held: send WRs of QP QPN (0: of every QP) held and not yet run
  * (FAKEPROV_HOLD_SENDS): the ones whose buffers the fake may still touch.
- * fakeprov_release: runs them now, oldest first; returns how many ran. */
+ * fakeprov_release: runs them now, oldest first; returns how many ran.
+ * fakeprov_calls: how many times OP was called (failed or not) since the
+ * fake was loaded or last reset, e.g. how often the devices were listed. */
 #define FAKEPROV_DECLARE(ret, name, params) ret name params;
 FAKEPROV_FUNCTIONS(FAKEPROV_DECLARE)
 #undef FAKEPROV_DECLARE

@@ -15,34 +15,13 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ffi_check.h"
 #include "rdmadl_ffi_names.h"
 
-static int failures;
-
-static void check(const char *what, int ok) {
-  printf("%s %s\n", ok ? "PASS" : "FAIL", what);
-  failures += !ok;
-}
-
-static void *h;
-static void *sym(const char *name) {
-  void *p = dlsym(h, name);
-  if (!p)
-    check(name, 0);
-  return p;
-}
 #define FN(ret, name, params) ret(*name) params = (ret(*) params)sym(#name)
 
 int main(int argc, char **argv) {
-  if (argc != 3) {
-    fprintf(stderr, "usage: absent_test LIBRARY disabled|not-found\n");
-    return 2;
-  }
-  h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    fprintf(stderr, "absent_test: dlopen %s: %s\n", argv[1], dlerror());
-    return 1;
-  }
+  open_library(argc, argv, 2, "absent_test", "LIBRARY disabled|not-found");
   size_t n = sizeof rdmadl_ffi_names / sizeof rdmadl_ffi_names[0], found = 0;
   for (size_t i = 0; i < n; i++)
     found += dlsym(h, rdmadl_ffi_names[i]) != NULL;

@@ -28,23 +28,7 @@
 #include <infiniband/umad_types.h>
 
 #include "dv_helpers_x86.h"
-
-static int failures;
-static int checks;
-
-static void check(const char *what, int ok) {
-  printf("%s %s\n", ok ? "PASS" : "FAIL", what);
-  failures += !ok;
-  checks++;
-}
-
-static void *h;
-static void *sym(const char *name) {
-  void *p = dlsym(h, name);
-  if (!p)
-    check(name, 0);
-  return p;
-}
+#include "ffi_check.h"
 
 /* The exported function NAME, typed as the header declares the inline. */
 #define FFI(name) ((__typeof__(&name))sym(#name))
@@ -398,15 +382,7 @@ static void test_x86_variants(void) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: dv_helpers_test LIBRARY\n");
-    return 2;
-  }
-  h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    fprintf(stderr, "dv_helpers_test: dlopen %s: %s\n", argv[1], dlerror());
-    return 1;
-  }
+  open_library(argc, argv, 1, "dv_helpers_test", "LIBRARY");
   test_mlx5_segments();
   test_mlx5_cqe();
   test_mlx4();

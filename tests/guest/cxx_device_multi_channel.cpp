@@ -280,7 +280,7 @@ bool check_cm_multi_channel() {
   cm_channel_options ho;
   ho.accept = n;
   ho.first_rank = 10; // clients send 10, 11, 12: peers 0, 1, 2
-  ho.timeout = 15s;
+  ho.step_timeout = 15s;
   ho.channel.scope_limit = 2000ms;
   ho.channel.send_depth = 32;
   ho.channel.recv_depth = 16;
@@ -290,7 +290,7 @@ bool check_cm_multi_channel() {
     cm_channel_options co;
     co.connect = {{host, lst->port()}};
     co.rank = rank;
-    co.timeout = 15s;
+    co.step_timeout = 15s;
     auto t = std::chrono::steady_clock::now();
     auto c = channel::create_cm(nullptr, co);
     std::fprintf(stderr, "  client rank %u: %s (%.2f s)\n", rank,
@@ -446,7 +446,7 @@ bool check_cm_accept_deadline() {
     TRY(lst, listener::bind(host, 0));
     cm_channel_options ho;
     ho.accept = 1;
-    ho.timeout = 2s;
+    ho.step_timeout = 2s;
     std::atomic<bool> stop{false};
     std::thread stream([&] {
       auto end = std::chrono::steady_clock::now() + 8s;
@@ -454,7 +454,7 @@ bool check_cm_accept_deadline() {
         cm_channel_options co;
         co.connect = {{host, lst->port()}};
         co.rank = 5; // outside [0, 1)
-        co.timeout = 1s;
+        co.step_timeout = 1s;
         (void)channel::create_cm(nullptr, co);
         std::this_thread::sleep_for(100ms);
       }
@@ -477,7 +477,7 @@ bool check_cm_accept_deadline() {
     TRY(lst, listener::bind(host, 0));
     cm_channel_options ho;
     ho.accept = 2;
-    ho.timeout = 20s;
+    ho.step_timeout = 20s;
     result<multi_channel> hub = errc::timed_out;
     std::thread server([&] { hub = multi_channel::create_cm(&*lst, ho); });
     EXPECT(half_open_client(host, lst->port(), 0, 1500ms));
@@ -485,7 +485,7 @@ bool check_cm_accept_deadline() {
       cm_channel_options co;
       co.connect = {{host, lst->port()}};
       co.rank = rank;
-      co.timeout = 5s;
+      co.step_timeout = 5s;
       auto c = channel::create_cm(nullptr, co);
       // The stuck client's rank is free once the acceptor has seen its
       // connection fail; until then it is taken.
@@ -547,7 +547,7 @@ bool check_cm_mesh() {
     auto o = cm_mesh(r, nodes);
     if (!o)
       return fail("cm_mesh", o.error());
-    o->timeout = 15s;
+    o->step_timeout = 15s;
     auto mc = multi_channel::create_cm(&lst[r], *o);
     built++;
     if (!mc)

@@ -865,9 +865,9 @@ bool check_peer_exit() {
     EXPECT(write(to_child[1], me.data(), me.size()) == static_cast<ssize_t>(me.size()));
     TRY(pe, endpoint::parse(peer));
     connect_options co;
-    co.timeout = 10; // ~4 ms per try
-    co.retry_cnt = 2;
-    co.rnr_retry = 2;
+    co.transport.ack_timeout = 10; // ~4 ms per try
+    co.transport.retry_count = 2;
+    co.transport.rnr_retry = 2;
     EXPECT_OK(qp->connect(*pe, co));
     char go = 0;
     EXPECT(read(to_parent[0], &go, 1) == 1);

@@ -123,8 +123,8 @@ int main(int argc, char **argv) {
   opts.peers = 2;
   // A peer that stops answering fails a request in flight after 5
   // transmissions of 1.07 s each (the default would take minutes).
-  opts.connect.timeout = 18;
-  opts.connect.retry_cnt = 4;
+  opts.connect.transport.ack_timeout = 18;
+  opts.connect.transport.retry_count = 4;
   auto mc = multi_channel::create(*ctx, opts);
   if (!check("create", bool(mc), mc ? "" : mc.error().message()))
     return 1;

@@ -43,7 +43,7 @@ std::string error_of(rdmadl_lib lib) {
 
 } // namespace
 
-TEST_CASE("fake dv: a provider library is loaded on its first call, not at start-up") {
+TEST_CASE("fake_dv: a provider library is loaded on its first call, not at start-up") {
   REQUIRE(rdmadl_load() == 0);
   CHECK(rdmadl_lib_state(RDMADL_LIB_MLX5) == RDMADL_STATE_NOT_LOADED);
   CHECK(error_of(RDMADL_LIB_MLX5).find("not loaded yet") == 0);
@@ -66,7 +66,7 @@ TEST_CASE("fake dv: a provider library is loaded on its first call, not at start
   CHECK(rdmadl_lib_state(RDMADL_LIB_IBUMAD) == RDMADL_STATE_NOT_LOADED);
 }
 
-TEST_CASE("fake dv: an older provider library binds its nodes, newer calls fail as documented") {
+TEST_CASE("fake_dv: an older provider library binds its nodes, newer calls fail as documented") {
   CHECK(rdmadl_lib_load(RDMADL_LIB_MLX5) == 0);
   CHECK(rdmadl_lib_state(RDMADL_LIB_MLX5) == RDMADL_STATE_PARTIAL);
   CHECK(std::string(rdmadl_lib_version_node(RDMADL_LIB_MLX5)) == "MLX5_1.10");
@@ -84,7 +84,7 @@ TEST_CASE("fake dv: an older provider library binds its nodes, newer calls fail 
   CHECK(errno == 0);
 }
 
-TEST_CASE("fake dv: a provider library missing one symbol fails only that one") {
+TEST_CASE("fake_dv: a provider library missing one symbol fails only that one") {
   CHECK(rdmadl_lib_load(RDMADL_LIB_MLX5) == 0);
   CHECK(rdmadl_lib_state(RDMADL_LIB_MLX5) == RDMADL_STATE_PARTIAL);
   REQUIRE(rdmadl_lib_missing_count(RDMADL_LIB_MLX5) == 1);
@@ -98,7 +98,7 @@ TEST_CASE("fake dv: a provider library missing one symbol fails only that one") 
   CHECK(errno == 0);
 }
 
-TEST_CASE("fake dv: a provider library needing another IBVERBS_PRIVATE node is refused") {
+TEST_CASE("fake_dv: a provider library needing another IBVERBS_PRIVATE node is refused") {
   const std::string need = env("FAKE_DV_NEED"), have = env("FAKE_DV_HAVE");
   errno = 0;
   CHECK(rdmadl_lib_load(RDMADL_LIB_MLX5) == EOPNOTSUPP);
@@ -116,7 +116,7 @@ TEST_CASE("fake dv: a provider library needing another IBVERBS_PRIVATE node is r
   CHECK(errno == EOPNOTSUPP);
 }
 
-TEST_CASE("fake dv: a provider library beside libibverbs, of its release, is found there") {
+TEST_CASE("fake_dv: a provider library beside libibverbs, of its release, is found there") {
   CHECK(rdmadl_lib_load(RDMADL_LIB_MLX5) == 0);
   CHECK(rdmadl_lib_state(RDMADL_LIB_MLX5) == RDMADL_STATE_LOADED);
   std::string ibv = rdmadl_lib_path(RDMADL_LIB_IBVERBS);
@@ -125,7 +125,7 @@ TEST_CASE("fake dv: a provider library beside libibverbs, of its release, is fou
   CHECK(std::string(rdmadl_lib_requested(RDMADL_LIB_MLX5)) == "libmlx5.so.1");
 }
 
-TEST_CASE("fake dv: libibumad loads on its own, without libibverbs") {
+TEST_CASE("fake_dv: libibumad loads on its own, without libibverbs") {
   CHECK(rdmadl_load() == EOPNOTSUPP);
   CHECK(rdmadl_lib_state(RDMADL_LIB_MLX5) == RDMADL_STATE_SKIPPED);
   CHECK(error_of(RDMADL_LIB_MLX5) == "not loaded because libibverbs is unusable");
@@ -140,7 +140,7 @@ TEST_CASE("fake dv: libibumad loads on its own, without libibverbs") {
   CHECK(std::string(umad_class_str(0)) == "fake"); // bound: the fake's string
 }
 
-TEST_CASE("fake dv: RDMADL_DISABLE covers the lazily loaded libraries") {
+TEST_CASE("fake_dv: RDMADL_DISABLE covers the lazily loaded libraries") {
   CHECK(rdmadl_lib_load(RDMADL_LIB_IBUMAD) == EOPNOTSUPP);
   CHECK(rdmadl_lib_state(RDMADL_LIB_IBUMAD) == RDMADL_STATE_DISABLED);
   CHECK(rdmadl_lib_state(RDMADL_LIB_MLX5) == RDMADL_STATE_DISABLED);
@@ -151,7 +151,7 @@ TEST_CASE("fake dv: RDMADL_DISABLE covers the lazily loaded libraries") {
   CHECK(!mapped(env("RDMADL_IBUMAD_PATH")));
 }
 
-TEST_CASE("fake dv: a garbage file at a provider override is a failed load, not a crash") {
+TEST_CASE("fake_dv: a garbage file at a provider override is a failed load, not a crash") {
   CHECK(rdmadl_lib_load(RDMADL_LIB_MLX5) == EOPNOTSUPP);
   CHECK(rdmadl_lib_state(RDMADL_LIB_MLX5) == RDMADL_STATE_LOAD_FAILED);
   CHECK(error_of(RDMADL_LIB_MLX5).find("is not an ELF file") != std::string::npos);
@@ -160,7 +160,7 @@ TEST_CASE("fake dv: a garbage file at a provider override is a failed load, not 
   CHECK(errno == EOPNOTSUPP);
 }
 
-TEST_CASE("fake dv: threads racing into the first call load the library once") {
+TEST_CASE("fake_dv: threads racing into the first call load the library once") {
   REQUIRE(rdmadl_load() == 0);
   std::atomic<int> go{0}, wrong{0};
   std::vector<std::thread> threads;

@@ -14,37 +14,11 @@
 
 #include <infiniband/verbs.h>
 
-#define FAKEPROV_WANT_OPEN
-#include "fake_provider.h"
-#include "rdmadl/loader.h"
 #include <doctest/doctest.h>
 
+#include "fake_provider_case.hpp"
+
 namespace {
-
-fakeprov_api &fp() {
-  static fakeprov_api api = [] {
-    fakeprov_api a{};
-    REQUIRE(rdmadl_load() == 0);
-    REQUIRE(fakeprov_open(&a) == 0);
-    return a;
-  }();
-  return api;
-}
-
-// Objects live when the case started (a case about leaks leaves some).
-int baseline = 0;
-
-// Starts a case: a reset fake.
-void start() {
-  fp().fakeprov_reset();
-  baseline = fp().fakeprov_live_total();
-}
-
-// Ends a case: nothing leaked, nothing used after free.
-void finish() {
-  CHECK(fp().fakeprov_live_total() == baseline);
-  CHECK_MESSAGE(fp().fakeprov_violations() == 0, fp().fakeprov_last_violation());
-}
 
 ibv_context *open_fake() {
   int n = -1;
@@ -57,10 +31,16 @@ ibv_context *open_fake() {
   return ctx;
 }
 
-std::vector<fakeprov_wr_record> wr_log(uint32_t qpn) {
-  std::vector<fakeprov_wr_record> v(fp().fakeprov_wr_log(qpn, nullptr, 0));
-  CHECK(fp().fakeprov_wr_log(qpn, v.data(), v.size()) == v.size());
-  return v;
+// An RC QP on PD whose sends and receives complete on CQ, 4 deep, one SGE.
+ibv_qp *small_rc_qp(ibv_pd *pd, ibv_cq *cq) {
+  ibv_qp_init_attr qa{};
+  qa.qp_type = IBV_QPT_RC;
+  qa.send_cq = qa.recv_cq = cq;
+  qa.cap.max_send_wr = qa.cap.max_recv_wr = 4;
+  qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+  ibv_qp *qp = ibv_create_qp(pd, &qa);
+  REQUIRE(qp);
+  return qp;
 }
 
 // Two RC (or UC/UD) QPs on one context, connected to each other, with one
@@ -638,13 +618,7 @@ TEST_CASE("fakeprov: an extended CQ polls in sessions and checks what is read") 
   ibv_cq_ex *cqx = ibv_create_cq_ex(ctx, &ca);
   REQUIRE(cqx);
   ibv_cq *cq = ibv_cq_ex_to_cq(cqx);
-  ibv_qp_init_attr qa{};
-  qa.qp_type = IBV_QPT_RC;
-  qa.send_cq = qa.recv_cq = cq;
-  qa.cap.max_send_wr = qa.cap.max_recv_wr = 4;
-  qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
-  ibv_qp *qp = ibv_create_qp(pd, &qa);
-  REQUIRE(qp);
+  ibv_qp *qp = small_rc_qp(pd, cq);
   ibv_qp_attr a{};
   a.qp_state = IBV_QPS_INIT;
   a.port_num = 1;
@@ -980,5 +954,52 @@ TEST_CASE("fakeprov: a completion channel delivers one event per armed CQ") {
   CHECK(ibv_dealloc_pd(pd) == 0);
   CHECK(ibv_destroy_comp_channel(ch) == 0);
   CHECK(ibv_close_device(ctx) == 0);
+  finish();
+}
+
+TEST_CASE("fakeprov: MINIMAL_OPS completes signalled sends and receives at once, logging nothing") {
+  start();
+  fp().fakeprov_set(FAKEPROV_MINIMAL_OPS, 1);
+  ibv_context *ctx = open_fake();
+  ibv_pd *pd = ibv_alloc_pd(ctx);
+  ibv_cq *cq = ibv_create_cq(ctx, 8, nullptr, nullptr, 0);
+  REQUIRE(pd);
+  REQUIRE(cq);
+  ibv_qp *qp = small_rc_qp(pd, cq);
+  std::array<unsigned char, 16> buf{};
+  ibv_sge sge{reinterpret_cast<uintptr_t>(buf.data()), 8, 0};
+  ibv_send_wr unsignalled{}, signalled{};
+  unsignalled.wr_id = 1;
+  unsignalled.next = &signalled;
+  unsignalled.opcode = signalled.opcode = IBV_WR_RDMA_WRITE;
+  signalled.wr_id = 2;
+  signalled.sg_list = &sge;
+  signalled.num_sge = 1;
+  signalled.send_flags = IBV_SEND_SIGNALED;
+  ibv_send_wr *bad = nullptr;
+  // No state check, as promised: the QP is still in RESET.
+  REQUIRE(ibv_post_send(qp, &unsignalled, &bad) == 0);
+  ibv_recv_wr rw{};
+  rw.wr_id = 3;
+  rw.sg_list = &sge;
+  rw.num_sge = 1;
+  ibv_recv_wr *rbad = nullptr;
+  REQUIRE(ibv_post_recv(qp, &rw, &rbad) == 0);
+  std::array<ibv_wc, 4> wc{};
+  REQUIRE(ibv_poll_cq(cq, 4, wc.data()) == 2);
+  CHECK(wc[0].wr_id == 2);
+  CHECK(wc[0].opcode == IBV_WC_RDMA_WRITE);
+  CHECK(wc[0].byte_len == 8);
+  CHECK(wc[0].qp_num == qp->qp_num);
+  CHECK(wc[1].wr_id == 3);
+  CHECK(wc[1].opcode == IBV_WC_RECV);
+  CHECK(wc[1].status == IBV_WC_SUCCESS);
+  CHECK(ibv_poll_cq(cq, 4, wc.data()) == 0);
+  CHECK(fp().fakeprov_wr_log(qp->qp_num, nullptr, 0) == 0);
+  CHECK(ibv_destroy_qp(qp) == 0);
+  CHECK(ibv_destroy_cq(cq) == 0);
+  CHECK(ibv_dealloc_pd(pd) == 0);
+  CHECK(ibv_close_device(ctx) == 0);
+  fp().fakeprov_reset();
   finish();
 }

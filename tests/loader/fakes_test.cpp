@@ -115,7 +115,7 @@ void check_refused_ex(ibv_pd *pd, ibv_mr_init_attr a, int err) {
 
 } // namespace
 
-TEST_CASE("fake: a complete library binds every symbol") {
+TEST_CASE("fakes: a complete library binds every symbol") {
   CHECK(rdmadl_load() == 0);
   CHECK(rdmadl_lib_state(RDMADL_LIB_IBVERBS) == RDMADL_STATE_LOADED);
   CHECK(str(rdmadl_lib_version_node(RDMADL_LIB_IBVERBS)) == "IBVERBS_1.18");
@@ -132,7 +132,7 @@ TEST_CASE("fake: a complete library binds every symbol") {
         0);
 }
 
-TEST_CASE("fake: a library missing one symbol fails only that one") {
+TEST_CASE("fakes: a library missing one symbol fails only that one") {
   CHECK(rdmadl_load() == 0);
   CHECK(rdmadl_lib_state(RDMADL_LIB_IBVERBS) == RDMADL_STATE_PARTIAL);
   CHECK(rdmadl_lib_missing_count(RDMADL_LIB_IBVERBS) == 1);
@@ -149,7 +149,7 @@ TEST_CASE("fake: a library missing one symbol fails only that one") {
         std::string::npos);
 }
 
-TEST_CASE("fake: an IBVERBS_1.0/1.1-only library binds exactly those nodes") {
+TEST_CASE("fakes: an IBVERBS_1.0/1.1-only library binds exactly those nodes") {
   CHECK(rdmadl_load() == 0);
   CHECK(rdmadl_lib_state(RDMADL_LIB_IBVERBS) == RDMADL_STATE_PARTIAL);
   CHECK(str(rdmadl_lib_version_node(RDMADL_LIB_IBVERBS)) == "IBVERBS_1.1");
@@ -180,7 +180,7 @@ TEST_CASE("fake: an IBVERBS_1.0/1.1-only library binds exactly those nodes") {
         std::string::npos);
 }
 
-TEST_CASE("fake: ibv_reg_mr_iova2 falls back to ibv_reg_mr when iova == addr") {
+TEST_CASE("fakes: ibv_reg_mr_iova2 falls back to ibv_reg_mr when iova == addr") {
   REQUIRE(rdmadl_symbol_status("ibv_reg_mr_iova2", nullptr) == RDMADL_SYMBOL_EMULATED);
   char buf[64];
   auto *pd = reinterpret_cast<ibv_pd *>(buf);
@@ -195,7 +195,7 @@ TEST_CASE("fake: ibv_reg_mr_iova2 falls back to ibv_reg_mr when iova == addr") {
   CHECK(errno == EOPNOTSUPP);
 }
 
-TEST_CASE("fake: a garbage file is a failed load, not a crash") {
+TEST_CASE("fakes: a garbage file is a failed load, not a crash") {
   CHECK(rdmadl_lib_state(RDMADL_LIB_IBVERBS) == RDMADL_STATE_LOAD_FAILED);
   std::string err = str(rdmadl_lib_error(RDMADL_LIB_IBVERBS));
   CAPTURE(err);
@@ -205,15 +205,15 @@ TEST_CASE("fake: a garbage file is a failed load, not a crash") {
   check_nothing_bound();
 }
 
-TEST_CASE("fake: a library with the wrong soname is refused") {
+TEST_CASE("fakes: a library with the wrong soname is refused") {
   check_refused({"soname libnotverbs.so.7", "expected libibverbs.so.1"});
 }
 
-TEST_CASE("fake: IBVERBS_1.0 compat entries are never bound") {
+TEST_CASE("fakes: IBVERBS_1.0 compat entries are never bound") {
   check_refused({"exports none"});
 }
 
-TEST_CASE("fake: a constructor calling a stub during dlopen neither recurses nor deadlocks") {
+TEST_CASE("fakes: a constructor calling a stub during dlopen neither recurses nor deadlocks") {
   // Linked with the shared drop-in library: the fake's call binds to
   // rdmadl's exported stub while rdmadl is still inside dlopen.
   CHECK(str(std::getenv("FAKE_CTOR_CALLEE")).find("librdmadl-verbs.so") != std::string::npos);
@@ -221,17 +221,17 @@ TEST_CASE("fake: a constructor calling a stub during dlopen neither recurses nor
   CHECK(rdmadl_lib_state(RDMADL_LIB_IBVERBS) == RDMADL_STATE_LOADED);
 }
 
-TEST_CASE("fake: a library whose symbols resolve to rdmadl itself binds none") {
+TEST_CASE("fakes: a library whose symbols resolve to rdmadl itself binds none") {
   // Each dlvsym through the fake's handle returns rdmadl's own stub; none may
   // be bound (a stub calling itself would recurse forever).
   check_refused({"exports none"});
 }
 
-TEST_CASE("fake: rdmadl's own library at the override path is refused") {
+TEST_CASE("fakes: rdmadl's own library at the override path is refused") {
   check_refused({"rdmadl itself"});
 }
 
-TEST_CASE("fake: an IBVERBS_1.11 library (like 33.2): every newer symbol emulated or missing") {
+TEST_CASE("fakes: an IBVERBS_1.11 library (like 33.2): every newer symbol emulated or missing") {
   CHECK(rdmadl_load() == 0);
   CHECK(str(rdmadl_lib_version_node(RDMADL_LIB_IBVERBS)) == "IBVERBS_1.11");
   check_decisions(11);
@@ -251,7 +251,7 @@ TEST_CASE("fake: an IBVERBS_1.11 library (like 33.2): every newer symbol emulate
   CHECK(errno == EOPNOTSUPP);
 }
 
-TEST_CASE("fake: ibv_alloc_buf / ibv_reg_buf_mr / ibv_free_buf fall back to 65.0's default") {
+TEST_CASE("fakes: ibv_alloc_buf / ibv_reg_buf_mr / ibv_free_buf fall back to 65.0's default") {
   REQUIRE(rdmadl_symbol_status("ibv_alloc_buf", nullptr) == RDMADL_SYMBOL_EMULATED);
   REQUIRE(rdmadl_symbol_status("ibv_reg_buf_mr", nullptr) == RDMADL_SYMBOL_EMULATED);
   REQUIRE(rdmadl_symbol_status("ibv_free_buf", nullptr) == RDMADL_SYMBOL_EMULATED);
@@ -341,7 +341,7 @@ TEST_CASE("fake: ibv_alloc_buf / ibv_reg_buf_mr / ibv_free_buf fall back to 65.0
   ibv_free_buf(buf); // ASan/LSan: both the handle and the memory go
 }
 
-TEST_CASE("fake: ibv_reg_mr_ex maps its comp_mask combinations onto older calls") {
+TEST_CASE("fakes: ibv_reg_mr_ex maps its comp_mask combinations onto older calls") {
   REQUIRE(rdmadl_symbol_status("ibv_reg_mr_ex", nullptr) == RDMADL_SYMBOL_EMULATED);
   char pdbuf[16], mem[256];
   auto *pd = reinterpret_cast<ibv_pd *>(pdbuf);
@@ -377,7 +377,7 @@ TEST_CASE("fake: ibv_reg_mr_ex maps its comp_mask combinations onto older calls"
   CHECK(errno == EINVAL);
 }
 
-TEST_CASE("fake: an IBVERBS_1.14 library (like 44.0): a dma-buf goes to ibv_reg_dmabuf_mr") {
+TEST_CASE("fakes: an IBVERBS_1.14 library (like 44.0): a dma-buf goes to ibv_reg_dmabuf_mr") {
   check_decisions(14);
   char pdbuf[16];
   auto *pd = reinterpret_cast<ibv_pd *>(pdbuf);
@@ -401,7 +401,7 @@ TEST_CASE("fake: an IBVERBS_1.14 library (like 44.0): a dma-buf goes to ibv_reg_
   check_refused_ex(pd, d, EINVAL);
 }
 
-TEST_CASE("fake: the library's ibv_reg_mr_ex never sees a fallback buffer") {
+TEST_CASE("fakes: the library's ibv_reg_mr_ex never sees a fallback buffer") {
   // IBVERBS_1.16: ibv_reg_mr_ex is the library's, ibv_alloc_buf is not.
   check_decisions(16);
   REQUIRE(rdmadl_symbol_status("ibv_reg_mr_ex", nullptr) == RDMADL_SYMBOL_RESOLVED);
@@ -438,7 +438,7 @@ TEST_CASE("fake: the library's ibv_reg_mr_ex never sees a fallback buffer") {
   ibv_free_buf(buf);
 }
 
-TEST_CASE("fake: a library with every symbol gets every call, no fallback runs") {
+TEST_CASE("fakes: a library with every symbol gets every call, no fallback runs") {
   for (const char *name : {"ibv_alloc_buf", "ibv_reg_buf_mr", "ibv_free_buf", "ibv_reg_mr_ex",
                            "ibv_export_buf_dmabuf_fd", "ibv_reg_mr_iova2"})
     CHECK(rdmadl_symbol_status(name, nullptr) == RDMADL_SYMBOL_RESOLVED);

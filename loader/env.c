@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The environment: rdmadl's variables (RDMADL_DEBUG, RDMADL_DISABLE,
+ * RDMADL_<LIB>_PATH), read in one pass, also before libc has set environ.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+#include "libs.h"
+
+extern char **environ;
+
+/* The process environment as the kernel passed it, for a first use before
+ * libc has set environ (a .preinit_array function). */
+static struct {
+  int state; /* 0 unread, 1 read, -1 unavailable */
+  char *data;
+  size_t len;
+} early_env;
+
+static void read_early_env(void) {
+  early_env.state = -1;
+  int fd = open("/proc/self/environ", O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return;
+  size_t cap = 4096, len = 0;
+  char *buf = malloc(cap + 1);
+  for (;;) {
+    if (!buf)
+      break;
+    if (len == cap) {
+      char *bigger = realloc(buf, cap * 2 + 1);
+      if (!bigger) {
+        free(buf);
+        buf = NULL;
+        break;
+      }
+      buf = bigger;
+      cap *= 2;
+    }
+    ssize_t n = read(fd, buf + len, cap - len);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      free(buf);
+      buf = NULL;
+      break;
+    }
+    if (n == 0)
+      break;
+    len += (size_t)n;
+  }
+  close(fd);
+  if (!buf)
+    return;
+  buf[len] = '\0';
+  early_env.data = buf;
+  early_env.len = len;
+  early_env.state = 1;
+}
+
+static void env_match(struct rdmadl_env *e, const char *var) {
+  if (strncmp(var, "RDMADL_", 7) != 0)
+    return;
+  var += 7;
+  static const char *const names[] = {"DEBUG=", "DISABLE="};
+  const char **slots[] = {&e->debug, &e->disable};
+  for (size_t i = 0; i < 2; i++) {
+    size_t n = strlen(names[i]);
+    if (strncmp(var, names[i], n) == 0 && !*slots[i])
+      *slots[i] = var + n;
+  }
+  /* RDMADL_<LIB>_PATH= */
+  for (size_t i = 0; i < RDMADL_LIB_COUNT; i++) {
+    size_t n = strlen(rdmadl_libs[i].env) - 7;
+    if (strncmp(var, rdmadl_libs[i].env + 7, n) == 0 && var[n] == '=' && !e->path[i])
+      e->path[i] = var + n + 1;
+  }
+}
+
+/* Reads rdmadl's variables in one pass, also before libc has set environ.
+ * Returns 0 when the environment cannot be read at all. */
+int rdmadl_env_read(struct rdmadl_env *e) {
+  memset(e, 0, sizeof *e);
+  if (getauxval(AT_SECURE))
+    return 1;
+  if (environ) {
+    for (char **v = environ; *v; v++)
+      if ((*v)[0] == 'R')
+        env_match(e, *v);
+    return 1;
+  }
+  if (early_env.state == 0)
+    read_early_env();
+  if (early_env.state < 0)
+    return 0;
+  for (size_t i = 0; i < early_env.len; i += strlen(early_env.data + i) + 1)
+    env_match(e, early_env.data + i);
+  return 1;
+}
+
+/* RDMADL_DEBUG: unset, empty, 0/false/no/off: errors only; 1/true/yes/on or
+ * "info": the summary; 2 (or more), "debug" or "symbols": every step. */
+int rdmadl_parse_debug_level(const char *v, int *understood) {
+  *understood = 1;
+  if (v && (!strcasecmp(v, "debug") || !strcasecmp(v, "symbols")))
+    return RDMADL_LOG_DEBUG;
+  if (v && !strcasecmp(v, "info"))
+    return RDMADL_LOG_INFO;
+  char *end = NULL;
+  long n = v && *v >= '0' && *v <= '9' ? strtol(v, &end, 10) : -1;
+  if (end && *end == '\0')
+    return n >= 2 ? RDMADL_LOG_DEBUG : n == 1 ? RDMADL_LOG_INFO : RDMADL_LOG_ERROR;
+  int b = rdmadl_parse_bool(v);
+  if (b < 0) {
+    *understood = 0;
+    return RDMADL_LOG_INFO;
+  }
+  return b ? RDMADL_LOG_INFO : RDMADL_LOG_ERROR;
+}
+
+/* 1 for 1/true/yes/on (any case, or a non-zero number), 0 for unset, empty,
+ * 0/false/no/off or zero, -1 for anything else. */
+int rdmadl_parse_bool(const char *v) {
+  static const char *const yes[] = {"true", "yes", "on"}, *const no[] = {"false", "no", "off"};
+  if (!v || !*v)
+    return 0;
+  for (size_t i = 0; i < 3; i++) {
+    if (!strcasecmp(v, yes[i]))
+      return 1;
+    if (!strcasecmp(v, no[i]))
+      return 0;
+  }
+  const char *p = v;
+  int nonzero = 0;
+  for (; *p >= '0' && *p <= '9'; p++)
+    nonzero |= *p != '0';
+  return *p == '\0' ? nonzero : -1;
+}

@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internal to the run-time loader (libs.c, log.c, env.c, elf.c, open.c,
+ * load.c, report.c, stack.c, refusal.c): the library table and what each
+ * file offers the others. Every name here is hidden; nothing is exported from any
+ * rdmadl library. The stubs (stubs.c, hand.c) need only internal.h.
+ */
+#ifndef RDMADL_LOADER_LIBS_H
+#define RDMADL_LOADER_LIBS_H
+
+#include <link.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "internal.h"
+
+/* ---- libs.c: the library table ---- */
+
+/* What kind of library: loaded by the constructor, or on first use; a
+ * provider library is tied to the loaded libibverbs's release. */
+enum { KIND_EAGER, KIND_PROVIDER, KIND_ALONE };
+
+struct lib_info {
+  const char *soname;  /* what a real rdma-core library calls itself */
+  const char *env;     /* override variable */
+  const char *prefix;  /* version node prefix */
+  size_t first, nsyms; /* its rows in symbols.def */
+  int kind;
+  rdmadl_state state;
+  const char *requested;
+  char *open_name;      /* what was given to dlopen */
+  const char *node;     /* highest version node, in the object's string table */
+  const char *error;    /* a literal, or allocated; see rdmadl_lib_why() */
+  int stat_errno;       /* the override's stat() failed: error formatted on demand */
+  const char *path;     /* realpath of the loaded file, computed when asked */
+  struct link_map *map; /* the loaded object */
+  void *handle;         /* its dlopen handle */
+  size_t nmissing;
+  const char *private_node; /* libibverbs: its IBVERBS_PRIVATE_* node */
+  char *lazy_override;      /* lazy libraries: the override, read with the rest */
+  int lazy_done;            /* atomic: the lazy load ran (or needs not run) */
+};
+
+RDMADL_HIDDEN extern struct lib_info rdmadl_libs[RDMADL_LIB_COUNT];
+
+static inline int rdmadl_usable(rdmadl_state s) {
+  return s == RDMADL_STATE_LOADED || s == RDMADL_STATE_PARTIAL;
+}
+
+#define RDMADL_DISABLED_SENTENCE "RDMA is disabled by RDMADL_DISABLE"
+
+/* ---- log.c: the log and string helpers ---- */
+
+RDMADL_HIDDEN extern int rdmadl_log_max; /* atomic: the level lines are formatted up to */
+
+static inline int rdmadl_log_on(int level) {
+  return level <= __atomic_load_n(&rdmadl_log_max, __ATOMIC_RELAXED);
+}
+RDMADL_HIDDEN void rdmadl_log_emit(int level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3), cold));
+/* Sets the level RDMADL_DEBUG asks for (the default handler's). */
+RDMADL_HIDDEN void rdmadl_log_set_env_level(int level);
+/* A fork child: another thread may have held the log's lock. */
+RDMADL_HIDDEN void rdmadl_log_after_fork(void);
+
+/* Arguments are not even evaluated unless someone wants the level. */
+#define LOGF(level, ...)                                                                           \
+  do {                                                                                             \
+    if (__builtin_expect(rdmadl_log_on(level), 0))                                                 \
+      rdmadl_log_emit(level, __VA_ARGS__);                                                         \
+  } while (0)
+#define DEBUGF(...) LOGF(RDMADL_LOG_DEBUG, __VA_ARGS__)
+#define INFOF(...) LOGF(RDMADL_LOG_INFO, __VA_ARGS__)
+#define WARNF(...) LOGF(RDMADL_LOG_WARN, __VA_ARGS__)
+
+/* Control characters (and the backslash) of S escaped as rdmadl-info prints
+ * them; allocated, or NULL. */
+RDMADL_HIDDEN char *rdmadl_escape_dup(const char *s);
+/* An allocated printf, or NULL. */
+RDMADL_HIDDEN char *rdmadl_dup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+RDMADL_HIDDEN char *rdmadl_vdup_printf(const char *fmt, va_list ap)
+    __attribute__((format(printf, 1, 0)));
+/* Publishes S into *SLOT once; returns whichever string won. */
+RDMADL_HIDDEN const char *rdmadl_publish(const char **slot, char *s);
+
+/* ---- env.c: the environment ---- */
+
+/* rdmadl's variables, as secure_getenv would return them. */
+struct rdmadl_env {
+  const char *debug, *disable, *path[RDMADL_LIB_COUNT];
+};
+/* Reads them in one pass, also before libc has set environ. Returns 0 when
+ * the environment cannot be read at all. */
+RDMADL_HIDDEN int rdmadl_env_read(struct rdmadl_env *e);
+/* 1 for 1/true/yes/on, 0 for unset, empty, 0/false/no/off, -1 otherwise. */
+RDMADL_HIDDEN int rdmadl_parse_bool(const char *v);
+/* RDMADL_DEBUG's level; *UNDERSTOOD is 0 for a value it does not know. */
+RDMADL_HIDDEN int rdmadl_parse_debug_level(const char *v, int *understood);
+
+/* ---- elf.c: ELF tables and files ---- */
+
+/* An object's dynamic symbol table, as dlvsym would search it, and the
+ * version indices of one library's nodes. */
+struct elf_view {
+  ElfW(Addr) base;
+  const char *strtab;
+  const ElfW(Sym) * symtab;
+  const ElfW(Half) * versym;
+  const uint32_t *gnu_hash;
+  const char *soname;
+  const char *highest;                  /* highest node with the prefix */
+  const char *private_node;             /* an IBVERBS_PRIVATE_* node it defines */
+  int rdmadl;                           /* defines rdmadl's own RDMADL_0 */
+  ElfW(Half) vi_by_slot[RDMADL_NSLOTS]; /* 0: the object lacks the node */
+};
+RDMADL_HIDDEN void rdmadl_elf_view_init(struct elf_view *v, const struct link_map *map,
+                                        const char *prefix);
+/* Symbol IDX at its node as the object defines it, or NULL; *FALLBACK set
+ * when dlvsym must answer instead. */
+RDMADL_HIDDEN void *rdmadl_elf_lookup(const struct elf_view *v, size_t idx, int *fallback);
+/* Why the file PATH is not an ELF object for this process, or NULL. */
+RDMADL_HIDDEN char *rdmadl_elf_mismatch(const char *path);
+/* "a FIFO", "a directory", ... for a file that is not regular. */
+RDMADL_HIDDEN const char *rdmadl_file_kind(mode_t m);
+/* The IBVERBS_PRIVATE_* node PATH needs: 1 found, 0 none, -1 unreadable. */
+RDMADL_HIDDEN int rdmadl_file_needs_private(const char *path, char *out, size_t outlen);
+/* Why PATH cannot be mapped whole (a truncated copy), or NULL. */
+RDMADL_HIDDEN char *rdmadl_file_truncated(const char *path);
+
+/* ---- open.c: opening one library ---- */
+
+/* Opens library WHICH (OVERRIDE: its RDMADL_<LIB>_PATH, or NULL), binds its
+ * symbols and sets its state and error. */
+RDMADL_HIDDEN void rdmadl_load_one(rdmadl_lib which, const char *override);
+
+/* ---- load.c: the one load per process, and the lazy libraries ---- */
+
+enum { LOAD_NONE, LOAD_RUNNING, LOAD_DONE };
+RDMADL_HIDDEN extern int rdmadl_load_state; /* atomic */
+enum { ENSURE_DONE = 1, ENSURE_REENTERED = 0, ENSURE_FAILED = -1, ENSURE_RETRY = 2 };
+/* Makes sure the load has happened. ENSURE_REENTERED: called by the loading
+ * thread itself (from a constructor inside its dlopen). ENSURE_FAILED: no
+ * decision (environment unreadable, or the deadlock guard gave up). WHAT
+ * names the caller in the deadlock guard's message. */
+RDMADL_HIDDEN int rdmadl_ensure_slow(const char *what);
+static inline int rdmadl_ensure_named(const char *what) {
+  if (__builtin_expect(__atomic_load_n(&rdmadl_load_state, __ATOMIC_ACQUIRE) == LOAD_DONE, 1))
+    return ENSURE_DONE;
+  return rdmadl_ensure_slow(what);
+}
+static inline int rdmadl_ensure(void) {
+  return rdmadl_ensure_named("rdmadl");
+}
+/* dlopen with the bookkeeping the threads waiting for the load rely on. */
+RDMADL_HIDDEN void *rdmadl_loader_dlopen(const char *name, int flags);
+/* Loads a lazy library once. */
+RDMADL_HIDDEN void rdmadl_load_lazy(struct lib_info *lib);
+/* A lazy library whose load has not run: its fields other than requested
+ * are not to be read. */
+RDMADL_HIDDEN int rdmadl_lazy_pending(const struct lib_info *l);
+
+/* ---- report.c: describing the libraries ---- */
+
+/* The realpath of the loaded file, computed once; NULL when not loaded. */
+RDMADL_HIDDEN const char *rdmadl_lib_file(struct lib_info *l);
+/* The library's error, formatted once. */
+RDMADL_HIDDEN const char *rdmadl_lib_why(struct lib_info *l);
+/* One library in one clause; unescaped, allocated. */
+RDMADL_HIDDEN char *rdmadl_describe_lib(struct lib_info *l);
+/* One INFO line for a library just loaded (or not). */
+RDMADL_HIDDEN void rdmadl_log_lib_summary(struct lib_info *l);
+/* The reason sentence, built when first asked for; a load clears it. */
+RDMADL_HIDDEN extern const char *rdmadl_reason_text;
+
+/* ---- stack.c: the stack's state and the verdict ---- */
+
+/* The verdict, unescaped: one sentence and what the stack is. */
+RDMADL_HIDDEN char *rdmadl_build_verdict(rdmadl_stack *stack_out, int *usable_out);
+/* A fork child: another thread may have held the verdicts' lock. */
+RDMADL_HIDDEN void rdmadl_verdict_after_fork(void);
+
+#endif /* RDMADL_LOADER_LIBS_H */

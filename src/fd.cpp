@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: MIT
+#include "rdmadl_verbs.h"
+
+#include <fcntl.h>
+
+#include "fd.hpp"
+
+namespace rdmadl::detail {
+
+std::error_code set_nonblocking(int fd) noexcept {
+  int fl = ::fcntl(fd, F_GETFL);
+  if (fl < 0 || (!(fl & O_NONBLOCK) && ::fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0))
+    return rdma_error();
+  return {};
+}
+
+std::error_code wait_ready(pollfd *fds, std::size_t n,
+                           std::chrono::steady_clock::time_point deadline) noexcept {
+  for (;;) {
+    int rc = ::poll(fds, n, poll_timeout(deadline));
+    if (rc > 0)
+      return {};
+    if (rc == 0)
+      return errc::timed_out;
+    if (errno != EINTR)
+      return rdma_error();
+  }
+}
+
+std::error_code wait_readable(int fd, std::chrono::steady_clock::time_point deadline) noexcept {
+  pollfd p{fd, POLLIN, 0};
+  return wait_ready(&p, 1, deadline);
+}
+
+std::error_code wait_writable(int fd, std::chrono::steady_clock::time_point deadline) noexcept {
+  pollfd p{fd, POLLOUT, 0};
+  return wait_ready(&p, 1, deadline);
+}
+
+} // namespace rdmadl::detail
