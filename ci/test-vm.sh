@@ -7,6 +7,7 @@
 #   ci/test-vm.sh [--build-dir DIR] [--suites "bullseye bookworm ..."] [--timeout S]
 #                 [--stages "single cluster"] [--clusters "sid,bullseye,bookworm,trixie sid,bullseye,none"]
 #                 [--debs DIR]
+#                 [--impair-cluster "sid,bookworm"]
 #
 # Steps: build (cmake -G Ninja -DRDMADL_WERROR=ON into build-vm, unless
 # --build-dir names an existing build); build Debian's perftest against the
@@ -24,6 +25,8 @@
 # Then the cluster stage, from the same build: each --clusters entry (2 to 4
 # comma-separated suites) boots as one cluster (ci/vm/cluster.sh) and runs the
 # cross-node plan of ci/vm/cluster-plan.sh; every check a side owes must PASS.
+# Last, the --impair-cluster entry ("" for none) boots once more with the
+# hub impairing RoCE frames (ci/vm/README.md, "Impaired frames").
 # The last line is "N passed, M failed"; the exit status is non-zero if any
 # check failed, a check was missing, or a boot failed or hung.
 #
@@ -33,6 +36,9 @@
 #   RDMADL_VM_CLUSTER_BREAK=CHECK  the same, in the cluster stage only (e.g.
 #                            rc.write: the target's check of a cross-node write)
 #   RDMADL_VM_LOG_DIR        where guest logs go (default BUILD/vm-logs)
+#   RDMADL_VM_IMPAIR         the impair cluster's hub profiles, "NAME:SPEC ..."
+#                            (default: drop1 and drop5, README.md)
+#   RDMADL_VM_IMPAIR_SEED    the hub's seed for them (default 1)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -45,6 +51,7 @@ timeout=300
 stages="single cluster"
 clusters="sid,rc28,bookworm,trixie sid,bullseye,none bullseye,bookworm,trixie"
 cluster_timeout=600
+impair_cluster=sid,bookworm
 debs=$root/build/deb
 
 # shellcheck source-path=SCRIPTDIR source=vm/lib.sh
@@ -61,6 +68,7 @@ while [ $# -gt 0 ]; do
     --timeout) timeout=$2; shift 2 ;;
     --stages) stages=$2; shift 2 ;;
     --clusters) clusters=$2; shift 2 ;;
+    --impair-cluster) impair_cluster=$2; shift 2 ;;
     --debs) debs=$2; shift 2 ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option $1" ;;
@@ -84,7 +92,8 @@ for st in $stages; do
 done
 [[ " $stages " == *" single "* ]] || suites=""
 [[ " $stages " == *" cluster "* ]] || clusters=""
-for c in $clusters; do
+[[ " $stages " == *" cluster "* ]] || impair_cluster=""
+for c in $clusters $impair_cluster; do
   IFS=, read -r -a cn <<<"$c"
   if [ ${#cn[@]} -lt 2 ] || [ ${#cn[@]} -gt 4 ]; then die "--clusters: '$c' is not 2 to 4 suites"; fi
   for s in "${cn[@]}"; do
@@ -119,7 +128,7 @@ program_file() {
     *) echo "$build/tests/guest/$1" ;;
   esac
 }
-wanted=$( (if [ -n "$suites" ]; then programs single; fi; if [ -n "$clusters" ]; then programs cluster; fi) |
+wanted=$( (if [ -n "$suites" ]; then programs single; fi; if [ -n "$clusters$impair_cluster" ]; then programs cluster; fi) |
   sort -u)
 targets=(rdmadl_verbs)
 while read -r name kind; do
@@ -234,6 +243,13 @@ for c in $clusters; do
   IFS=, read -r -a cn <<<"$c"
   cluster_stage "$ck" "${cn[@]}"
 done
+if [ -n "$impair_cluster" ]; then
+  ck=$((ck + 1))
+  IFS=, read -r -a cn <<<"$impair_cluster"
+  cl_impair=${RDMADL_VM_IMPAIR:-drop1:drop=0.01,dup=0.005,reorder=0.01,delay=1 drop5:drop=0.05,dup=0.01,reorder=0.02,delay=1}
+  cluster_stage "$ck" "${cn[@]}"
+  cl_impair=""
+fi
 
 # --- verdict ------------------------------------------------------------------------
 total_pass=0 total_fail=0
@@ -251,7 +267,7 @@ echo
 echo "Soft-RoCE tier: build $((t_built - t_start)) s, images $((t_images - t_built)) s, total $(($(date +%s) - t_start)) s; logs in $logs"
 for l in "${summary[@]}"; do echo "$l"; done
 for s in $suites; do awk -v s="$s" '$2 == "FAIL" {print "failed: " s ": " $1}' "$results/$s"; done
-if [ -n "$clusters" ]; then
+if [ -n "$clusters$impair_cluster" ]; then
   echo "Cluster stage (node <- node: server <- client; suite (rdma-core release)):"
   for l in "${cluster_summary[@]}"; do echo "$l"; done
   for l in "${cluster_failed[@]}"; do echo "failed: $l"; done

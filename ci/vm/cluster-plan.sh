@@ -70,6 +70,25 @@ cluster_plan() {
   [ -z "$first" ] || emit peer_death peer_death "$first" 0
 }
 
+# impair_plan NAME...: the plan of an impaired cluster (README.md, "Impaired
+# frames"): on nodes 0 and 1, first unimpaired ("none", the baseline the
+# slowdown is measured against), then under each hub profile NAME in turn
+# (profile K, the K-th --impair of the hub): a switch line "impair.NAME
+# impair 0 1 PORT K", then rc_ops, cm_pingpong, the C++ ping-pong and a
+# multi_channel (kind mc2: cxx_mc_cluster's ranks 0 and 2 on node 0, rank 1
+# on node 1, no kill) as "impair.NAME.KIND.n0-n1".
+impair_plan() {
+  local port=18600 k=0 name kind
+  for name in none "$@"; do
+    echo "impair.$name impair 0 1 $port $k"
+    port=$((port + 10)) k=$((k + 1))
+    for kind in rc cm pingpong mc2; do
+      echo "impair.$name.$kind.n0-n1 $kind 0 1 $port"
+      port=$((port + 10))
+    done
+  done
+}
+
 # cluster_sides KIND SERVER CLIENT: "NODE ROLE" per node taking part.
 cluster_sides() {
   local i=0 r
@@ -104,6 +123,12 @@ cluster_owed() {
     cm.client) echo "cm.resolve_addr cm.resolve_route cm.private_data.server_to_client cm.connect" \
       "cm.send cm.disconnect cm_pingpong.exit" ;;
     pingpong.*) echo "pingpong.exit" ;;
+    impair.server) echo "impair.select" ;;
+    impair.client) ;;
+    mc2.*) echo "mc.open mc.create mc.register mc.oob_exchange mc.handshake mc.gather_recv" \
+      "mc.multicast mc.scatter_write mc.write.target mc.gather_read mc.done mc_cluster.exit" ;;&
+    mc2.server) echo "mc_rank2.exit" ;;
+    mc2.client) ;;
     write_read.*) echo "write_read.exit" ;;
     optional_rdma.*) echo "optional_rdma.exit transport.rdma checksum" ;;
     optional_tcp.* | optional_disabled.*) echo "optional_rdma.exit transport.tcp checksum" ;;

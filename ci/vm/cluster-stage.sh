@@ -5,7 +5,9 @@
 # and its tally: each node's exit, and every check each side of each test owes.
 # Uses test-vm.sh's build, logs, imgdir, version, cluster_timeout,
 # program_file and programs; adds to cluster_summary, cluster_failed,
-# cl_pass and cl_fail.
+# cl_pass and cl_fail. With cl_impair set ("NAME:SPEC ...", hub profiles),
+# the cluster runs impair_plan under those profiles instead, and
+# impair_tally checks the hub's counts and prints the slowdown.
 # shellcheck shell=bash disable=SC2154,SC2004 # test-vm.sh's variables and arrays
 
 # shellcheck source-path=SCRIPTDIR source=cluster-plan.sh
@@ -29,13 +31,22 @@ cluster_stage() {
   while read -r name kind; do cp "$(program_file "$name" "$kind")" "$cpay/bin/"; done < <(programs cluster)
   guest_script "$here/vm/cluster-tests.sh" "${RDMADL_VM_CLUSTER_BREAK:-}" >"$cpay/guest-tests.sh"
   strip_debug "$cpay"
-  cluster_plan "${cn[@]}" >"$cpay/cluster-plan"
+  local -a hub_args=()
+  if [ -n "${cl_impair:-}" ]; then
+    for p in $cl_impair; do hub_args+=(--impair "$p"); done
+    hub_args+=(--seed "${RDMADL_VM_IMPAIR_SEED:-1}")
+    local -a pn=()
+    for p in $cl_impair; do pn+=("${p%%:*}"); done
+    impair_plan "${pn[@]}" >"$cpay/cluster-plan"
+  else
+    cluster_plan "${cn[@]}" >"$cpay/cluster-plan"
+  fi
   clog=$logs/cluster-$ck
   say "cluster $ck: ${cn[*]} ($(wc -l <"$cpay/cluster-plan") cross-node tests)"
   b0=$(date +%s)
   set +e
   "$here/vm/cluster.sh" --nodes "${cn[*]}" --payload "$cpay" --timeout "$cluster_timeout" \
-    --log-dir "$clog" >"$clog.log" 2>&1
+    --log-dir "$clog" "${hub_args[@]}" >"$clog.log" 2>&1
   st=$?
   set -e
   secs=$(($(date +%s) - b0))
@@ -94,8 +105,54 @@ cluster_stage() {
     fi
     lines+=("  $id: $who: $n checks, $p passed")
   done <"$cpay/cluster-plan"
+  [ -z "${cl_impair:-}" ] || impair_tally "$ck" "$clog"
   cluster_summary+=("cluster $ck (${cn[*]}): $secs s, cluster.sh exit $st" "${lines[@]}")
   if [ "$st" != 0 ]; then
-    grep -E 'FAILED|RDMADL-CHECK .* FAIL$|hung|died' "$clog.log" | tail -n 40 | sed "s/^/  cluster $ck| /" >&2
+    # (no line matches when cluster.sh stopped before the boot: not fatal)
+    grep -E 'FAILED|RDMADL-CHECK .* FAIL$|hung|died|error:' "$clog.log" | tail -n 40 |
+      sed "s/^/  cluster $ck| /" >&2 || true
   fi
+}
+
+# impair_tally K CLOG: for cluster K run under cl_impair, a check per hub
+# profile "impair.NAME.hub": the guests selected it and the hub impaired
+# RoCE frames under it (dropped some when its drop rate is not 0); and per
+# test the wall time against the same test unimpaired ("RDMADL-TIME" lines,
+# the slower side). Adds to lines, cl_pass, cl_fail, cluster_failed.
+impair_tally() {
+  local ck=$1 clog=$2 p name spec hubl ok id t0 t1 lim kind
+  lines+=("  hub seed ${RDMADL_VM_IMPAIR_SEED:-1}, profiles: $cl_impair (RoCE v2 frames only)")
+  for p in $cl_impair; do
+    name=${p%%:*} spec=${p#*:}
+    hubl=$(grep -h "^hub: impair $name (" "$clog/hub.log" 2>/dev/null || true)
+    ok=$(echo "$hubl" | awk -v spec=",$spec," '
+      match($0, /selected [0-9]+ times, RoCE frames seen [0-9]+, dropped [0-9]+/) {
+        split(substr($0, RSTART, RLENGTH), w, /[ ,]+/)
+        drops = spec !~ /,drop=0?(\.0*)?,/ && spec ~ /,drop=/
+        print (w[2] > 0 && w[7] > 0 && (!drops || w[9] > 0)) ? 1 : 0
+      }')
+    if [ "$ok" = 1 ]; then
+      cl_pass=$((cl_pass + 1))
+    else
+      cl_fail=$((cl_fail + 1))
+      cluster_failed+=("cluster $ck: impair.$name.hub: ${hubl:-no hub count}")
+    fi
+    lines+=("  impair.$name.hub: ${hubl#hub: impair }")
+    for kind in rc cm pingpong mc2; do
+      id=impair.$name.$kind.n0-n1
+      t0=$(impair_time "$clog" "impair.none.$kind.n0-n1")
+      t1="" lim="" # no time when a side never ran the test
+      read -r t1 lim < <(impair_time "$clog" "$id" lim) || true
+      lines+=("  $id: ${t1:-?} s (deadline ${lim:-?} s) against ${t0:-?} s unimpaired$(
+        awk -v a="$t1" -v b="$t0" 'BEGIN { if (a != "" && b > 0) printf ", x%.1f", a / b }')")
+    done
+  done
+}
+
+# impair_time CLOG ID [lim]: the slower side's wall time of test ID (and its
+# deadline with "lim").
+impair_time() {
+  { cat "$1"/node*.log 2>/dev/null || true; } | tr -d '\r' | awk -v id="$2" -v l="${3:-}" '
+    $1 == "RDMADL-TIME" && $2 == id { if ($3 > t) t = $3; lim = $4 }
+    END { if (t != "") print t (l != "" ? " " lim : "") }'
 }

@@ -25,13 +25,19 @@ check() { # NAME STATUS(0 = pass)
 }
 show() { for f in "$@"; do echo "--- $f"; sed 's/^/  /' "$f"; done; }
 
-# prog ID NAME CMD...: one program (killed after 240 s); its own check lines
-# get the prefix ID:, its exit status becomes ID:NAME.exit.
+# prog ID NAME CMD...: one program (killed after 240 s, or after 120 s in
+# a test of an impaired cluster, "impair.*"); its own check lines get the
+# prefix ID:, its exit status becomes ID:NAME.exit. Its wall time is printed
+# as "RDMADL-TIME ID SECS DEADLINE".
 prog() {
   id=$1 name=$2
   shift 2
-  timeout 240 "$@" </dev/null >"/tmp/$id.out" 2>"/tmp/$id.err"
+  lim=240
+  case $id in impair.*) lim=120 ;; esac
+  t0=$(up)
+  timeout $lim "$@" </dev/null >"/tmp/$id.out" 2>"/tmp/$id.err"
   st=$?
+  echo "RDMADL-TIME $id $(echo "$(up) $t0" | awk '{print $1 - $2}') $lim"
   sed -n "s/^RDMADL-CHECK /RDMADL-CHECK $id:/p; s/^RDMADL-WHY /RDMADL-WHY $id:/p" "/tmp/$id.out"
   grep -v '^RDMADL-' "/tmp/$id.out"
   check "$id:$name.exit" $st
@@ -119,7 +125,7 @@ retry() {
 }
 
 echo "cluster-tests: node $me ($RDMADL_SUITE, $myip) of: $RDMADL_CLUSTER"
-while read -r id kind srv cli port <&3; do
+while read -r id kind srv cli port arg <&3; do
   case $id in '' | \#*) continue ;; esac
   if [ "$kind" = mc ]; then
     rank=0 role=""
@@ -210,6 +216,39 @@ while read -r id kind srv cli port <&3; do
     peer_death_rx.server) survive "$id" "$peer" rdmadl-example-optional-rdma --listen "$port" ;;
     peer_death_rx.client)
       victim "$id" rdmadl-example-optional-rdma --connect "$peer_ip" "$port" --size 1073741824
+      ;;
+    # Impairment profile ARG of the hub for the tests that follow: a TCP SYN
+    # to port 47900+ARG, refused by the peer, selects it as it passes the hub.
+    impair.server)
+      nc -w 5 "$peer_ip" $((47900 + arg)) </dev/null >"/tmp/$id.nc" 2>&1
+      grep -q 'refused' "/tmp/$id.nc"
+      check "$id:impair.select" $?
+      ;;
+    impair.client) ;;
+    # A multi_channel of three ranks on two nodes (the impaired cluster):
+    # ranks 0 and 2 on the server's node, rank 1 on the client's; no kill.
+    mc2.*)
+      lim=240
+      case $id in impair.*) lim=120 ;; esac
+      nodes=$myip,$peer_ip,$myip r=0
+      [ "$role" = server ] || nodes=$peer_ip,$myip,$peer_ip r=1
+      t0=$(up)
+      if [ "$role" = server ]; then
+        timeout $lim cxx_mc_cluster --rank 2 --nodes "$nodes" --port "$port" --kill -1 --id "$id" \
+          </dev/null >"/tmp/$id.r2" 2>&1 &
+        pid=$!
+      fi
+      timeout $lim cxx_mc_cluster --rank $r --nodes "$nodes" --port "$port" --kill -1 --id "$id" \
+        </dev/null 2>&1
+      st=$?
+      if [ "$role" = server ]; then
+        wait "$pid"
+        st2=$?
+        cat "/tmp/$id.r2"
+        check "$id:mc_rank2.exit" $st2
+      fi
+      echo "RDMADL-TIME $id $(echo "$(up) $t0" | awk '{print $1 - $2}') $lim"
+      check "$id:mc_cluster.exit" $st
       ;;
     # A multi_channel over three nodes; it prints its own checks at once,
     # and rank 0 asks the host to kill rank 2's node mid-scope.

@@ -2,22 +2,24 @@
 # SPDX-License-Identifier: MIT
 # cluster.sh --nodes "SUITE SUITE [SUITE [SUITE]]" --payload DIR [--timeout SECS]
 #            [--memory MB] [--smp N] [--log-dir DIR] [--verbose]
+#            [--impair NAME:SPEC]... [--seed N]
 # Boots 2 to 4 Soft-RoCE test VMs at once, node I with SUITE I's image, on one
 # virtual Ethernet segment (ci/vm/hub.c over unix datagram sockets: no host
 # interface is involved), runs /payload/guest-tests.sh (DIR, the payload
 # contract of run.sh) on every node and exits 0 when every node's script did.
-# See README.md, "Cluster runs".
+# --impair and --seed go to the hub: impairment profiles a guest can select
+# (README.md, "Impaired frames"). See README.md, "Cluster runs".
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 usage() {
-  sed -n '3,9p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '3,12p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
 nodes="" payload="" tmo=300 mem=${RDMADL_VM_CLUSTER_MEMORY:-256} smp=${RDMADL_VM_CLUSTER_SMP:-1}
-logdir="" verbose=0
+logdir="" verbose=0 hub_args=()
 while [ $# -gt 0 ]; do
   case $1 in
     --nodes) nodes=${2:?}; shift 2 ;;
@@ -27,6 +29,7 @@ while [ $# -gt 0 ]; do
     --smp) smp=${2:?}; shift 2 ;;
     --log-dir) logdir=${2:?}; shift 2 ;;
     --verbose) verbose=1; shift ;;
+    --impair | --seed) hub_args+=("$1" "${2:?}"); shift 2 ;;
     -h | --help) usage ;;
     *) echo "cluster.sh: unknown argument $1" >&2; usage ;;
   esac
@@ -140,8 +143,12 @@ boot_all() { # ATTEMPT
   for i in $(seq 0 $((n - 1))); do : >"$tmp/console.$i"; done
   local socks=()
   for i in $(seq 0 $((n - 1))); do socks+=("$tmp/n$i.sock"); done
-  "$hub" "$tmp/hub.sock" "${socks[@]}" 2>"$tmp/hub.log" &
+  "$hub" "${hub_args[@]}" "$tmp/hub.sock" "${socks[@]}" 2>"$tmp/hub.log" &
   hub_pid=$!
+  if [ ${#hub_args[@]} != 0 ]; then # a bad --impair: the hub ends at once
+    sleep 0.3
+    kill -0 "$hub_pid" 2>/dev/null || die "the hub did not start: $(cat "$tmp/hub.log")"
+  fi
   echo "cluster.sh: booting ${suites[*]} ($accel, -smp $smp, ${mem} MiB each, attempt $1, timeout ${tmo}s)"
   for i in $(seq 0 $((n - 1))); do
     boot_node "$i" &
@@ -218,5 +225,6 @@ for i in $(seq 0 $((n - 1))); do
   echo "cluster.sh: node $i $s (rdma-core ${rel:-none}, 192.0.2.$((10 + i))): $what"
 done
 cp "$tmp/hub.log" "$logdir/hub.log" 2>/dev/null || true
+[ ${#hub_args[@]} = 0 ] || grep -h '^hub: impair' "$logdir/hub.log" 2>/dev/null | sed 's/^/cluster.sh: /' || true
 echo "cluster.sh: ${suites[*]}: images $((t1 - t0))s, boot+tests $((t2 - t1))s; logs: $logdir"
 exit "$rc"
