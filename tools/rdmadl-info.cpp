@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "rdmadl/loader.h"
@@ -273,6 +274,18 @@ std::string count(std::size_t n, std::string_view what) {
   return std::to_string(n) + " " + std::string(what) + (n == 1 ? "" : "s");
 }
 
+// The summary of each state that has nothing to count or name.
+constexpr std::pair<rdmadl::library_state, const char *> plain_summaries[] = {
+    {rdmadl::library_state::incompatible,
+     "INCOMPATIBLE: not a usable rdma-core library (see error)"},
+    {rdmadl::library_state::load_failed,
+     "LOAD-FAILED: the file exists but cannot be loaded (see error)"},
+    {rdmadl::library_state::not_found, "not found"},
+    {rdmadl::library_state::disabled, "disabled (RDMADL_DISABLE=1)"},
+    {rdmadl::library_state::skipped, "skipped (libibverbs is unusable)"},
+    {rdmadl::library_state::not_loaded, "not loaded (nothing used it yet)"},
+};
+
 library_view view_of(const rdmadl::library_status &l) {
   library_view v;
   v.emulated = l.emulated;
@@ -311,23 +324,10 @@ library_view view_of(const rdmadl::library_status &l) {
     }
     break;
   }
-  case st::incompatible:
-    v.summary = "INCOMPATIBLE: not a usable rdma-core library (see error)";
-    break;
-  case st::load_failed:
-    v.summary = "LOAD-FAILED: the file exists but cannot be loaded (see error)";
-    break;
-  case st::not_found:
-    v.summary = "not found";
-    break;
-  case st::disabled:
-    v.summary = "disabled (RDMADL_DISABLE=1)";
-    break;
-  case st::skipped:
-    v.summary = "skipped (libibverbs is unusable)";
-    break;
-  case st::not_loaded:
-    v.summary = "not loaded (nothing used it yet)";
+  default: // a state with nothing to count
+    for (const auto &[state, text] : plain_summaries)
+      if (state == l.state)
+        v.summary = text;
     break;
   }
   return v;
