@@ -10,6 +10,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -129,33 +130,29 @@ std::size_t utf8_len(std::string_view s, std::size_t i) {
   unsigned char c = at(i);
   if (c < 0x80)
     return 1;
-  std::size_t n;
-  unsigned char lo = 0x80, hi = 0xbf;
-  if (c >= 0xc2 && c <= 0xdf) {
-    n = 2;
-  } else if (c >= 0xe0 && c <= 0xef) {
-    n = 3;
-    if (c == 0xe0)
-      lo = 0xa0;
-    else if (c == 0xed)
-      hi = 0x9f;
-  } else if (c >= 0xf0 && c <= 0xf4) {
-    n = 4;
-    if (c == 0xf0)
-      lo = 0x90;
-    else if (c == 0xf4)
-      hi = 0x8f;
-  } else {
+  // The lead bytes of well-formed sequences (Unicode's table 3-7): each range's
+  // length and the bounds of its second byte; later bytes are 0x80 to 0xbf.
+  struct lead_range {
+    unsigned char first, last;
+    std::size_t n;
+    unsigned char lo, hi;
+  };
+  static constexpr lead_range leads[] = {
+      {0xc2, 0xdf, 2, 0x80, 0xbf}, {0xe0, 0xe0, 3, 0xa0, 0xbf}, {0xe1, 0xec, 3, 0x80, 0xbf},
+      {0xed, 0xed, 3, 0x80, 0x9f}, {0xee, 0xef, 3, 0x80, 0xbf}, {0xf0, 0xf0, 4, 0x90, 0xbf},
+      {0xf1, 0xf3, 4, 0x80, 0xbf}, {0xf4, 0xf4, 4, 0x80, 0x8f},
+  };
+  const lead_range *r = std::find_if(std::begin(leads), std::end(leads), [&](const lead_range &l) {
+    return c >= l.first && c <= l.last;
+  });
+  if (r == std::end(leads))
     return 0;
-  }
-  if (i + n > s.size())
+  if (i + r->n > s.size() || at(i + 1) < r->lo || at(i + 1) > r->hi)
     return 0;
-  if (at(i + 1) < lo || at(i + 1) > hi)
-    return 0;
-  for (std::size_t k = 2; k < n; k++)
+  for (std::size_t k = 2; k < r->n; k++)
     if (at(i + k) < 0x80 || at(i + k) > 0xbf)
       return 0;
-  return n;
+  return r->n;
 }
 
 // One field of the text output: control characters and bytes that are not
