@@ -84,11 +84,7 @@ static int make_side(struct side *s) {
   s->cq = s->mr ? ibv_create_cq(dev.ctx, 16, NULL, NULL, 0) : NULL;
   if (!s->cq)
     return errno;
-  struct ibv_qp_init_attr qa = {
-      .send_cq = s->cq,
-      .recv_cq = s->cq,
-      .qp_type = IBV_QPT_RC,
-      .cap = {.max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1}};
+  struct ibv_qp_init_attr qa = t_qp_attr(s->cq, s->cq, IBV_QPT_RC, 8);
   s->qp = ibv_create_qp(dev.pd, &qa);
   return s->qp ? 0 : errno;
 }

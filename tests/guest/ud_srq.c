@@ -27,11 +27,7 @@ static void test_ud(uint8_t *buf, struct ibv_mr *mr) {
   if (len > BUF / 2 - GRH)
     len = BUF / 2 - GRH;
   struct ibv_cq *cq = ibv_create_cq(dev.ctx, 8, NULL, NULL, 0);
-  struct ibv_qp_init_attr qa = {
-      .send_cq = cq,
-      .recv_cq = cq,
-      .qp_type = IBV_QPT_UD,
-      .cap = {.max_send_wr = 2, .max_recv_wr = 2, .max_send_sge = 1, .max_recv_sge = 1}};
+  struct ibv_qp_init_attr qa = t_qp_attr(cq, cq, IBV_QPT_UD, 2);
   struct ibv_qp *s = cq ? ibv_create_qp(dev.pd, &qa) : NULL;
   struct ibv_qp *r = s ? ibv_create_qp(dev.pd, &qa) : NULL;
   struct ibv_ah_attr aa;
@@ -84,11 +80,7 @@ static void test_srq(uint8_t *buf, struct ibv_mr *mr) {
   int access = IBV_ACCESS_LOCAL_WRITE;
   bool ok = srq != NULL;
   for (int i = 0; ok && i < 2; i++) {
-    struct ibv_qp_init_attr qa = {
-        .send_cq = scq,
-        .recv_cq = rcq,
-        .qp_type = IBV_QPT_RC,
-        .cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1}};
+    struct ibv_qp_init_attr qa = t_qp_attr(scq, rcq, IBV_QPT_RC, 4);
     snd[i] = ibv_create_qp(dev.pd, &qa);
     qa.srq = srq;
     rcv[i] = snd[i] ? ibv_create_qp(dev.pd, &qa) : NULL;
