@@ -60,14 +60,10 @@ static void test_ud(uint8_t *buf, struct ibv_mr *mr) {
           "completion: byte_len %u src_qp %u (want %zu from %u)", rw ? rw->byte_len : 0,
           rw ? rw->src_qp : 0, GRH + len, s->qp_num);
 out:
-  if (ah)
-    ibv_destroy_ah(ah);
-  if (r)
-    ibv_destroy_qp(r);
-  if (s)
-    ibv_destroy_qp(s);
-  if (cq)
-    ibv_destroy_cq(cq);
+  T_FREE(ibv_destroy_ah, ah);
+  T_FREE(ibv_destroy_qp, r);
+  T_FREE(ibv_destroy_qp, s);
+  T_FREE(ibv_destroy_cq, cq);
 }
 
 /* Two senders, two receivers; both receivers draw buffers from one SRQ. */
@@ -125,17 +121,12 @@ static void test_srq(uint8_t *buf, struct ibv_mr *mr) {
           "%d of %d receives through the SRQ", n, SRQ_MSGS);
 out:
   for (int i = 0; i < 2; i++) {
-    if (rcv[i])
-      ibv_destroy_qp(rcv[i]);
-    if (snd[i])
-      ibv_destroy_qp(snd[i]);
+    T_FREE(ibv_destroy_qp, rcv[i]);
+    T_FREE(ibv_destroy_qp, snd[i]);
   }
-  if (srq)
-    ibv_destroy_srq(srq);
-  if (rcq)
-    ibv_destroy_cq(rcq);
-  if (scq)
-    ibv_destroy_cq(scq);
+  T_FREE(ibv_destroy_srq, srq);
+  T_FREE(ibv_destroy_cq, rcq);
+  T_FREE(ibv_destroy_cq, scq);
 }
 
 int main(int argc, char **argv) {
