@@ -534,8 +534,7 @@ bool check_peer_mismatch() {
   EXPECT(v6 != nullptr); // rxe has a link-local GID of each type
   TRY(pd, protection_domain::create(*ctx));
   TRY(cq, completion_queue::create(*ctx));
-  qp_options o4;
-  o4.gid.ipv4 = test_ip;
+  qp_options o4 = test_qp_options();
   qp_options o6;
   o6.gid_index = static_cast<int>(v6->index);
   TRY(a, queue_pair::create(*ctx, *pd, *cq, *cq, o4));
@@ -594,8 +593,7 @@ bool check_lifetimes() {
     TRY(ctx, context::open(dev_name));
     TRY(pd, protection_domain::create(*ctx));
     TRY(c, completion_queue::create(*ctx));
-    qp_options o;
-    o.gid.ipv4 = test_ip;
+    qp_options o = test_qp_options();
     TRY(qa, queue_pair::create(*ctx, *pd, *c, *c, o));
     TRY(qb, queue_pair::create(*ctx, *pd, *c, *c, o));
     TRY(m1, pd->register_memory(src));
@@ -837,8 +835,7 @@ bool check_peer_exit() {
     auto cq = completion_queue::create(*ctx);
     if (!pd || !cq)
       _exit(2);
-    qp_options o;
-    o.gid.ipv4 = test_ip;
+    qp_options o = test_qp_options();
     auto qp = queue_pair::create(*ctx, *pd, *cq, *cq, o);
     if (!qp)
       _exit(2);
@@ -861,8 +858,7 @@ bool check_peer_exit() {
     TRY(ctx, context::open(dev_name));
     TRY(pd, protection_domain::create(*ctx));
     TRY(cq, completion_queue::create(*ctx));
-    qp_options o;
-    o.gid.ipv4 = test_ip;
+    qp_options o = test_qp_options();
     TRY(qp, queue_pair::create(*ctx, *pd, *cq, *cq, o));
     std::array<std::byte, endpoint::serialized_size> peer;
     EXPECT(read(to_parent[0], peer.data(), peer.size()) == static_cast<ssize_t>(peer.size()));
