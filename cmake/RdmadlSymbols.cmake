@@ -102,6 +102,19 @@ function(rdmadl_write_if_changed file content)
   endif()
 endfunction()
 
+# Matches LINE of the table WHAT against REGEX (a fatal error when it does
+# not) and sets the variables named after it to its groups, in order.
+function(rdmadl_parse_line line regex what)
+  if(NOT line MATCHES "${regex}")
+    message(FATAL_ERROR "${what}: cannot parse: ${line}")
+  endif()
+  set(i 1)
+  foreach(var IN LISTS ARGN)
+    set(${var} "${CMAKE_MATCH_${i}}" PARENT_SCOPE)
+    math(EXPR i "${i} + 1")
+  endforeach()
+endfunction()
+
 function(rdmadl_symbols_generate def outdir)
   file(STRINGS "${def}" lines REGEX "^RDMADL_SYM\\(")
   set(rename "/* Generated from loader/symbols.def by cmake/RdmadlSymbols.cmake. */\n")
@@ -113,14 +126,9 @@ function(rdmadl_symbols_generate def outdir)
     set(max_${lib} -1)
   endforeach()
   foreach(line IN LISTS lines)
-    if(NOT line MATCHES
-       "^RDMADL_SYM\\(([A-Z0-9]+), ([0-9]+)(\\.[0-9])?, [A-Z0-9]+, [A-Z]+, [^,]+, ([A-Za-z_0-9]+), ")
-      message(FATAL_ERROR "symbols.def: cannot parse: ${line}")
-    endif()
-    set(lib ${CMAKE_MATCH_1})
-    set(minor ${CMAKE_MATCH_2})
-    set(sub "${CMAKE_MATCH_3}")
-    set(name ${CMAKE_MATCH_4})
+    rdmadl_parse_line("${line}"
+      "^RDMADL_SYM\\(([A-Z0-9]+), ([0-9]+)(\\.[0-9])?, [A-Z0-9]+, [A-Z]+, [^,]+, ([A-Za-z_0-9]+), "
+      symbols.def lib minor sub name)
     if(NOT DEFINED RDMADL_PREFIX_${lib})
       message(FATAL_ERROR "symbols.def: unknown library ${lib}: ${line}")
     endif()

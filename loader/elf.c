@@ -24,43 +24,36 @@ static const void *dyn_ptr(const struct link_map *map, ElfW(Addr) p) {
   return (const void *)(p < map->l_addr ? p + map->l_addr : p);
 }
 
+/* MAP's dynamic entry TAG (the last if repeated), or NULL. */
+static const ElfW(Dyn) * dyn_entry(const struct link_map *map, ElfW(Sxword) tag) {
+  const ElfW(Dyn) *found = NULL;
+  for (const ElfW(Dyn) *d = map->l_ld; d->d_tag != DT_NULL; d++)
+    if (d->d_tag == tag)
+      found = d;
+  return found;
+}
+
+/* The address dynamic entry TAG points to, or NULL without one. */
+static const void *dyn_entry_ptr(const struct link_map *map, ElfW(Sxword) tag) {
+  const ElfW(Dyn) *d = dyn_entry(map, tag);
+  return d ? dyn_ptr(map, d->d_un.d_ptr) : NULL;
+}
+
 void rdmadl_elf_view_init(struct elf_view *v, const struct link_map *map, const char *prefix) {
   memset(v, 0, sizeof *v);
   v->base = map->l_addr;
-  const ElfW(Verdef) *verdef = NULL;
-  ElfW(Word) verdefnum = 0;
-  ElfW(Addr) soname_off = 0;
-  int have_soname = 0;
-  for (const ElfW(Dyn) *d = map->l_ld; d->d_tag != DT_NULL; d++) {
-    switch (d->d_tag) {
-    case DT_STRTAB:
-      v->strtab = dyn_ptr(map, d->d_un.d_ptr);
-      break;
-    case DT_SYMTAB:
-      v->symtab = dyn_ptr(map, d->d_un.d_ptr);
-      break;
-    case DT_VERSYM:
-      v->versym = dyn_ptr(map, d->d_un.d_ptr);
-      break;
-    case DT_GNU_HASH:
-      v->gnu_hash = dyn_ptr(map, d->d_un.d_ptr);
-      break;
-    case DT_VERDEF:
-      verdef = dyn_ptr(map, d->d_un.d_ptr);
-      break;
-    case DT_VERDEFNUM:
-      verdefnum = d->d_un.d_val;
-      break;
-    case DT_SONAME:
-      soname_off = d->d_un.d_val;
-      have_soname = 1;
-      break;
-    }
-  }
+  v->strtab = dyn_entry_ptr(map, DT_STRTAB);
+  v->symtab = dyn_entry_ptr(map, DT_SYMTAB);
+  v->versym = dyn_entry_ptr(map, DT_VERSYM);
+  v->gnu_hash = dyn_entry_ptr(map, DT_GNU_HASH);
+  const ElfW(Verdef) *verdef = dyn_entry_ptr(map, DT_VERDEF);
+  const ElfW(Dyn) *verdefnum_entry = dyn_entry(map, DT_VERDEFNUM);
+  ElfW(Word) verdefnum = verdefnum_entry ? verdefnum_entry->d_un.d_val : 0;
+  const ElfW(Dyn) *soname = dyn_entry(map, DT_SONAME);
   if (!v->strtab)
     return;
-  if (have_soname)
-    v->soname = v->strtab + soname_off;
+  if (soname)
+    v->soname = v->strtab + soname->d_un.d_val;
   size_t n = strlen(prefix);
   long best = -1;
   for (ElfW(Word) i = 0; verdef && i < verdefnum; i++) {

@@ -465,42 +465,31 @@ static const struct {
 };
 enum { NRATES = sizeof rates / sizeof rates[0] };
 
-RDMADL_STUB_API int RDMADL_NAME(ibv_rate_to_mult)(enum ibv_rate rate) {
-  __typeof__(&ibv_rate_to_mult) f = RDMADL_FN(ibv_rate_to_mult);
-  if (f)
-    return f(rate);
+/* A rate's multiple of 2.5 Gbit/s (BY_MBPS 0) or its Mbit/s (1); -1 for none. */
+static int rate_measure(enum ibv_rate rate, int by_mbps) {
   for (size_t i = 0; i < NRATES; i++)
     if (rates[i].rate == rate)
-      return rates[i].mult;
+      return by_mbps ? rates[i].mbps : rates[i].mult;
   return -1;
 }
 
-RDMADL_STUB_API enum ibv_rate RDMADL_NAME(mult_to_ibv_rate)(int mult) {
-  __typeof__(&mult_to_ibv_rate) f = RDMADL_FN(mult_to_ibv_rate);
-  if (f)
-    return f(mult);
+/* The rate whose measure (as rate_measure) is the positive VALUE; else
+ * IBV_RATE_MAX. */
+static enum ibv_rate rate_of_measure(int value, int by_mbps) {
   for (size_t i = 0; i < NRATES; i++)
-    if (rates[i].mult == mult && mult > 0)
+    if (value > 0 && (by_mbps ? rates[i].mbps : rates[i].mult) == value)
       return rates[i].rate;
   return IBV_RATE_MAX;
 }
 
-RDMADL_STUB_API int RDMADL_NAME(ibv_rate_to_mbps)(enum ibv_rate rate) {
-  __typeof__(&ibv_rate_to_mbps) f = RDMADL_FN(ibv_rate_to_mbps);
-  if (f)
-    return f(rate);
-  for (size_t i = 0; i < NRATES; i++)
-    if (rates[i].rate == rate)
-      return rates[i].mbps;
-  return -1;
-}
+/* A conversion that asks the library when loaded and the table otherwise. */
+#define RDMADL_RATE_STUB(name, ret, type, fallback)                                                \
+  RDMADL_STUB_API ret RDMADL_NAME(name)(type value) {                                              \
+    __typeof__(&name) f = RDMADL_FN(name);                                                         \
+    return f ? f(value) : fallback;                                                                \
+  }
 
-RDMADL_STUB_API enum ibv_rate RDMADL_NAME(mbps_to_ibv_rate)(int mbps) {
-  __typeof__(&mbps_to_ibv_rate) f = RDMADL_FN(mbps_to_ibv_rate);
-  if (f)
-    return f(mbps);
-  for (size_t i = 0; i < NRATES; i++)
-    if (rates[i].mbps == mbps)
-      return rates[i].rate;
-  return IBV_RATE_MAX;
-}
+RDMADL_RATE_STUB(ibv_rate_to_mult, int, enum ibv_rate, rate_measure(value, 0))
+RDMADL_RATE_STUB(mult_to_ibv_rate, enum ibv_rate, int, rate_of_measure(value, 0))
+RDMADL_RATE_STUB(ibv_rate_to_mbps, int, enum ibv_rate, rate_measure(value, 1))
+RDMADL_RATE_STUB(mbps_to_ibv_rate, enum ibv_rate, int, rate_of_measure(value, 1))

@@ -83,6 +83,11 @@ RDMADL_HIDDEN char *rdmadl_vdup_printf(const char *fmt, va_list ap)
     __attribute__((format(printf, 1, 0)));
 /* Publishes S into *SLOT once; returns whichever string won. */
 RDMADL_HIDDEN const char *rdmadl_publish(const char **slot, char *s);
+/* NAMES[VALUE] of a table of N names indexed by an enum; "unknown" for a
+ * value outside it. */
+static inline const char *rdmadl_name_in(const char *const *names, size_t n, int value) {
+  return value >= 0 && (size_t)value < n && names[value] ? names[value] : "unknown";
+}
 
 /* ---- env.c: the environment ---- */
 

@@ -140,26 +140,14 @@ rdmadl_state rdmadl_lib_state(rdmadl_lib lib) {
   return !l ? RDMADL_STATE_NOT_FOUND : rdmadl_lazy_pending(l) ? RDMADL_STATE_NOT_LOADED : l->state;
 }
 
-const char *rdmadl_state_name(rdmadl_state state) {
-  switch (state) {
-  case RDMADL_STATE_DISABLED:
-    return "disabled";
-  case RDMADL_STATE_NOT_FOUND:
-    return "not-found";
-  case RDMADL_STATE_LOAD_FAILED:
-    return "load-failed";
-  case RDMADL_STATE_INCOMPATIBLE:
-    return "incompatible";
-  case RDMADL_STATE_SKIPPED:
-    return "skipped";
-  case RDMADL_STATE_LOADED:
-    return "loaded";
-  case RDMADL_STATE_PARTIAL:
-    return "partial";
-  case RDMADL_STATE_NOT_LOADED:
-    return "not-loaded";
-  }
-  return "unknown";
+/* The names of the values 0 to RDMADL_STATE_NOT_LOADED, in order. */
+static const char *const state_names[] = {"disabled", "not-found", "load-failed", "incompatible",
+                                          "skipped",  "loaded",    "partial",     "not-loaded"};
+_Static_assert(sizeof state_names / sizeof state_names[0] == RDMADL_STATE_NOT_LOADED + 1,
+               "a name for each value");
+
+const char *rdmadl_state_name(rdmadl_state value) {
+  return rdmadl_name_in(state_names, sizeof state_names / sizeof state_names[0], (int)value);
 }
 
 const char *rdmadl_lib_requested(rdmadl_lib lib) {

@@ -277,18 +277,12 @@ const char *rdmadl_verdict(void) {
   return rdmadl_verdict_state(NULL, NULL);
 }
 
-const char *rdmadl_stack_name(rdmadl_stack stack) {
-  switch (stack) {
-  case RDMADL_STACK_DISABLED:
-    return "disabled";
-  case RDMADL_STACK_NO_LIBRARY:
-    return "no-library";
-  case RDMADL_STACK_NO_KERNEL_SUPPORT:
-    return "no-kernel-support";
-  case RDMADL_STACK_NO_DEVICES:
-    return "no-devices";
-  case RDMADL_STACK_READY:
-    return "ready";
-  }
-  return "unknown";
+/* The names of the values 0 to RDMADL_STACK_READY, in order. */
+static const char *const stack_names[] = {"disabled", "no-library", "no-kernel-support",
+                                          "no-devices", "ready"};
+_Static_assert(sizeof stack_names / sizeof stack_names[0] == RDMADL_STACK_READY + 1,
+               "a name for each value");
+
+const char *rdmadl_stack_name(rdmadl_stack value) {
+  return rdmadl_name_in(stack_names, sizeof stack_names / sizeof stack_names[0], (int)value);
 }

@@ -10,9 +10,11 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "rdmadl/loader.h"
@@ -128,33 +130,29 @@ std::size_t utf8_len(std::string_view s, std::size_t i) {
   unsigned char c = at(i);
   if (c < 0x80)
     return 1;
-  std::size_t n;
-  unsigned char lo = 0x80, hi = 0xbf;
-  if (c >= 0xc2 && c <= 0xdf) {
-    n = 2;
-  } else if (c >= 0xe0 && c <= 0xef) {
-    n = 3;
-    if (c == 0xe0)
-      lo = 0xa0;
-    else if (c == 0xed)
-      hi = 0x9f;
-  } else if (c >= 0xf0 && c <= 0xf4) {
-    n = 4;
-    if (c == 0xf0)
-      lo = 0x90;
-    else if (c == 0xf4)
-      hi = 0x8f;
-  } else {
+  // The lead bytes of well-formed sequences (Unicode's table 3-7): each range's
+  // length and the bounds of its second byte; later bytes are 0x80 to 0xbf.
+  struct lead_range {
+    unsigned char first, last;
+    std::size_t n;
+    unsigned char lo, hi;
+  };
+  static constexpr lead_range leads[] = {
+      {0xc2, 0xdf, 2, 0x80, 0xbf}, {0xe0, 0xe0, 3, 0xa0, 0xbf}, {0xe1, 0xec, 3, 0x80, 0xbf},
+      {0xed, 0xed, 3, 0x80, 0x9f}, {0xee, 0xef, 3, 0x80, 0xbf}, {0xf0, 0xf0, 4, 0x90, 0xbf},
+      {0xf1, 0xf3, 4, 0x80, 0xbf}, {0xf4, 0xf4, 4, 0x80, 0x8f},
+  };
+  const lead_range *r = std::find_if(std::begin(leads), std::end(leads), [&](const lead_range &l) {
+    return c >= l.first && c <= l.last;
+  });
+  if (r == std::end(leads))
     return 0;
-  }
-  if (i + n > s.size())
+  if (i + r->n > s.size() || at(i + 1) < r->lo || at(i + 1) > r->hi)
     return 0;
-  if (at(i + 1) < lo || at(i + 1) > hi)
-    return 0;
-  for (std::size_t k = 2; k < n; k++)
+  for (std::size_t k = 2; k < r->n; k++)
     if (at(i + k) < 0x80 || at(i + k) > 0xbf)
       return 0;
-  return n;
+  return r->n;
 }
 
 // One field of the text output: control characters and bytes that are not
@@ -273,6 +271,18 @@ std::string count(std::size_t n, std::string_view what) {
   return std::to_string(n) + " " + std::string(what) + (n == 1 ? "" : "s");
 }
 
+// The summary of each state that has nothing to count or name.
+constexpr std::pair<rdmadl::library_state, const char *> plain_summaries[] = {
+    {rdmadl::library_state::incompatible,
+     "INCOMPATIBLE: not a usable rdma-core library (see error)"},
+    {rdmadl::library_state::load_failed,
+     "LOAD-FAILED: the file exists but cannot be loaded (see error)"},
+    {rdmadl::library_state::not_found, "not found"},
+    {rdmadl::library_state::disabled, "disabled (RDMADL_DISABLE=1)"},
+    {rdmadl::library_state::skipped, "skipped (libibverbs is unusable)"},
+    {rdmadl::library_state::not_loaded, "not loaded (nothing used it yet)"},
+};
+
 library_view view_of(const rdmadl::library_status &l) {
   library_view v;
   v.emulated = l.emulated;
@@ -311,23 +321,10 @@ library_view view_of(const rdmadl::library_status &l) {
     }
     break;
   }
-  case st::incompatible:
-    v.summary = "INCOMPATIBLE: not a usable rdma-core library (see error)";
-    break;
-  case st::load_failed:
-    v.summary = "LOAD-FAILED: the file exists but cannot be loaded (see error)";
-    break;
-  case st::not_found:
-    v.summary = "not found";
-    break;
-  case st::disabled:
-    v.summary = "disabled (RDMADL_DISABLE=1)";
-    break;
-  case st::skipped:
-    v.summary = "skipped (libibverbs is unusable)";
-    break;
-  case st::not_loaded:
-    v.summary = "not loaded (nothing used it yet)";
+  default: // a state with nothing to count
+    for (const auto &[state, text] : plain_summaries)
+      if (state == l.state)
+        v.summary = text;
     break;
   }
   return v;

@@ -25,40 +25,48 @@
 extern "C" {
 #endif
 
-/* Operations that fakeprov_fail_next() can make fail. */
+/* Operations that fakeprov_fail_next() can make fail, X(NAME) each:
+ * FAKEPROV_OP_NAME in enum fakeprov_op, "NAME" in FAKEPROV_FAIL. */
+#define FAKEPROV_OPS(X)                                                                            \
+  X(GET_DEVICE_LIST)                                                                               \
+  X(OPEN_DEVICE)                                                                                   \
+  X(CLOSE_DEVICE)                                                                                  \
+  X(QUERY_DEVICE) /* ibv_query_device and query_device_ex */                                       \
+  X(QUERY_PORT)                                                                                    \
+  X(QUERY_GID) /* ibv_query_gid, _ibv_query_gid_ex, _ibv_query_gid_table */                        \
+  X(ALLOC_PD)                                                                                      \
+  X(DEALLOC_PD)                                                                                    \
+  X(REG_MR)                                                                                        \
+  X(DEREG_MR)                                                                                      \
+  X(CREATE_COMP_CHANNEL)                                                                           \
+  X(DESTROY_COMP_CHANNEL)                                                                          \
+  X(CREATE_CQ)    /* ibv_create_cq */                                                              \
+  X(CREATE_CQ_EX) /* the create_cq_ex context op */                                                \
+  X(DESTROY_CQ)                                                                                    \
+  X(REQ_NOTIFY_CQ)                                                                                 \
+  X(GET_CQ_EVENT)                                                                                  \
+  X(POLL_CQ)      /* poll_cq and start_poll: the call fails, nothing is consumed */                \
+  X(CREATE_QP)    /* ibv_create_qp */                                                              \
+  X(CREATE_QP_EX) /* the create_qp_ex context op */                                                \
+  X(MODIFY_QP)                                                                                     \
+  X(QUERY_QP)                                                                                      \
+  X(DESTROY_QP)                                                                                    \
+  X(POST_SEND) /* post_send, and wr_complete of the WR API */                                      \
+  X(POST_RECV)                                                                                     \
+  X(POST_SRQ_RECV)                                                                                 \
+  X(CREATE_SRQ)                                                                                    \
+  X(DESTROY_SRQ)                                                                                   \
+  X(CREATE_AH)                                                                                     \
+  X(DESTROY_AH)
+
+/* clang-format off */
 enum fakeprov_op {
-  FAKEPROV_OP_GET_DEVICE_LIST,
-  FAKEPROV_OP_OPEN_DEVICE,
-  FAKEPROV_OP_CLOSE_DEVICE,
-  FAKEPROV_OP_QUERY_DEVICE, /* ibv_query_device and query_device_ex */
-  FAKEPROV_OP_QUERY_PORT,
-  FAKEPROV_OP_QUERY_GID, /* ibv_query_gid, _ibv_query_gid_ex, _ibv_query_gid_table */
-  FAKEPROV_OP_ALLOC_PD,
-  FAKEPROV_OP_DEALLOC_PD,
-  FAKEPROV_OP_REG_MR,
-  FAKEPROV_OP_DEREG_MR,
-  FAKEPROV_OP_CREATE_COMP_CHANNEL,
-  FAKEPROV_OP_DESTROY_COMP_CHANNEL,
-  FAKEPROV_OP_CREATE_CQ,    /* ibv_create_cq */
-  FAKEPROV_OP_CREATE_CQ_EX, /* the create_cq_ex context op */
-  FAKEPROV_OP_DESTROY_CQ,
-  FAKEPROV_OP_REQ_NOTIFY_CQ,
-  FAKEPROV_OP_GET_CQ_EVENT,
-  FAKEPROV_OP_POLL_CQ,      /* poll_cq and start_poll: the call fails, nothing is consumed */
-  FAKEPROV_OP_CREATE_QP,    /* ibv_create_qp */
-  FAKEPROV_OP_CREATE_QP_EX, /* the create_qp_ex context op */
-  FAKEPROV_OP_MODIFY_QP,
-  FAKEPROV_OP_QUERY_QP,
-  FAKEPROV_OP_DESTROY_QP,
-  FAKEPROV_OP_POST_SEND, /* post_send, and wr_complete of the WR API */
-  FAKEPROV_OP_POST_RECV,
-  FAKEPROV_OP_POST_SRQ_RECV,
-  FAKEPROV_OP_CREATE_SRQ,
-  FAKEPROV_OP_DESTROY_SRQ,
-  FAKEPROV_OP_CREATE_AH,
-  FAKEPROV_OP_DESTROY_AH,
+#define FAKEPROV_OPS_ENUM(name) FAKEPROV_OP_##name,
+  FAKEPROV_OPS(FAKEPROV_OPS_ENUM)
+#undef FAKEPROV_OPS_ENUM
   FAKEPROV_OP_COUNT
 };
+/* clang-format on */
 
 /* Object types counted by fakeprov_live(). */
 enum fakeprov_type {
@@ -87,37 +95,45 @@ enum fakeprov_ex_mode {
  * FAKEPROV_KNOBS=PORT_LINK_LAYER=1,PORT_LID=7 (names without "FAKEPROV_"),
  * read at the first use; fakeprov_reset() restores the defaults. Likewise
  * FAKEPROV_FAIL=OPEN_DEVICE=13,QUERY_GID=5 (enum fakeprov_op names without
- * "FAKEPROV_OP_") makes every call of those operations fail with that errno. */
+ * "FAKEPROV_OP_") makes every call of those operations fail with that errno.
+ * X(NAME) each: FAKEPROV_NAME in enum fakeprov_knob, "NAME" in FAKEPROV_KNOBS. */
+#define FAKEPROV_KNOBS(X)                                                                          \
+  X(MAX_QP_WR)           /* 64 */                                                                  \
+  X(MAX_SGE)             /* 4 (max_sge and max_sge_rd) */                                          \
+  X(MAX_CQE)             /* 256; <= 0 is reported as is, and no limit applies */                   \
+  X(MAX_QP_RD_ATOM)      /* 4 */                                                                   \
+  X(MAX_QP_INIT_RD_ATOM) /* 4 */                                                                   \
+  X(MAX_SRQ)             /* 8; 0 means "no SRQ" (ibv_create_srq fails EOPNOTSUPP) */               \
+  X(MAX_SRQ_WR)          /* 64 */                                                                  \
+  X(MAX_SRQ_SGE)         /* 4 */                                                                   \
+  X(MAX_INLINE)          /* 64: the inline size granted at most */                                 \
+  X(ATOMIC_CAP)          /* 1 (IBV_ATOMIC_HCA) */                                                  \
+  X(PORT_STATE)          /* 4 (IBV_PORT_ACTIVE) */                                                 \
+  X(PORT_LINK_LAYER)     /* 2 (IBV_LINK_LAYER_ETHERNET); 1 = InfiniBand */                         \
+  X(PORT_LID)            /* 0 (RoCE); the LID when the link layer is InfiniBand */                 \
+  X(PORT_ACTIVE_MTU)     /* 3 (IBV_MTU_1024); max_mtu is IBV_MTU_4096 */                           \
+  X(CQ_EX)               /* FAKEPROV_EX_WORKS */                                                   \
+  X(QP_EX)               /* FAKEPROV_EX_WORKS */                                                   \
+  X(LOOPBACK)            /* 1: deliver between fake QPs (see fakeprov_wr_record) */                \
+  /* 0: a send WR runs (effects, completion) when posted. N > 0: it is held                        \
+   * and runs at the Nth poll of its send CQ after the post; -1: held until                        \
+   * fakeprov_release() or its QP goes to the error state (then flushed). */                       \
+  X(HOLD_SENDS)                                                                                    \
+  /* 0. 1 (read when a context is opened): the data path does the least a                          \
+   * provider can, for bench/cxx/run-host.sh's instruction counts: no checks,                      \
+   * no log, no loopback, no scripted failure; each signalled send and each                        \
+   * receive completes at once on its CQ (at most 256 waiting per CQ), as if                       \
+   * its message were there already. */                                                            \
+  X(MINIMAL_OPS)
+
+/* clang-format off */
 enum fakeprov_knob {
-  FAKEPROV_MAX_QP_WR,           /* 64 */
-  FAKEPROV_MAX_SGE,             /* 4 (max_sge and max_sge_rd) */
-  FAKEPROV_MAX_CQE,             /* 256; <= 0 is reported as is, and no limit applies */
-  FAKEPROV_MAX_QP_RD_ATOM,      /* 4 */
-  FAKEPROV_MAX_QP_INIT_RD_ATOM, /* 4 */
-  FAKEPROV_MAX_SRQ,             /* 8; 0 means "no SRQ" (ibv_create_srq fails EOPNOTSUPP) */
-  FAKEPROV_MAX_SRQ_WR,          /* 64 */
-  FAKEPROV_MAX_SRQ_SGE,         /* 4 */
-  FAKEPROV_MAX_INLINE,          /* 64: the inline size granted at most */
-  FAKEPROV_ATOMIC_CAP,          /* 1 (IBV_ATOMIC_HCA) */
-  FAKEPROV_PORT_STATE,          /* 4 (IBV_PORT_ACTIVE) */
-  FAKEPROV_PORT_LINK_LAYER,     /* 2 (IBV_LINK_LAYER_ETHERNET); 1 = InfiniBand */
-  FAKEPROV_PORT_LID,            /* 0 (RoCE); the LID when the link layer is InfiniBand */
-  FAKEPROV_PORT_ACTIVE_MTU,     /* 3 (IBV_MTU_1024); max_mtu is IBV_MTU_4096 */
-  FAKEPROV_CQ_EX,               /* FAKEPROV_EX_WORKS */
-  FAKEPROV_QP_EX,               /* FAKEPROV_EX_WORKS */
-  FAKEPROV_LOOPBACK,            /* 1: deliver between fake QPs (see fakeprov_wr_record) */
-  /* 0: a send WR runs (effects, completion) when posted. N > 0: it is held
-   * and runs at the Nth poll of its send CQ after the post; -1: held until
-   * fakeprov_release() or its QP goes to the error state (then flushed). */
-  FAKEPROV_HOLD_SENDS,
-  /* 0. 1 (read when a context is opened): the data path does the least a
-   * provider can, for bench/cxx/run-host.sh's instruction counts: no checks,
-   * no log, no loopback, no scripted failure; each signalled send and each
-   * receive completes at once on its CQ (at most 256 waiting per CQ), as if
-   * its message were there already. */
-  FAKEPROV_MINIMAL_OPS,
+#define FAKEPROV_KNOBS_ENUM(name) FAKEPROV_##name,
+  FAKEPROV_KNOBS(FAKEPROV_KNOBS_ENUM)
+#undef FAKEPROV_KNOBS_ENUM
   FAKEPROV_KNOB_COUNT
 };
+/* clang-format on */
 
 /* The device: name "fake0", node type CA, transport IB, one port. */
 #define FAKEPROV_DEVICE_NAME "fake0"

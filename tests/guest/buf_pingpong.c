@@ -84,11 +84,7 @@ static int make_side(struct side *s) {
   s->cq = s->mr ? ibv_create_cq(dev.ctx, 16, NULL, NULL, 0) : NULL;
   if (!s->cq)
     return errno;
-  struct ibv_qp_init_attr qa = {
-      .send_cq = s->cq,
-      .recv_cq = s->cq,
-      .qp_type = IBV_QPT_RC,
-      .cap = {.max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1}};
+  struct ibv_qp_init_attr qa = t_qp_attr(s->cq, s->cq, IBV_QPT_RC, 8);
   s->qp = ibv_create_qp(dev.pd, &qa);
   return s->qp ? 0 : errno;
 }
@@ -157,8 +153,7 @@ static void test_reg_mr_ex(void) {
   struct ibv_mr *mr = ibv_reg_mr_ex(dev.pd, &ia);
   t_check("reg_mr_ex.iova", write_through("reg_mr_ex.iova", mr, 0x10000, page, 23),
           "mr %p errno %d", (void *)mr, mr ? 0 : errno);
-  if (mr)
-    ibv_dereg_mr(mr);
+  T_FREE(ibv_dereg_mr, mr);
 
   /* BUF | ADDR: a sub-range of b's ibv_buf, at its own address. */
   ia = attr(b.buf + 2 * page, 2 * page, IBV_REG_MR_MASK_ADDR | IBV_REG_MR_MASK_BUF);
@@ -167,8 +162,7 @@ static void test_reg_mr_ex(void) {
   t_check("reg_mr_ex.buf",
           write_through("reg_mr_ex.buf", mr, (uintptr_t)b.buf + 2 * page, 2 * page, 29),
           "mr %p errno %d", (void *)mr, mr ? 0 : errno);
-  if (mr)
-    ibv_dereg_mr(mr);
+  T_FREE(ibv_dereg_mr, mr);
 
   /* 65.0's checks. */
   struct ibv_mr_init_attr bad = attr(b.buf, 64, IBV_REG_MR_MASK_ADDR | IBV_REG_MR_MASK_FD);
@@ -193,8 +187,7 @@ static void test_reg_mr_ex(void) {
   ia.access = IBV_ACCESS_LOCAL_WRITE;
   t_check("reg_mr_ex.dmabuf", !direct && want != 0 && refused(ia, want),
           "ibv_reg_dmabuf_mr: mr %p errno %d", (void *)direct, want);
-  if (direct)
-    ibv_dereg_mr(direct);
+  T_FREE(ibv_dereg_mr, direct);
 }
 
 static void test_buf_checks(void) {
@@ -208,12 +201,9 @@ static void test_buf_checks(void) {
   int e2 = errno;
   t_check("buf.reg.einval", other && !m1 && e1 == EINVAL && !m2 && e2 == EINVAL,
           "other pd: mr %p errno %d; too long: mr %p errno %d", (void *)m1, e1, (void *)m2, e2);
-  if (m1)
-    ibv_dereg_mr(m1);
-  if (m2)
-    ibv_dereg_mr(m2);
-  if (other)
-    ibv_dealloc_pd(other);
+  T_FREE(ibv_dereg_mr, m1);
+  T_FREE(ibv_dereg_mr, m2);
+  T_FREE(ibv_dealloc_pd, other);
   /* Ordinary memory has no dma-buf behind it. */
   errno = 0;
   int fd = ibv_export_buf_dmabuf_fd(b.handle);

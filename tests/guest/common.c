@@ -185,6 +185,15 @@ struct ibv_cq *t_create_cq(struct ibv_context *ctx, int depth) {
   return cq;
 }
 
+struct ibv_qp_init_attr t_qp_attr(struct ibv_cq *scq, struct ibv_cq *rcq, enum ibv_qp_type type,
+                                  uint32_t depth) {
+  return (struct ibv_qp_init_attr){
+      .send_cq = scq,
+      .recv_cq = rcq,
+      .qp_type = type,
+      .cap = {.max_send_wr = depth, .max_recv_wr = depth, .max_send_sge = 1, .max_recv_sge = 1}};
+}
+
 void t_destroy_cq(struct ibv_cq *cq) {
   if (!cq)
     return;

@@ -71,6 +71,12 @@ bool t_peer_sync(uint32_t step);
  * in the two-node roles (see t_poll). t_destroy_cq frees both. */
 struct ibv_cq *t_create_cq(struct ibv_context *ctx, int depth);
 void t_destroy_cq(struct ibv_cq *cq);
+/* FN(P) when P is not NULL: the teardown of what a setup may not have made. */
+#define T_FREE(fn, p) ((p) ? (void)fn(p) : (void)0)
+/* The attributes of a QP of TYPE on SCQ and RCQ, DEPTH work requests each
+ * way, one SGE each. */
+struct ibv_qp_init_attr t_qp_attr(struct ibv_cq *scq, struct ibv_cq *rcq, enum ibv_qp_type type,
+                                  uint32_t depth);
 /* Prints one result line; DETAIL (printf format) goes to stderr on failure. */
 bool t_check(const char *name, bool ok, const char *detail, ...)
     __attribute__((format(printf, 3, 4)));

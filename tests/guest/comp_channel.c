@@ -27,11 +27,7 @@ int main(int argc, char **argv) {
   int cq_tag = 42;
   struct ibv_cq *rcq = ch ? ibv_create_cq(dev.ctx, 4, &cq_tag, ch, 0) : NULL;
   struct ibv_cq *scq = rcq ? ibv_create_cq(dev.ctx, 4, NULL, NULL, 0) : NULL;
-  struct ibv_qp_init_attr qa = {
-      .send_cq = scq,
-      .recv_cq = rcq,
-      .qp_type = IBV_QPT_RC,
-      .cap = {.max_send_wr = 2, .max_recv_wr = 2, .max_send_sge = 1, .max_recv_sge = 1}};
+  struct ibv_qp_init_attr qa = t_qp_attr(scq, rcq, IBV_QPT_RC, 2);
   struct ibv_qp *s = scq ? ibv_create_qp(dev.pd, &qa) : NULL;
   struct ibv_qp *rq = s ? ibv_create_qp(dev.pd, &qa) : NULL;
   bool ok = rq && t_rc_connect(&dev, s, rq->qp_num, IBV_ACCESS_LOCAL_WRITE) == 0 &&

@@ -41,6 +41,12 @@ bool same(std::span<const std::byte> a, std::span<const std::byte> b) {
 }
 
 // Waits for one completion and checks it succeeded.
+qp_options test_qp_options() {
+  qp_options o;
+  o.gid.ipv4 = test_ip;
+  return o;
+}
+
 result<completion> one(completion_queue &cq, std::chrono::milliseconds t) {
   std::array<completion, 1> c;
   auto r = cq.poll_wait(c, t);

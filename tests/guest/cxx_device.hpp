@@ -53,6 +53,8 @@ void fill(std::span<std::byte> b, unsigned seed);
 bool same(std::span<const std::byte> a, std::span<const std::byte> b);
 // Waits for one completion and checks it succeeded.
 result<completion> one(completion_queue &cq, std::chrono::milliseconds t = 5000ms);
+// Queue-pair options whose GID is the test address's.
+qp_options test_qp_options();
 // The test address as text: the client side of rdma_cm (loopback without one).
 std::string cm_host();
 

@@ -20,6 +20,29 @@
 
 namespace cxx_device {
 
+namespace {
+// A source and a destination buffer of LEN bytes on PD, the source filled
+// with SEED's pattern, the destination registered with RIGHTS.
+struct buffers {
+  std::vector<std::byte> src, dst;
+  memory_region ms, md;
+};
+result<buffers> make_buffers(const protection_domain &pd, std::size_t len, unsigned seed,
+                             rdmadl::access rights = rdmadl::access::local) {
+  buffers b{std::vector<std::byte>(len), std::vector<std::byte>(len), {}, {}};
+  fill(b.src, seed);
+  auto ms = pd.register_memory(b.src);
+  if (!ms)
+    return ms.error();
+  auto md = pd.register_memory(b.dst, rights);
+  if (!md)
+    return md.error();
+  b.ms = std::move(*ms);
+  b.md = std::move(*md);
+  return b;
+}
+} // namespace
+
 bool check_probe() {
   // The release is in the real file name: libibverbs.so.1.<abi>.<major>.<minor>.
   auto st = status(library::ibverbs);
@@ -112,13 +135,11 @@ bool check_memory_bounds() {
 
 bool check_send_recv(qp_type type) {
   TRY(l, make_loop(type));
-  std::vector<std::byte> src(4096), dst(4096);
-  fill(src, 1);
-  TRY(ms, l->pd.register_memory(src));
-  TRY(md, l->pd.register_memory(dst));
-  TRY(rs, md->all());
+  TRY(bufs, make_buffers(l->pd, 4096, 1));
+  auto &[src, dst, ms, md] = *bufs;
+  TRY(rs, md.all());
   EXPECT_OK(l->b.post_recv(*rs, 7));
-  TRY(ss, ms->all());
+  TRY(ss, ms.all());
   EXPECT_OK(l->a.post_send(*ss, 8));
   TRY(cs, one(l->cq_a));
   EXPECT(cs->wr_id == 8 && cs->opcode == wc_opcode::send);
@@ -130,15 +151,13 @@ bool check_send_recv(qp_type type) {
 
 bool check_imm(bool write) {
   TRY(l, make_loop());
-  std::vector<std::byte> src(1024), dst(1024);
-  fill(src, 2);
-  TRY(ms, l->pd.register_memory(src));
-  TRY(md, l->pd.register_memory(dst, access::remote_write));
-  TRY(rs, md->all());
-  TRY(ss, ms->all());
+  TRY(bufs, make_buffers(l->pd, 1024, 2, access::remote_write));
+  auto &[src, dst, ms, md] = *bufs;
+  TRY(rs, md.all());
+  TRY(ss, ms.all());
   EXPECT_OK(l->b.post_recv(*rs, 1));
   if (write) {
-    TRY(rr, md->remote());
+    TRY(rr, md.remote());
     EXPECT_OK(l->a.post_write_imm(*ss, *rr, 0xc0ffee, 2));
   } else {
     EXPECT_OK(l->a.post_send_imm(*ss, 0xc0ffee, 2));
@@ -344,16 +363,14 @@ bool check_srq() {
   TRY(srq, shared_receive_queue::create(*pd, 16));
   loop seed{std::move(*ctx), std::move(*pd), {}, {}, {}, {}};
   TRY(l, make_loop(qp_type::rc, {}, nullptr, &*srq, &seed));
-  std::vector<std::byte> src(256 * 4), dst(256 * 4);
-  fill(src, 5);
-  TRY(ms, l->pd.register_memory(src));
-  TRY(md, l->pd.register_memory(dst));
+  TRY(bufs, make_buffers(l->pd, 256 * 4, 5));
+  auto &[src, dst, ms, md] = *bufs;
   for (int i = 0; i < 4; i++) {
-    TRY(rs, md->slice(static_cast<std::size_t>(i) * 256, 256));
+    TRY(rs, md.slice(static_cast<std::size_t>(i) * 256, 256));
     EXPECT_OK(srq->post_recv(*rs, 100 + static_cast<std::uint64_t>(i)));
   }
   for (int i = 0; i < 4; i++) {
-    TRY(ss, ms->slice(static_cast<std::size_t>(i) * 256, 256));
+    TRY(ss, ms.slice(static_cast<std::size_t>(i) * 256, 256));
     EXPECT_OK(l->a.post_send(*ss, static_cast<std::uint64_t>(i)));
   }
   std::array<completion, 4> c;
@@ -374,16 +391,14 @@ bool check_srq() {
 bool check_batch_poll() {
   TRY(l, make_loop());
   constexpr int n = 16;
-  std::vector<std::byte> src(64 * n), dst(64 * n);
-  fill(src, 6);
-  TRY(ms, l->pd.register_memory(src));
-  TRY(md, l->pd.register_memory(dst));
+  TRY(bufs, make_buffers(l->pd, 64 * n, 6));
+  auto &[src, dst, ms, md] = *bufs;
   for (int i = 0; i < n; i++) {
-    TRY(r, md->slice(static_cast<std::size_t>(i) * 64, 64));
+    TRY(r, md.slice(static_cast<std::size_t>(i) * 64, 64));
     EXPECT_OK(l->b.post_recv(*r, static_cast<std::uint64_t>(i)));
   }
   for (int i = 0; i < n; i++) {
-    TRY(s, ms->slice(static_cast<std::size_t>(i) * 64, 64));
+    TRY(s, ms.slice(static_cast<std::size_t>(i) * 64, 64));
     EXPECT_OK(l->a.post_send(*s, static_cast<std::uint64_t>(i)));
   }
   std::array<completion, n> c;
@@ -413,12 +428,10 @@ bool check_comp_channel() {
   // Nothing armed yet: a short wait times out cleanly.
   EXPECT(ch->wait(50ms).error() == errc::timed_out);
   EXPECT_OK(l->cq_b.request_notify());
-  std::vector<std::byte> src(128), dst(128);
-  fill(src, 7);
-  TRY(ms, l->pd.register_memory(src));
-  TRY(md, l->pd.register_memory(dst));
-  TRY(rs, md->all());
-  TRY(ss, ms->all());
+  TRY(bufs, make_buffers(l->pd, 128, 7));
+  auto &[src, dst, ms, md] = *bufs;
+  TRY(rs, md.all());
+  TRY(ss, ms.all());
   EXPECT_OK(l->b.post_recv(*rs, 1));
   EXPECT_OK(l->a.post_send(*ss, 2));
   epoll_event out{};
@@ -521,8 +534,7 @@ bool check_peer_mismatch() {
   EXPECT(v6 != nullptr); // rxe has a link-local GID of each type
   TRY(pd, protection_domain::create(*ctx));
   TRY(cq, completion_queue::create(*ctx));
-  qp_options o4;
-  o4.gid.ipv4 = test_ip;
+  qp_options o4 = test_qp_options();
   qp_options o6;
   o6.gid_index = static_cast<int>(v6->index);
   TRY(a, queue_pair::create(*ctx, *pd, *cq, *cq, o4));
@@ -581,8 +593,7 @@ bool check_lifetimes() {
     TRY(ctx, context::open(dev_name));
     TRY(pd, protection_domain::create(*ctx));
     TRY(c, completion_queue::create(*ctx));
-    qp_options o;
-    o.gid.ipv4 = test_ip;
+    qp_options o = test_qp_options();
     TRY(qa, queue_pair::create(*ctx, *pd, *c, *c, o));
     TRY(qb, queue_pair::create(*ctx, *pd, *c, *c, o));
     TRY(m1, pd->register_memory(src));
@@ -622,12 +633,10 @@ bool check_lifetimes() {
 // One open batch per QP; a batch keeps its QP alive.
 bool check_batch_guard() {
   TRY(l, make_loop());
-  std::vector<std::byte> src(64), dst(64);
-  fill(src, 5);
-  TRY(ms, l->pd.register_memory(src));
-  TRY(md, l->pd.register_memory(dst, access::remote_write));
-  TRY(s, ms->all());
-  TRY(r, md->remote());
+  TRY(bufs, make_buffers(l->pd, 64, 5, access::remote_write));
+  auto &[src, dst, ms, md] = *bufs;
+  TRY(s, ms.all());
+  TRY(r, md.remote());
   {
     auto b1 = l->a.batch();
     auto b2 = l->a.batch();
@@ -661,19 +670,17 @@ bool check_batch_guard() {
 bool check_prepared() {
   TRY(l, make_loop());
   constexpr std::size_t n = 4, len = 256;
-  std::vector<std::byte> src(n * len), dst(n * len);
-  fill(src, 6);
-  TRY(ms, l->pd.register_memory(src));
-  TRY(md, l->pd.register_memory(dst));
+  TRY(bufs, make_buffers(l->pd, n * len, 6));
+  auto &[src, dst, ms, md] = *bufs;
   std::array<local_slice, n> rs{};
   std::array<recv_request, n> rr{};
   for (std::size_t i = 0; i < n; i++) {
-    TRY(slice, md->slice(i * len, len));
+    TRY(slice, md.slice(i * len, len));
     rs[i] = *slice;
     rr[i] = recv_request{100 + i, i + 1 < n ? &rr[i + 1] : nullptr, &rs[i], 1};
   }
   EXPECT_OK(l->b.post(rr[0]));
-  TRY(first, ms->slice(0, len));
+  TRY(first, ms.slice(0, len));
   local_slice s = *first;
   auto w = send_request::send(s, 0);
   for (std::size_t i = 0; i < n; i++) {
@@ -697,13 +704,11 @@ bool check_poll_session() {
     plain_cqs = false;
     TRY(l, std::move(made));
     EXPECT(l->cq_a.extended() == (!plain && l->ctx.supports(feature::extended_cq)));
-    std::vector<std::byte> src(96), dst(96);
-    fill(src, 7);
-    TRY(ms, l->pd.register_memory(src));
-    TRY(md, l->pd.register_memory(dst, access::remote_write));
-    TRY(r, md->remote());
+    TRY(bufs, make_buffers(l->pd, 96, 7, access::remote_write));
+    auto &[src, dst, ms, md] = *bufs;
+    TRY(r, md.remote());
     for (std::uint64_t i = 0; i < 3; i++) {
-      TRY(s, ms->slice(i * 32, 32));
+      TRY(s, ms.slice(i * 32, 32));
       TRY(ri, r->slice(i * 32, 32));
       EXPECT_OK(l->a.post_write(*s, *ri, 10 + i));
     }
@@ -793,13 +798,11 @@ bool check_async_events() {
 // on one queue pair, in both orders.
 bool check_mixed_posts() {
   TRY(l, make_loop());
-  std::vector<std::byte> src(4 * 64), dst(4 * 64);
-  fill(src, 70);
-  TRY(ms, l->pd.register_memory(src));
-  TRY(md, l->pd.register_memory(dst, access::remote_write));
-  TRY(r, md->remote());
+  TRY(bufs, make_buffers(l->pd, 4 * 64, 70, access::remote_write));
+  auto &[src, dst, ms, md] = *bufs;
+  TRY(r, md.remote());
   for (std::uint64_t i = 0; i < 4; i++) {
-    TRY(s, ms->slice(i * 64, 64));
+    TRY(s, ms.slice(i * 64, 64));
     TRY(ri, r->slice(i * 64, 64));
     if (i % 2 == 0) {
       EXPECT_OK(l->a.post_write(*s, *ri, i));
@@ -832,8 +835,7 @@ bool check_peer_exit() {
     auto cq = completion_queue::create(*ctx);
     if (!pd || !cq)
       _exit(2);
-    qp_options o;
-    o.gid.ipv4 = test_ip;
+    qp_options o = test_qp_options();
     auto qp = queue_pair::create(*ctx, *pd, *cq, *cq, o);
     if (!qp)
       _exit(2);
@@ -856,8 +858,7 @@ bool check_peer_exit() {
     TRY(ctx, context::open(dev_name));
     TRY(pd, protection_domain::create(*ctx));
     TRY(cq, completion_queue::create(*ctx));
-    qp_options o;
-    o.gid.ipv4 = test_ip;
+    qp_options o = test_qp_options();
     TRY(qp, queue_pair::create(*ctx, *pd, *cq, *cq, o));
     std::array<std::byte, endpoint::serialized_size> peer;
     EXPECT(read(to_parent[0], peer.data(), peer.size()) == static_cast<ssize_t>(peer.size()));

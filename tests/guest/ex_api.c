@@ -143,11 +143,7 @@ static int setup(void) {
     if (!aqp)
       return errno;
   }
-  struct ibv_qp_init_attr qb = {
-      .send_cq = bcq,
-      .recv_cq = bcq,
-      .qp_type = IBV_QPT_RC,
-      .cap = {.max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1}};
+  struct ibv_qp_init_attr qb = t_qp_attr(bcq, bcq, IBV_QPT_RC, 8);
   bqp = ibv_create_qp(dev.pd, &qb);
   if (!bqp)
     return errno;

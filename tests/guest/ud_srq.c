@@ -27,11 +27,7 @@ static void test_ud(uint8_t *buf, struct ibv_mr *mr) {
   if (len > BUF / 2 - GRH)
     len = BUF / 2 - GRH;
   struct ibv_cq *cq = ibv_create_cq(dev.ctx, 8, NULL, NULL, 0);
-  struct ibv_qp_init_attr qa = {
-      .send_cq = cq,
-      .recv_cq = cq,
-      .qp_type = IBV_QPT_UD,
-      .cap = {.max_send_wr = 2, .max_recv_wr = 2, .max_send_sge = 1, .max_recv_sge = 1}};
+  struct ibv_qp_init_attr qa = t_qp_attr(cq, cq, IBV_QPT_UD, 2);
   struct ibv_qp *s = cq ? ibv_create_qp(dev.pd, &qa) : NULL;
   struct ibv_qp *r = s ? ibv_create_qp(dev.pd, &qa) : NULL;
   struct ibv_ah_attr aa;
@@ -64,14 +60,10 @@ static void test_ud(uint8_t *buf, struct ibv_mr *mr) {
           "completion: byte_len %u src_qp %u (want %zu from %u)", rw ? rw->byte_len : 0,
           rw ? rw->src_qp : 0, GRH + len, s->qp_num);
 out:
-  if (ah)
-    ibv_destroy_ah(ah);
-  if (r)
-    ibv_destroy_qp(r);
-  if (s)
-    ibv_destroy_qp(s);
-  if (cq)
-    ibv_destroy_cq(cq);
+  T_FREE(ibv_destroy_ah, ah);
+  T_FREE(ibv_destroy_qp, r);
+  T_FREE(ibv_destroy_qp, s);
+  T_FREE(ibv_destroy_cq, cq);
 }
 
 /* Two senders, two receivers; both receivers draw buffers from one SRQ. */
@@ -84,11 +76,7 @@ static void test_srq(uint8_t *buf, struct ibv_mr *mr) {
   int access = IBV_ACCESS_LOCAL_WRITE;
   bool ok = srq != NULL;
   for (int i = 0; ok && i < 2; i++) {
-    struct ibv_qp_init_attr qa = {
-        .send_cq = scq,
-        .recv_cq = rcq,
-        .qp_type = IBV_QPT_RC,
-        .cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1}};
+    struct ibv_qp_init_attr qa = t_qp_attr(scq, rcq, IBV_QPT_RC, 4);
     snd[i] = ibv_create_qp(dev.pd, &qa);
     qa.srq = srq;
     rcv[i] = snd[i] ? ibv_create_qp(dev.pd, &qa) : NULL;
@@ -133,17 +121,12 @@ static void test_srq(uint8_t *buf, struct ibv_mr *mr) {
           "%d of %d receives through the SRQ", n, SRQ_MSGS);
 out:
   for (int i = 0; i < 2; i++) {
-    if (rcv[i])
-      ibv_destroy_qp(rcv[i]);
-    if (snd[i])
-      ibv_destroy_qp(snd[i]);
+    T_FREE(ibv_destroy_qp, rcv[i]);
+    T_FREE(ibv_destroy_qp, snd[i]);
   }
-  if (srq)
-    ibv_destroy_srq(srq);
-  if (rcq)
-    ibv_destroy_cq(rcq);
-  if (scq)
-    ibv_destroy_cq(scq);
+  T_FREE(ibv_destroy_srq, srq);
+  T_FREE(ibv_destroy_cq, rcq);
+  T_FREE(ibv_destroy_cq, scq);
 }
 
 int main(int argc, char **argv) {

@@ -21,6 +21,8 @@
 #undef ibv_get_device_list
 #undef ibv_reg_mr
 
+#include "refused_checks.hpp"
+
 namespace {
 
 std::string str(const char *s) {
@@ -39,11 +41,7 @@ std::string override_realpath() {
 void check_nothing_bound() {
   CHECK(rdmadl_load() == EOPNOTSUPP);
   CHECK(rdmadl_lib_missing_count(RDMADL_LIB_IBVERBS) == RDMADL_TEST_IBV_SYMBOLS);
-  int n = 7;
-  errno = 0;
-  CHECK(ibv_get_device_list(&n) == nullptr);
-  CHECK(n == 0);
-  CHECK(errno == EOPNOTSUPP);
+  check_device_list_refused(7);
   CHECK(rdmadl_lib_state(RDMADL_LIB_RDMACM) == RDMADL_STATE_SKIPPED);
 }
 
@@ -104,6 +102,18 @@ ibv_mr_init_attr addr_attr(void *addr, size_t len, uint64_t mask) {
   a.comp_mask = mask;
   a.addr = addr;
   return a;
+}
+
+// ibv_reg_mr_ex of A with IBV_REG_MR_MASK_IOVA added and IOVA set: A is
+// left that way, and the MR comes from ibv_reg_mr_iova2 at IOVA.
+ibv_mr *check_reg_at_iova(ibv_pd *pd, ibv_mr_init_attr &a, uint64_t iova) {
+  a.comp_mask |= IBV_REG_MR_MASK_IOVA;
+  a.iova = iova;
+  ibv_mr *mr = ibv_reg_mr_ex(pd, &a);
+  REQUIRE(mr != nullptr);
+  CHECK(mr->handle == FAKE_MR_IOVA2);
+  CHECK(iova_of(mr) == iova);
+  return mr;
 }
 
 // ibv_reg_mr_ex fails with ERR for ATTR, and the library was not called.
@@ -300,12 +310,7 @@ TEST_CASE("fakes: ibv_alloc_buf / ibv_reg_buf_mr / ibv_free_buf fall back to 65.
   // IOVA is allowed for ordinary memory.
   ibv_mr_init_attr a = addr_attr(mem, page, IBV_REG_MR_MASK_ADDR | IBV_REG_MR_MASK_BUF);
   a.buf = buf;
-  a.comp_mask |= IBV_REG_MR_MASK_IOVA;
-  a.iova = 0x10000;
-  mr = ibv_reg_mr_ex(pd, &a);
-  REQUIRE(mr != nullptr);
-  CHECK(mr->handle == FAKE_MR_IOVA2);
-  CHECK(iova_of(mr) == 0x10000);
+  mr = check_reg_at_iova(pd, a, 0x10000);
   a.comp_mask = IBV_REG_MR_MASK_BUF;
   errno = 0;
   CHECK(ibv_reg_mr_ex(pd, &a) == nullptr);
@@ -353,12 +358,7 @@ TEST_CASE("fakes: ibv_reg_mr_ex maps its comp_mask combinations onto older calls
   CHECK(mr->length == sizeof mem);
   CHECK(iova_of(mr) == reinterpret_cast<uintptr_t>(mem));
   CHECK(mr->lkey == IBV_ACCESS_LOCAL_WRITE);
-  a.comp_mask |= IBV_REG_MR_MASK_IOVA;
-  a.iova = 0;
-  mr = ibv_reg_mr_ex(pd, &a);
-  REQUIRE(mr != nullptr);
-  CHECK(mr->handle == FAKE_MR_IOVA2);
-  CHECK(iova_of(mr) == 0);
+  mr = check_reg_at_iova(pd, a, 0);
   // A dma-buf needs ibv_reg_dmabuf_mr (IBVERBS_1.12), which 1.11 lacks.
   ibv_mr_init_attr d = addr_attr(
       nullptr, 4096, IBV_REG_MR_MASK_FD | IBV_REG_MR_MASK_FD_OFFSET | IBV_REG_MR_MASK_IOVA);

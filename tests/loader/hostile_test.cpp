@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <initializer_list>
 #include <iterator>
 #include <map>
 #include <string>
@@ -179,6 +180,24 @@ std::string real(const std::string &p) {
 }
 
 const std::string no_cm = "RDMADL_RDMACM_PATH=/nonexistent/librdmacm.so.1";
+
+// The override to the fake libibverbs whose calls a test can hook.
+std::string hooked_ibverbs() {
+  return "RDMADL_IBVERBS_PATH=" + fakes() + "/fake_hooked/libibverbs.so.1";
+}
+
+// R ran to its end (no hang) with status 0, its stdout holding each of OUT
+// and its stderr each of ERR.
+void check_clean_run(const result &r, std::initializer_list<const char *> out,
+                     std::initializer_list<const char *> err = {}) {
+  INFO(r.out << r.err);
+  CHECK_FALSE(r.hung);
+  for (const char *part : out)
+    CHECK_MESSAGE(has(r.out, part), "stdout lacks: " << part);
+  for (const char *part : err)
+    CHECK_MESSAGE(has(r.err, part), "stderr lacks: " << part);
+  CHECK(r.status == 0);
+}
 
 // A copy of fake_full with some bytes of its ELF header replaced.
 std::string patched_fake(const std::string &dir, size_t offset, const std::string &bytes) {
@@ -466,33 +485,21 @@ TEST_CASE("hostile: RDMADL_DEBUG=1 logs a line per library and the verdict, 2 ev
 TEST_CASE("hostile: fork while another thread is inside the loader loads once per process") {
   // A provider override too: the child's load again must free the cut-off
   // load's copy of it (forkload checks for leaks under ASan).
-  result r = run({need("HOSTILE_FORKLOAD")},
-                 {"RDMADL_IBVERBS_PATH=" + fakes() + "/fake_hooked/libibverbs.so.1", no_cm,
-                  "RDMADL_MLX5_PATH=/nonexistent/libmlx5.so.1"});
-  INFO(r.out << r.err);
-  CHECK_FALSE(r.hung);
-  CHECK(has(r.out, "child: state loaded, 95 symbols, 0 missing, list yes"));
-  CHECK(has(r.out, "forkload: consistent"));
-  CHECK(r.status == 0);
+  check_clean_run(run({need("HOSTILE_FORKLOAD")},
+                      {hooked_ibverbs(), no_cm, "RDMADL_MLX5_PATH=/nonexistent/libmlx5.so.1"}),
+                  {"child: state loaded, 95 symbols, 0 missing, list yes", "forkload: consistent"});
 }
 
 TEST_CASE("hostile: a constructor joining a thread that calls verbs does not deadlock") {
-  result r = run({need("HOSTILE_CTORTHREAD")},
-                 {"RDMADL_IBVERBS_PATH=" + fakes() + "/fake_hooked/libibverbs.so.1", no_cm});
-  INFO(r.out << r.err);
-  CHECK_FALSE(r.hung);
-  CHECK(has(r.err, "ibv_get_device_list: another thread has been loading"));
-  CHECK(has(r.out, "ctorthread: consistent"));
-  CHECK(r.status == 0);
+  check_clean_run(run({need("HOSTILE_CTORTHREAD")}, {hooked_ibverbs(), no_cm}),
+                  {"ctorthread: consistent"},
+                  {"ibv_get_device_list: another thread has been loading"});
 }
 
 TEST_CASE("hostile: dlclosing a plugin that links the drop-in keeps rdmadl's strings") {
-  result r = run({need("HOSTILE_PLUGIN_HOST"), need("HOSTILE_PLUGIN")},
-                 {"RDMADL_IBVERBS_PATH=/nonexistent/libibverbs.so.1", no_cm});
-  INFO(r.out << r.err);
-  CHECK_FALSE(r.hung);
-  CHECK(has(r.out, "drop-in still mapped: yes"));
-  CHECK(r.status == 0);
+  check_clean_run(run({need("HOSTILE_PLUGIN_HOST"), need("HOSTILE_PLUGIN")},
+                      {"RDMADL_IBVERBS_PATH=/nonexistent/libibverbs.so.1", no_cm}),
+                  {"drop-in still mapped: yes"});
 }
 
 TEST_CASE("hostile: dlclosing a plugin that embeds the static drop-in keeps rdmadl's strings") {
@@ -500,10 +507,7 @@ TEST_CASE("hostile: dlclosing a plugin that embeds the static drop-in keeps rdma
   // Not found, and disabled: each gives its own set of strings.
   for (const char *env : {"RDMADL_IBVERBS_PATH=/nonexistent/libibverbs.so.1", "RDMADL_DISABLE=1"}) {
     INFO("environment: " << std::string(env));
-    result r = run({need("HOSTILE_PLUGIN_HOST"), plugin, plugin}, {env, no_cm});
-    INFO(r.out << r.err);
-    CHECK_FALSE(r.hung);
-    CHECK(has(r.out, "drop-in still mapped: yes"));
-    CHECK(r.status == 0);
+    check_clean_run(run({need("HOSTILE_PLUGIN_HOST"), plugin, plugin}, {env, no_cm}),
+                    {"drop-in still mapped: yes"});
   }
 }
