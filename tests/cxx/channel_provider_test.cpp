@@ -20,6 +20,7 @@
 #include "rdmadl/rdmadl.hpp"
 
 #include "fake_provider_case.hpp"
+#include "test_ok.hpp"
 
 using namespace rdmadl;
 using namespace std::chrono_literals;
@@ -60,14 +61,6 @@ void operator delete(void *p, std::size_t) noexcept {
 #endif
 
 namespace {
-
-template <class T> T ok(result<T> r) {
-  REQUIRE_MESSAGE(r, r.error().message());
-  return std::move(*r);
-}
-void ok(result<void> r) {
-  REQUIRE_MESSAGE(r, r.error().message());
-}
 
 constexpr std::size_t n_peers = 3, len = 256;
 const std::error_code no_error;

@@ -27,19 +27,12 @@
 #include "rdmadl/native.hpp" // IBV_* values and native fields only; no ibv_* call
 
 #include "fake_provider_case.hpp"
+#include "test_ok.hpp"
 
 using namespace rdmadl;
 using namespace std::chrono_literals;
 
 namespace {
-
-template <class T> T ok(result<T> r) {
-  REQUIRE_MESSAGE(r, r.error().message());
-  return std::move(*r);
-}
-void ok(result<void> r) {
-  REQUIRE_MESSAGE(r, r.error().message());
-}
 
 // Two connected queue pairs of one type on one context, a registered buffer
 // each, one CQ each.
