@@ -9,7 +9,10 @@ namespace rdmadl {
 
 result<channel> channel::create(const context &ctx, channel_options opts) {
   opts.peers = 1;
-  auto mc = multi_channel::create(ctx, opts);
+  return wrap(multi_channel::create(ctx, opts));
+}
+
+result<channel> channel::wrap(result<multi_channel> mc) {
   if (!mc)
     return mc.error();
   channel c;

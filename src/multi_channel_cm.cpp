@@ -246,12 +246,7 @@ result<channel> channel::create_cm(listener *from, const cm_channel_options &opt
     return errc::no_peers;
   if (opts.connect.size() + opts.accept != 1)
     return errc::one_peer_only;
-  auto mc = multi_channel::create_cm(from, opts);
-  if (!mc)
-    return mc.error();
-  channel c;
-  c.mc_ = std::move(*mc);
-  return c;
+  return wrap(multi_channel::create_cm(from, opts));
 }
 
 } // namespace rdmadl

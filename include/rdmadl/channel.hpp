@@ -61,6 +61,9 @@ public:
   multi_channel &base() noexcept { return mc_; }
 
 private:
+  // MC as a channel, or MC's error (create and create_cm end here).
+  static result<channel> wrap(result<multi_channel> mc);
+
   multi_channel mc_;
 };
 
