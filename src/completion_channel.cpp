@@ -21,9 +21,7 @@ result<completion_channel> completion_channel::create(const context &ctx) {
   n->ctx = detail::access::node(ctx);
   if (auto ec = detail::set_nonblocking(ch->fd))
     return ec; // n destroys the channel
-  completion_channel c;
-  detail::access::set(c, std::move(n));
-  return c;
+  return detail::access::make<completion_channel>(std::move(n));
 }
 
 int completion_channel::fd() const noexcept {

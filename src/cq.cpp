@@ -47,9 +47,7 @@ result<completion_queue> completion_queue::create(const context &ctx, const cq_o
     if (!n->cq)
       return detail::rdma_error();
   }
-  completion_queue q;
-  detail::access::set(q, std::move(n));
-  return q;
+  return detail::access::make<completion_queue>(std::move(n));
 }
 
 int completion_queue::depth() const noexcept {

@@ -162,9 +162,7 @@ result<context> context::open(const device &d) {
   auto n = std::make_shared<detail::ctx_node>();
   n->ctx = c;
   n->owned = true;
-  context ctx;
-  detail::access::set(ctx, std::move(n));
-  return ctx;
+  return detail::access::make<context>(std::move(n));
 }
 context context::borrow(ibv_context *c) noexcept {
   return detail::borrow_context(c, nullptr);

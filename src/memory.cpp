@@ -92,9 +92,7 @@ result<protection_domain> protection_domain::create(const context &ctx) {
   n->pd = pd;
   n->owned = true;
   n->ctx = detail::access::node(ctx);
-  protection_domain p;
-  detail::access::set(p, std::move(n));
-  return p;
+  return detail::access::make<protection_domain>(std::move(n));
 }
 protection_domain protection_domain::borrow(ibv_pd *pd) noexcept {
   protection_domain p;

@@ -145,6 +145,13 @@ inline ibv_qp_init_attr plain(const ibv_qp_init_attr_ex &ax) noexcept {
 struct access {
   template <class T> static auto &node(T &h) noexcept { return h.n_; }
   template <class T> static const auto &node(const T &h) noexcept { return h.n_; }
+  // A handle of type H owning node N: what every create() and borrow() that
+  // has built its node returns.
+  template <class H, class N> static H make(std::shared_ptr<N> n) noexcept {
+    H h;
+    set(h, std::move(n));
+    return h;
+  }
 
   static void set(context &c, std::shared_ptr<ctx_node> n) noexcept {
     c.ctx_ = n->ctx;

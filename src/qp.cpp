@@ -170,9 +170,7 @@ result<address_handle> address_handle::create(const protection_domain &pd, const
   auto n = std::make_shared<detail::ah_node>();
   n->ah = ah;
   n->pd = detail::access::node(pd);
-  address_handle h;
-  detail::access::set(h, std::move(n));
-  return h;
+  return detail::access::make<address_handle>(std::move(n));
 }
 
 result<shared_receive_queue> shared_receive_queue::create(const protection_domain &pd,
@@ -192,9 +190,7 @@ result<shared_receive_queue> shared_receive_queue::create(const protection_domai
   auto n = std::make_shared<detail::srq_node>();
   n->srq = srq;
   n->pd = detail::access::node(pd);
-  shared_receive_queue q;
-  detail::access::set(q, std::move(n));
-  return q;
+  return detail::access::make<shared_receive_queue>(std::move(n));
 }
 
 // ---- queue_pair ----
@@ -262,9 +258,7 @@ result<queue_pair> queue_pair::create(const context &ctx, const protection_domai
   if (opts.srq)
     n->srq = detail::access::node(*opts.srq);
   n->psn = fresh_psn(n->qp->qp_num);
-  queue_pair q;
-  detail::access::set(q, std::move(n));
-  return q;
+  return detail::access::make<queue_pair>(std::move(n));
 }
 
 result<queue_pair> queue_pair::borrow(ibv_qp *qp, qp_type type, const qp_options &opts) {
@@ -277,9 +271,7 @@ result<queue_pair> queue_pair::borrow(ibv_qp *qp, qp_type type, const qp_options
   context ctx = detail::borrow_context(qp->context, nullptr);
   if (auto st = detail::init_from_qp(*n, ctx, opts.port, opts.gid_index, opts.gid); !st.ok())
     return st;
-  queue_pair q;
-  detail::access::set(q, std::move(n));
-  return q;
+  return detail::access::make<queue_pair>(std::move(n));
 }
 
 status_code queue_pair::refused() const noexcept {
