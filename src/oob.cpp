@@ -474,24 +474,25 @@ connection::connection(connection &&) noexcept = default;
 connection &connection::operator=(connection &&) noexcept = default;
 connection::~connection() = default;
 
-result<connection> connection::listen(std::string_view host, std::uint16_t port,
-                                      std::chrono::milliseconds timeout, std::size_t max_size) {
+result<connection> connection::open(const char *api, std::string_view host, std::uint16_t port,
+                                    bool listen, std::chrono::milliseconds timeout,
+                                    std::size_t max_size) {
   detail::clear_error_detail();
-  const call c = make_call("oob::connection::listen", host, port, true, timeout);
-  auto st = open_stream(c, host, port, true, max_size, detail::deadline(timeout));
+  const call c = make_call(api, host, port, listen, timeout);
+  auto st = open_stream(c, host, port, listen, max_size, detail::deadline(timeout));
   if (!st)
     return st.error();
   return connection(std::move(*st));
 }
 
+result<connection> connection::listen(std::string_view host, std::uint16_t port,
+                                      std::chrono::milliseconds timeout, std::size_t max_size) {
+  return open("oob::connection::listen", host, port, true, timeout, max_size);
+}
+
 result<connection> connection::connect(std::string_view host, std::uint16_t port,
                                        std::chrono::milliseconds timeout, std::size_t max_size) {
-  detail::clear_error_detail();
-  const call c = make_call("oob::connection::connect", host, port, false, timeout);
-  auto st = open_stream(c, host, port, false, max_size, detail::deadline(timeout));
-  if (!st)
-    return st.error();
-  return connection(std::move(*st));
+  return open("oob::connection::connect", host, port, false, timeout, max_size);
 }
 
 result<void> connection::send(std::span<const std::byte> blob, std::chrono::milliseconds timeout) {

@@ -109,6 +109,10 @@ public:
 
 private:
   explicit connection(std::unique_ptr<detail::oob_stream> s) noexcept;
+  // listen() and connect(): API names the call in error details.
+  static result<connection> open(const char *api, std::string_view host, std::uint16_t port,
+                                 bool listen, std::chrono::milliseconds timeout,
+                                 std::size_t max_size);
   std::unique_ptr<detail::oob_stream> s_;
 };
 
