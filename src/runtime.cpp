@@ -4,6 +4,8 @@
 #include "rdmadl/error.hpp"
 #include "rdmadl/runtime.hpp"
 
+#include <cstddef>
+#include <iterator>
 #include <mutex>
 
 namespace rdmadl {
@@ -150,23 +152,12 @@ bool supports(feature f) noexcept {
 }
 
 std::string_view name(feature f) noexcept {
-  switch (f) {
-  case feature::extended_cq:
-    return "extended-cq";
-  case feature::wr_api:
-    return "wr-api";
-  case feature::query_gid_ex:
-    return "query-gid-ex";
-  case feature::dmabuf_mr:
-    return "dmabuf-mr";
-  case feature::reg_mr_iova:
-    return "reg-mr-iova";
-  case feature::rdma_cm:
-    return "rdma-cm";
-  case feature::srq:
-    return "srq";
-  }
-  return "unknown";
+  // In the enum's order; srq is its last value.
+  static constexpr std::string_view names[] = {
+      "extended-cq", "wr-api", "query-gid-ex", "dmabuf-mr", "reg-mr-iova", "rdma-cm", "srq"};
+  static_assert(std::size(names) == static_cast<std::size_t>(feature::srq) + 1);
+  const auto i = static_cast<std::size_t>(f);
+  return i < std::size(names) ? names[i] : "unknown";
 }
 
 } // namespace rdmadl

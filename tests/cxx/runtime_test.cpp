@@ -72,6 +72,18 @@ TEST_CASE("runtime: the probe agrees with the library's real exports") {
   }
 }
 
+// name() is the feature's documented spelling, and "unknown" past the enum.
+TEST_CASE("runtime: every feature has its own name") {
+  CHECK(name(feature::extended_cq) == "extended-cq");
+  CHECK(name(feature::wr_api) == "wr-api");
+  CHECK(name(feature::query_gid_ex) == "query-gid-ex");
+  CHECK(name(feature::dmabuf_mr) == "dmabuf-mr");
+  CHECK(name(feature::reg_mr_iova) == "reg-mr-iova");
+  CHECK(name(feature::rdma_cm) == "rdma-cm");
+  CHECK(name(feature::srq) == "srq");
+  CHECK(name(static_cast<feature>(static_cast<int>(feature::srq) + 1)) == "unknown");
+}
+
 TEST_CASE("runtime: device discovery matches the stack state") {
   auto list = device_list::get();
   switch (stack()) {
