@@ -14,17 +14,19 @@
 #define S(type, name) printf("%s - 0 %zu\n", #name, sizeof(type))
 #define F(type, name, py, c)                                                                       \
   printf("%s %s %zu %zu\n", #name, #py, offsetof(type, c), sizeof(((type *)0)->c))
+/* A field ctypes names as C does, in struct TAG. */
+#define SF(tag, f) F(struct tag, tag, f, f)
 
 int main(void) {
   S(union ibv_gid, ibv_gid);
   F(union ibv_gid, ibv_gid, raw, raw);
   F(union ibv_gid, ibv_gid, global_, global);
   S(struct ibv_global_route, ibv_global_route);
-  F(struct ibv_global_route, ibv_global_route, dgid, dgid);
-  F(struct ibv_global_route, ibv_global_route, flow_label, flow_label);
-  F(struct ibv_global_route, ibv_global_route, sgid_index, sgid_index);
-  F(struct ibv_global_route, ibv_global_route, hop_limit, hop_limit);
-  F(struct ibv_global_route, ibv_global_route, traffic_class, traffic_class);
+  SF(ibv_global_route, dgid);
+  SF(ibv_global_route, flow_label);
+  SF(ibv_global_route, sgid_index);
+  SF(ibv_global_route, hop_limit);
+  SF(ibv_global_route, traffic_class);
   S(struct ibv_ah_attr, ibv_ah_attr);
 #define AH(f) F(struct ibv_ah_attr, ibv_ah_attr, f, f)
   AH(grh);
@@ -122,14 +124,14 @@ int main(void) {
   PA(port_cap_flags2);
   PA(active_speed_ex);
   S(struct ibv_sge, ibv_sge);
-  F(struct ibv_sge, ibv_sge, addr, addr);
-  F(struct ibv_sge, ibv_sge, length, length);
-  F(struct ibv_sge, ibv_sge, lkey, lkey);
+  SF(ibv_sge, addr);
+  SF(ibv_sge, length);
+  SF(ibv_sge, lkey);
   S(struct ibv_recv_wr, ibv_recv_wr);
-  F(struct ibv_recv_wr, ibv_recv_wr, wr_id, wr_id);
-  F(struct ibv_recv_wr, ibv_recv_wr, next, next);
-  F(struct ibv_recv_wr, ibv_recv_wr, sg_list, sg_list);
-  F(struct ibv_recv_wr, ibv_recv_wr, num_sge, num_sge);
+  SF(ibv_recv_wr, wr_id);
+  SF(ibv_recv_wr, next);
+  SF(ibv_recv_wr, sg_list);
+  SF(ibv_recv_wr, num_sge);
   S(struct ibv_send_wr, ibv_send_wr);
 #define SW(f) F(struct ibv_send_wr, ibv_send_wr, f, f)
   SW(wr_id);
