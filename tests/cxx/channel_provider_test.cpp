@@ -141,6 +141,16 @@ fakeprov_wr_record last_wr(star &s, std::size_t i, std::array<std::size_t, n_pee
   return r;
 }
 
+// A one-sided WR W: OPCODE, the peer's bytes at REMOTE under RKEY, and
+// LOCAL as its first sge.
+void check_one_sided(const fakeprov_wr_record &w, int opcode, const std::byte *remote,
+                     std::uint32_t rkey, const std::byte *local) {
+  CHECK(w.opcode == opcode);
+  CHECK(w.remote_addr == reinterpret_cast<std::uint64_t>(remote));
+  CHECK(w.rkey == rkey);
+  CHECK(w.sge[0].addr == reinterpret_cast<std::uint64_t>(local));
+}
+
 } // namespace
 
 TEST_CASE("channel: every blocking operation posts one WR on the peer's own queue pair") {
@@ -164,10 +174,7 @@ TEST_CASE("channel: every blocking operation posts one WR on the peer's own queu
   put(s.hub_bytes(16), "written");
   ok(s.hub.write(2, s.hub_at(16, 7), s.peer_remote(2, 100, 7), 1s));
   w = last_wr(s, 2, before);
-  CHECK(w.opcode == IBV_WR_RDMA_WRITE);
-  CHECK(w.remote_addr == reinterpret_cast<std::uint64_t>(s.peer_bytes(2, 100)));
-  CHECK(w.rkey == s.peer_mr[2].rkey());
-  CHECK(w.sge[0].addr == reinterpret_cast<std::uint64_t>(s.hub_bytes(16)));
+  check_one_sided(w, IBV_WR_RDMA_WRITE, s.peer_bytes(2, 100), s.peer_mr[2].rkey(), s.hub_bytes(16));
   CHECK(w.sge[0].length == 7);
   CHECK(has(s.peer_bytes(2, 100), "written"));
 
@@ -175,10 +182,7 @@ TEST_CASE("channel: every blocking operation posts one WR on the peer's own queu
   put(s.peer_bytes(0, 200), "readme");
   ok(s.hub.read(0, s.hub_at(32, 6), s.peer_remote(0, 200, 6), 1s));
   w = last_wr(s, 0, before);
-  CHECK(w.opcode == IBV_WR_RDMA_READ);
-  CHECK(w.remote_addr == reinterpret_cast<std::uint64_t>(s.peer_bytes(0, 200)));
-  CHECK(w.rkey == s.peer_mr[0].rkey());
-  CHECK(w.sge[0].addr == reinterpret_cast<std::uint64_t>(s.hub_bytes(32)));
+  check_one_sided(w, IBV_WR_RDMA_READ, s.peer_bytes(0, 200), s.peer_mr[0].rkey(), s.hub_bytes(32));
   CHECK(w.sge[0].lkey == s.hub_mr.lkey());
   CHECK(has(s.hub_bytes(32), "readme"));
 
