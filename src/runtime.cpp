@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "rdmadl_verbs.h"
 
+#include "detail.hpp"
 #include "rdmadl/error.hpp"
 #include "rdmadl/runtime.hpp"
 
@@ -156,8 +157,7 @@ std::string_view name(feature f) noexcept {
   static constexpr std::string_view names[] = {
       "extended-cq", "wr-api", "query-gid-ex", "dmabuf-mr", "reg-mr-iova", "rdma-cm", "srq"};
   static_assert(std::size(names) == static_cast<std::size_t>(feature::srq) + 1);
-  const auto i = static_cast<std::size_t>(f);
-  return i < std::size(names) ? names[i] : "unknown";
+  return detail::pick(names, f);
 }
 
 } // namespace rdmadl
