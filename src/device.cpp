@@ -156,13 +156,8 @@ result<context> context::open(std::string_view name) {
 result<context> context::open(const device &d) {
   if (!d.native_handle())
     return detail::rdma_error(errc::empty_object);
-  ibv_context *c = ibv_open_device(d.native_handle());
-  if (!c)
-    return detail::rdma_error();
-  auto n = std::make_shared<detail::ctx_node>();
-  n->ctx = c;
-  n->owned = true;
-  return detail::access::make<context>(std::move(n));
+  return detail::access::adopt<context>(ibv_open_device(d.native_handle()), &detail::ctx_node::ctx,
+                                        [](detail::ctx_node &n) { n.owned = true; });
 }
 context context::borrow(ibv_context *c) noexcept {
   return detail::borrow_context(c, nullptr);

@@ -85,14 +85,11 @@ result<remote_region> memory_region::remote(std::size_t offset, std::size_t len)
 result<protection_domain> protection_domain::create(const context &ctx) {
   if (!ctx)
     return detail::rdma_error(errc::empty_object);
-  ibv_pd *pd = ibv_alloc_pd(ctx.native_handle());
-  if (!pd)
-    return detail::rdma_error();
-  auto n = std::make_shared<detail::pd_node>();
-  n->pd = pd;
-  n->owned = true;
-  n->ctx = detail::access::node(ctx);
-  return detail::access::make<protection_domain>(std::move(n));
+  return detail::access::adopt<protection_domain>(ibv_alloc_pd(ctx.native_handle()),
+                                                  &detail::pd_node::pd, [&](detail::pd_node &n) {
+                                                    n.owned = true;
+                                                    n.ctx = detail::access::node(ctx);
+                                                  });
 }
 protection_domain protection_domain::borrow(ibv_pd *pd) noexcept {
   protection_domain p;

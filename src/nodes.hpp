@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 
+#include "detail.hpp"
 #include "rdmadl/rdmadl.hpp"
 
 namespace rdmadl::detail {
@@ -151,6 +152,18 @@ struct access {
     H h;
     set(h, std::move(n));
     return h;
+  }
+  // What RAW, just returned by an rdma-core create call, becomes: the
+  // call's error (errno) if RAW is null, else a handle of type H whose new
+  // node N holds RAW in FIELD and gets its parents from FILL(node).
+  template <class H, class N, class R, class Fill>
+  static result<H> adopt(R *raw, R *N::*field, Fill fill) {
+    if (!raw)
+      return rdma_error();
+    auto n = std::make_shared<N>();
+    (*n).*field = raw;
+    fill(*n);
+    return make<H>(std::move(n));
   }
 
   static void set(context &c, std::shared_ptr<ctx_node> n) noexcept {

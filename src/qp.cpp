@@ -164,13 +164,9 @@ result<address_handle> address_handle::create(const protection_domain &pd, const
     return detail::rdma_error(errc::empty_object);
   ibv_ah_attr a;
   fill_ah(a, *q, peer, 0, 64, 0);
-  ibv_ah *ah = ibv_create_ah(pd.native_handle(), &a);
-  if (!ah)
-    return detail::rdma_error();
-  auto n = std::make_shared<detail::ah_node>();
-  n->ah = ah;
-  n->pd = detail::access::node(pd);
-  return detail::access::make<address_handle>(std::move(n));
+  return detail::access::adopt<address_handle>(
+      ibv_create_ah(pd.native_handle(), &a), &detail::ah_node::ah,
+      [&](detail::ah_node &n) { n.pd = detail::access::node(pd); });
 }
 
 result<shared_receive_queue> shared_receive_queue::create(const protection_domain &pd,
@@ -184,13 +180,9 @@ result<shared_receive_queue> shared_receive_queue::create(const protection_domai
   ibv_srq_init_attr a{};
   a.attr.max_wr = detail::clamp_to(depth, da.max_srq_wr);
   a.attr.max_sge = detail::clamp_to(max_sge, da.max_srq_sge);
-  ibv_srq *srq = ibv_create_srq(pd.native_handle(), &a);
-  if (!srq)
-    return detail::rdma_error();
-  auto n = std::make_shared<detail::srq_node>();
-  n->srq = srq;
-  n->pd = detail::access::node(pd);
-  return detail::access::make<shared_receive_queue>(std::move(n));
+  return detail::access::adopt<shared_receive_queue>(
+      ibv_create_srq(pd.native_handle(), &a), &detail::srq_node::srq,
+      [&](detail::srq_node &n) { n.pd = detail::access::node(pd); });
 }
 
 // ---- queue_pair ----
