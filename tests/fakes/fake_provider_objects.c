@@ -903,33 +903,34 @@ FAKE_API int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask
       abort();
   }
   struct fakeprov_modify_record *m = &mod_log[mod_log_len++];
-  memset(m, 0, sizeof(*m));
-  m->qpn = qp->qp_num;
-  m->attr_mask = mask;
-  m->from_state = cur;
-  m->to_state = next;
-  m->path_mtu = attr->path_mtu;
-  m->qkey = attr->qkey;
-  m->rq_psn = attr->rq_psn;
-  m->sq_psn = attr->sq_psn;
-  m->dest_qp_num = attr->dest_qp_num;
-  m->qp_access_flags = attr->qp_access_flags;
-  m->pkey_index = attr->pkey_index;
-  m->port_num = attr->port_num;
-  m->max_rd_atomic = attr->max_rd_atomic;
-  m->max_dest_rd_atomic = attr->max_dest_rd_atomic;
-  m->min_rnr_timer = attr->min_rnr_timer;
-  m->timeout = attr->timeout;
-  m->retry_cnt = attr->retry_cnt;
-  m->rnr_retry = attr->rnr_retry;
-  m->dlid = attr->ah_attr.dlid;
-  m->sl = attr->ah_attr.sl;
-  m->is_global = attr->ah_attr.is_global;
-  m->sgid_index = attr->ah_attr.grh.sgid_index;
-  m->hop_limit = attr->ah_attr.grh.hop_limit;
-  m->traffic_class = attr->ah_attr.grh.traffic_class;
-  m->flow_label = attr->ah_attr.grh.flow_label;
-  m->ah_port_num = attr->ah_attr.port_num;
+  *m = (struct fakeprov_modify_record){
+      .qpn = qp->qp_num,
+      .attr_mask = mask,
+      .from_state = cur,
+      .to_state = next,
+      .path_mtu = attr->path_mtu,
+      .qkey = attr->qkey,
+      .rq_psn = attr->rq_psn,
+      .sq_psn = attr->sq_psn,
+      .dest_qp_num = attr->dest_qp_num,
+      .qp_access_flags = attr->qp_access_flags,
+      .pkey_index = attr->pkey_index,
+      .port_num = attr->port_num,
+      .max_rd_atomic = attr->max_rd_atomic,
+      .max_dest_rd_atomic = attr->max_dest_rd_atomic,
+      .min_rnr_timer = attr->min_rnr_timer,
+      .timeout = attr->timeout,
+      .retry_cnt = attr->retry_cnt,
+      .rnr_retry = attr->rnr_retry,
+      .dlid = attr->ah_attr.dlid,
+      .sl = attr->ah_attr.sl,
+      .is_global = attr->ah_attr.is_global,
+      .sgid_index = attr->ah_attr.grh.sgid_index,
+      .hop_limit = attr->ah_attr.grh.hop_limit,
+      .traffic_class = attr->ah_attr.grh.traffic_class,
+      .flow_label = attr->ah_attr.grh.flow_label,
+      .ah_port_num = attr->ah_attr.port_num,
+  };
   memcpy(m->dgid, attr->ah_attr.grh.dgid.raw, 16);
 out:
   UNLOCK();
