@@ -31,12 +31,12 @@ ibv_context *open_fake() {
   return ctx;
 }
 
-// An RC QP on PD whose sends and receives complete on CQ, 4 deep, one SGE.
-ibv_qp *small_rc_qp(ibv_pd *pd, ibv_cq *cq) {
+// An RC QP on PD whose sends and receives complete on CQ, DEPTH deep, one SGE.
+ibv_qp *small_rc_qp(ibv_pd *pd, ibv_cq *cq, std::uint32_t depth = 4) {
   ibv_qp_init_attr qa{};
   qa.qp_type = IBV_QPT_RC;
   qa.send_cq = qa.recv_cq = cq;
-  qa.cap.max_send_wr = qa.cap.max_recv_wr = 4;
+  qa.cap.max_send_wr = qa.cap.max_recv_wr = depth;
   qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
   ibv_qp *qp = ibv_create_qp(pd, &qa);
   REQUIRE(qp);
@@ -771,13 +771,7 @@ TEST_CASE("fakeprov: teardown follows the real library's EBUSY rules; misuse is 
   ibv_mr *mr = ibv_reg_mr(pd, b, sizeof(b), IBV_ACCESS_LOCAL_WRITE);
   REQUIRE(mr);
   CHECK(mr->lkey != mr->rkey);
-  ibv_qp_init_attr qa{};
-  qa.qp_type = IBV_QPT_RC;
-  qa.send_cq = qa.recv_cq = cq;
-  qa.cap.max_send_wr = qa.cap.max_recv_wr = 1;
-  qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
-  ibv_qp *qp = ibv_create_qp(pd, &qa);
-  REQUIRE(qp);
+  ibv_qp *qp = small_rc_qp(pd, cq, 1);
   CHECK(fp().fakeprov_live(FAKEPROV_CONTEXT) == 1);
   CHECK(fp().fakeprov_live(FAKEPROV_COMP_CHANNEL) == 1);
   CHECK(fp().fakeprov_live(FAKEPROV_PD) == 1);
