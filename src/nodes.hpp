@@ -191,7 +191,8 @@ struct access {
   static void set(completion_queue &q, std::shared_ptr<cq_node> n) noexcept {
     q.cq_ = n->cq;
     q.ex_ = n->ex;
-    q.poll_ = n->cq->context->ops.poll_cq;
+    // An extended queue is read out of line (poll_other): the stub sends it there.
+    q.poll_ = n->ex ? &other_poll_cq : n->cq->context->ops.poll_cq;
     q.notify_ = n->cq->context->ops.req_notify_cq;
     q.n_ = std::move(n);
   }

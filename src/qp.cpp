@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <arpa/inet.h>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <endian.h>
@@ -265,6 +266,21 @@ result<queue_pair> queue_pair::borrow(ibv_qp *qp, qp_type type, const qp_options
     return st;
   return detail::access::make<queue_pair>(std::move(n));
 }
+
+namespace detail {
+int empty_post_send(ibv_qp *, ibv_send_wr *wr, ibv_send_wr **bad) noexcept {
+  *bad = wr;
+  return ENXIO;
+}
+int empty_post_recv(ibv_qp *, ibv_recv_wr *wr, ibv_recv_wr **bad) noexcept {
+  *bad = wr;
+  return ENXIO;
+}
+int empty_post_srq_recv(ibv_srq *, ibv_recv_wr *wr, ibv_recv_wr **bad) noexcept {
+  *bad = wr;
+  return ENXIO;
+}
+} // namespace detail
 
 status_code queue_pair::refused() const noexcept {
   if (!qp_)
