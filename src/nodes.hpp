@@ -109,10 +109,15 @@ struct qp_node {
   std::uint32_t active_mtu = 0;
   link_layer link = link_layer::unspecified;
   int max_rd_atom = 1, max_init_rd_atom = 1;
-  // One send_batch at a time owns the storage below.
+  // One send_batch at a time owns the storage below. A batch without the WR
+  // API (no qpx) chains its requests there; it is made by the first such
+  // batch, not with the QP: 9 KB that a channel's many QPs never use.
   std::atomic<bool> batch_open{false};
-  ibv_send_wr wrs[send_batch::max_size];
-  ibv_sge sges[send_batch::max_size];
+  struct batch_storage {
+    ibv_send_wr wrs[send_batch::max_size];
+    ibv_sge sges[send_batch::max_size];
+  };
+  std::unique_ptr<batch_storage> batch;
   ~qp_node() {
     if (kind == owner_kind::verbs && qp)
       ibv_destroy_qp(qp);

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstring>
 #include <endian.h>
+#include <new>
 #include <string>
 #include <utility>
 
@@ -637,14 +638,22 @@ void send_batch::add(const send_request &w) noexcept {
   } else {
     // Copy the request and its scatter element: the caller's slice may be a
     // temporary that dies before commit().
-    ibv_send_wr &d = q.wrs[n_];
+    if (!q.batch) {
+      q.batch.reset(new (std::nothrow) detail::qp_node::batch_storage);
+      if (!q.batch) {
+        err_ = std::errc::not_enough_memory;
+        return;
+      }
+    }
+    auto &b = *q.batch;
+    ibv_send_wr &d = b.wrs[n_];
     std::memcpy(&d, &w, sizeof d);
-    q.sges[n_] = ibv_sge{w.sg_list->addr, w.sg_list->length, w.sg_list->lkey};
-    d.sg_list = &q.sges[n_];
+    b.sges[n_] = ibv_sge{w.sg_list->addr, w.sg_list->length, w.sg_list->lkey};
+    d.sg_list = &b.sges[n_];
     d.num_sge = 1;
     d.next = nullptr;
     if (n_)
-      q.wrs[n_ - 1].next = &d;
+      b.wrs[n_ - 1].next = &d;
   }
   n_++;
 }
@@ -697,7 +706,7 @@ result<void> send_batch::commit() noexcept {
     return {};
   }
   ibv_send_wr *bad = nullptr;
-  if (int rc = ibv_post_send(q_->qp, &q_->wrs[0], &bad))
+  if (int rc = ibv_post_send(q_->qp, &q_->batch->wrs[0], &bad))
     return detail::rdma_error(rc);
   return {};
 }
