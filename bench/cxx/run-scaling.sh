@@ -20,6 +20,8 @@
 #                 peer) awaited by the scope's end: post, completion, slot
 #   qp/part       the raw API: N queue_pair::post_write, then polls of the
 #                 shared CQ until N completions are in
+# Then the same figures as wall time, from native runs of the same build
+# (for the record only: a shared host's timings vary; nothing checks them).
 # Each per-part figure is (instructions at I2 iterations - at I1) / ((I2 - I1)
 # * N), so start-up and set-up cancel. The last line is "flat: yes" when
 # scatter, gather and scope per part, set-up per peer and c++ heap per peer
@@ -60,6 +62,22 @@ per_part() {
   echo $(((10 * (hi - lo) + d * $1 / 2) / (d * $1)))
 }
 tenths() { printf '%d.%d' $(($1 / 10)) $(($1 % 10)); }
+# wall N MODE ITERS: the least of three native runs' "ns" (set-up, or the loop).
+wall() {
+  local best= t i
+  for i in 1 2 3; do
+    "$prog" "$1" "$2" "$3" >"$tmp/out" 2>"$tmp/err" || { cat "$tmp/out" "$tmp/err" >&2; exit 1; }
+    t=$(sed -n 's/^ns //p' "$tmp/out")
+    [ -z "$best" ] || [ "$t" -lt "$best" ] && best=$t
+  done
+  echo "$best"
+}
+# wall_part N MODE: nanoseconds per part, to one decimal (in tenths).
+wall_part() {
+  local it=$((262144 / $1)) ns
+  ns=$(wall "$1" "$2" "$it")
+  echo $(((10 * ns + it * $1 / 2) / (it * $1)))
+}
 
 read -r base base_fake < <(split 1 base)
 printf '%5s %11s %10s %10s %10s %13s %12s %10s %8s\n' N setup/peer fake/peer heap/peer \
@@ -85,6 +103,15 @@ for k in scatter:sc gather:ga scope:so setup:su c++heap:cx; do
   declare -n m=${k#*:}
   ((10 * m[512] <= 11 * m[8])) || bad+=" ${k%%:*} $(tenths "${m[512]}")/$(tenths "${m[8]}")"
   unset -n m
+done
+echo "wall time on this host, natively (least of 3 runs; set-up includes the fake's own work):"
+printf '%5s %14s %13s %12s %10s %8s\n' N setup-us/peer scatter-ns/part gather-ns/part \
+  scope-ns/req qp-ns/part
+for n in 1 8 64 512; do
+  su_ns=$(wall "$n" setup 0)
+  printf '%5d %14s %15s %14s %12s %10s\n' "$n" "$(tenths $(((su_ns + 50 * n) / (100 * n))))" \
+    "$(tenths "$(wall_part "$n" scatter)")" "$(tenths "$(wall_part "$n" gather)")" \
+    "$(tenths "$(wall_part "$n" scope)")" "$(tenths "$(wall_part "$n" qp)")"
 done
 if [ -z "$bad" ]; then
   echo "flat: yes (per part and per peer, N=512 within 1.1x of N=8)"

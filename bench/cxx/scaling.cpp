@@ -16,9 +16,12 @@
 //             shared CQ until all N completions are in): the raw API
 // Every mode but heap leaves with _exit() once done, so the tear-down of N
 // queue pairs is not counted. Prints "iters ITERS ok" when every operation
-// succeeded ("heap N TOTAL CXX" for heap).
+// succeeded, then "ns T": the wall time of the set-up (setup) or of the
+// ITERS operations (the others), for a run outside callgrind ("heap N TOTAL
+// CXX" for heap).
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <malloc.h>
@@ -108,6 +111,11 @@ void must(result<void> r, const char *what) {
     fail(what, r.error());
 }
 
+long long elapsed_ns(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+      .count();
+}
+
 multi_channel make(const context &ctx, std::size_t peers) {
   channel_options o;
   o.peers = peers;
@@ -139,9 +147,10 @@ int main(int argc, char **argv) {
     std::printf("heap %zu %ld %ld\n", n, heap_in_use() - before, cxx_heap - cxx_before);
     return 0;
   }
+  auto t0 = std::chrono::steady_clock::now();
   auto mc = make(ctx, n);
   if (mode == "setup") {
-    std::printf("iters %ld ok\n", iters);
+    std::printf("iters %ld ok\nns %lld\n", iters, elapsed_ns(t0));
     std::fflush(stdout);
     _exit(0);
   }
@@ -157,6 +166,7 @@ int main(int argc, char **argv) {
   completion_queue &cq = *mc.cq();
   std::array<completion, 16> wc;
   long good = 0;
+  t0 = std::chrono::steady_clock::now();
   for (long it = 0; it < iters; it++) {
     bool ok = true;
     if (mode == "scatter") {
@@ -184,7 +194,8 @@ int main(int argc, char **argv) {
     }
     good += ok;
   }
-  std::printf("iters %ld %s\n", iters, good == iters ? "ok" : "FAILED");
+  long long ns = elapsed_ns(t0);
+  std::printf("iters %ld %s\nns %lld\n", iters, good == iters ? "ok" : "FAILED", ns);
   std::fflush(stdout);
   _exit(good == iters ? 0 : 1);
 }
