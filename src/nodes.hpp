@@ -127,8 +127,8 @@ struct qp_node {
 };
 
 // Port, LID, link, MTU, atomics limits and GID of q (src/qp.cpp).
-status_code init_path(qp_node &q, const context &ctx, std::uint8_t port, int gid_index,
-                      const gid_selector &sel);
+status_code init_path(qp_node &q, const context &ctx, const device_attr &dev, std::uint8_t port,
+                      int gid_index, const gid_selector &sel);
 status_code init_from_qp(qp_node &q, const context &ctx, std::uint8_t port, int gid_index,
                          const gid_selector &sel);
 

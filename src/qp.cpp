@@ -73,14 +73,12 @@ result<endpoint> endpoint::parse(std::span<const std::byte> b) {
 
 namespace detail {
 
-// Port, LID, link layer, MTU, atomics limits and GID of q, from the device:
-// port 0 means the first active port; gid_index >= 0 forces that entry,
-// else opts.gid selects one (required on RoCE).
-status_code init_path(qp_node &q, const context &ctx, std::uint8_t port, int gid_index,
-                      const gid_selector &sel) {
-  auto dev = ctx.query_device();
-  if (!dev)
-    return dev.error();
+// Port, LID, link layer, MTU, atomics limits and GID of q, from the device
+// (dev: its attributes, which the caller has queried already): port 0 means
+// the first active port; gid_index >= 0 forces that entry, else opts.gid
+// selects one (required on RoCE).
+status_code init_path(qp_node &q, const context &ctx, const device_attr &dev, std::uint8_t port,
+                      int gid_index, const gid_selector &sel) {
   if (!port) {
     auto p = ctx.first_active_port();
     if (!p)
@@ -94,8 +92,8 @@ status_code init_path(qp_node &q, const context &ctx, std::uint8_t port, int gid
   q.lid = pa->lid;
   q.link = pa->link;
   q.active_mtu = pa->active_mtu;
-  q.max_rd_atom = std::max(1, dev->max_qp_rd_atom);
-  q.max_init_rd_atom = std::max(1, dev->max_qp_init_rd_atom);
+  q.max_rd_atom = std::max(1, dev.max_qp_rd_atom);
+  q.max_init_rd_atom = std::max(1, dev.max_qp_init_rd_atom);
   if (gid_index >= 0) {
     auto table = ctx.gid_table(port);
     if (!table)
@@ -135,7 +133,10 @@ status_code init_from_qp(qp_node &q, const context &ctx, std::uint8_t port, int 
     if (a.qp_state >= IBV_QPS_RTR && a.qp_state <= IBV_QPS_SQD && a.ah_attr.is_global)
       gid_index = a.ah_attr.grh.sgid_index;
   }
-  return init_path(q, ctx, port, gid_index, sel);
+  auto dev = ctx.query_device();
+  if (!dev)
+    return dev.error();
+  return init_path(q, ctx, *dev, port, gid_index, sel);
 }
 
 } // namespace detail
@@ -217,11 +218,12 @@ result<queue_pair> queue_pair::create(const context &ctx, const protection_domai
   auto n = std::make_shared<detail::qp_node>();
   n->type = opts.type;
   n->qkey = opts.type == qp_type::ud ? opts.qkey : 0;
-  if (auto st = detail::init_path(*n, ctx, opts.port, opts.gid_index, opts.gid); !st.ok())
-    return st;
+  // One query of the device for both the path and the queue sizes.
   auto dev = ctx.query_device();
   if (!dev)
     return dev.error();
+  if (auto st = detail::init_path(*n, ctx, *dev, opts.port, opts.gid_index, opts.gid); !st.ok())
+    return st;
 
   ibv_qp_init_attr_ex ax = detail::qp_init_attr(*dev, opts, pd.native_handle(),
                                                 send_cq.native_handle(), recv_cq.native_handle());
