@@ -27,6 +27,7 @@
 # scatter, gather and scope per part, set-up per peer and c++ heap per peer
 # at N = 512 are all within 1.1x of N = 8, else "flat: no (...)" naming
 # them, and the exit status is 1.
+# shellcheck disable=SC2034 # the per-N arrays are read through a nameref
 set -euo pipefail
 build=${1:?usage: run-scaling.sh BUILD_DIR}
 bin=$build/bench/cxx
@@ -64,8 +65,8 @@ per_part() {
 tenths() { printf '%d.%d' $(($1 / 10)) $(($1 % 10)); }
 # wall N MODE ITERS: the least of three native runs' "ns" (set-up, or the loop).
 wall() {
-  local best= t i
-  for i in 1 2 3; do
+  local best='' t _
+  for _ in 1 2 3; do
     "$prog" "$1" "$2" "$3" >"$tmp/out" 2>"$tmp/err" || { cat "$tmp/out" "$tmp/err" >&2; exit 1; }
     t=$(sed -n 's/^ns //p' "$tmp/out")
     [ -z "$best" ] || [ "$t" -lt "$best" ] && best=$t
