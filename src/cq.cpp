@@ -86,14 +86,21 @@ void read_ex(ibv_cq_ex *ex, completion &c) noexcept {
 }
 } // namespace
 
+int detail::other_poll_cq(ibv_cq *, int, ibv_wc *) noexcept {
+  return -1;
+}
+
 // The cases the inline poll() leaves to the library: an empty span or queue,
-// and extended queues (ibv_start_poll .. ibv_end_poll).
+// a plain queue whose provider's poll_cq failed, and extended queues
+// (ibv_start_poll .. ibv_end_poll).
 result<std::size_t> completion_queue::poll_other(std::span<completion> out) noexcept {
   if (out.empty())
     return errc::empty_span;
   if (!cq_)
     return detail::rdma_error(errc::empty_object);
   ibv_cq_ex *ex = ex_;
+  if (!ex)
+    return status_code::from_errno(EIO);
   std::size_t n = 0;
   ibv_poll_cq_attr attr{};
   int rc = ibv_start_poll(ex, &attr);

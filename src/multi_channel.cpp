@@ -447,7 +447,7 @@ result<work_result> polling_scope::wait(work_handle h, std::chrono::milliseconds
   if (!s.pending[index].done) { // the clock is read only if one poll is not enough
     if (auto st = s.poll_some(); !st.ok())
       return st;
-    auto deadline = detail::deadline(timeout);
+    auto deadline = s.pending[index].done ? clock::time_point{} : detail::deadline(timeout);
     while (!s.pending[index].done) {
       if (auto st = s.poll_some(); !st.ok())
         return st;

@@ -109,10 +109,15 @@ struct qp_node {
   std::uint32_t active_mtu = 0;
   link_layer link = link_layer::unspecified;
   int max_rd_atom = 1, max_init_rd_atom = 1;
-  // One send_batch at a time owns the storage below.
+  // One send_batch at a time owns the storage below. A batch without the WR
+  // API (no qpx) chains its requests there; it is made by the first such
+  // batch, not with the QP: 9 KB that a channel's many QPs never use.
   std::atomic<bool> batch_open{false};
-  ibv_send_wr wrs[send_batch::max_size];
-  ibv_sge sges[send_batch::max_size];
+  struct batch_storage {
+    ibv_send_wr wrs[send_batch::max_size];
+    ibv_sge sges[send_batch::max_size];
+  };
+  std::unique_ptr<batch_storage> batch;
   ~qp_node() {
     if (kind == owner_kind::verbs && qp)
       ibv_destroy_qp(qp);
@@ -122,8 +127,8 @@ struct qp_node {
 };
 
 // Port, LID, link, MTU, atomics limits and GID of q (src/qp.cpp).
-status_code init_path(qp_node &q, const context &ctx, std::uint8_t port, int gid_index,
-                      const gid_selector &sel);
+status_code init_path(qp_node &q, const context &ctx, const device_attr &dev, std::uint8_t port,
+                      int gid_index, const gid_selector &sel);
 status_code init_from_qp(qp_node &q, const context &ctx, std::uint8_t port, int gid_index,
                          const gid_selector &sel);
 
@@ -191,7 +196,8 @@ struct access {
   static void set(completion_queue &q, std::shared_ptr<cq_node> n) noexcept {
     q.cq_ = n->cq;
     q.ex_ = n->ex;
-    q.poll_ = n->cq->context->ops.poll_cq;
+    // An extended queue is read out of line (poll_other): the stub sends it there.
+    q.poll_ = n->ex ? &other_poll_cq : n->cq->context->ops.poll_cq;
     q.notify_ = n->cq->context->ops.req_notify_cq;
     q.n_ = std::move(n);
   }

@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <arpa/inet.h>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <endian.h>
+#include <new>
 #include <string>
 #include <utility>
 
@@ -71,14 +73,12 @@ result<endpoint> endpoint::parse(std::span<const std::byte> b) {
 
 namespace detail {
 
-// Port, LID, link layer, MTU, atomics limits and GID of q, from the device:
-// port 0 means the first active port; gid_index >= 0 forces that entry,
-// else opts.gid selects one (required on RoCE).
-status_code init_path(qp_node &q, const context &ctx, std::uint8_t port, int gid_index,
-                      const gid_selector &sel) {
-  auto dev = ctx.query_device();
-  if (!dev)
-    return dev.error();
+// Port, LID, link layer, MTU, atomics limits and GID of q, from the device
+// (dev: its attributes, which the caller has queried already): port 0 means
+// the first active port; gid_index >= 0 forces that entry, else opts.gid
+// selects one (required on RoCE).
+status_code init_path(qp_node &q, const context &ctx, const device_attr &dev, std::uint8_t port,
+                      int gid_index, const gid_selector &sel) {
   if (!port) {
     auto p = ctx.first_active_port();
     if (!p)
@@ -92,8 +92,8 @@ status_code init_path(qp_node &q, const context &ctx, std::uint8_t port, int gid
   q.lid = pa->lid;
   q.link = pa->link;
   q.active_mtu = pa->active_mtu;
-  q.max_rd_atom = std::max(1, dev->max_qp_rd_atom);
-  q.max_init_rd_atom = std::max(1, dev->max_qp_init_rd_atom);
+  q.max_rd_atom = std::max(1, dev.max_qp_rd_atom);
+  q.max_init_rd_atom = std::max(1, dev.max_qp_init_rd_atom);
   if (gid_index >= 0) {
     auto table = ctx.gid_table(port);
     if (!table)
@@ -133,7 +133,10 @@ status_code init_from_qp(qp_node &q, const context &ctx, std::uint8_t port, int 
     if (a.qp_state >= IBV_QPS_RTR && a.qp_state <= IBV_QPS_SQD && a.ah_attr.is_global)
       gid_index = a.ah_attr.grh.sgid_index;
   }
-  return init_path(q, ctx, port, gid_index, sel);
+  auto dev = ctx.query_device();
+  if (!dev)
+    return dev.error();
+  return init_path(q, ctx, *dev, port, gid_index, sel);
 }
 
 } // namespace detail
@@ -215,11 +218,12 @@ result<queue_pair> queue_pair::create(const context &ctx, const protection_domai
   auto n = std::make_shared<detail::qp_node>();
   n->type = opts.type;
   n->qkey = opts.type == qp_type::ud ? opts.qkey : 0;
-  if (auto st = detail::init_path(*n, ctx, opts.port, opts.gid_index, opts.gid); !st.ok())
-    return st;
+  // One query of the device for both the path and the queue sizes.
   auto dev = ctx.query_device();
   if (!dev)
     return dev.error();
+  if (auto st = detail::init_path(*n, ctx, *dev, opts.port, opts.gid_index, opts.gid); !st.ok())
+    return st;
 
   ibv_qp_init_attr_ex ax = detail::qp_init_attr(*dev, opts, pd.native_handle(),
                                                 send_cq.native_handle(), recv_cq.native_handle());
@@ -265,6 +269,21 @@ result<queue_pair> queue_pair::borrow(ibv_qp *qp, qp_type type, const qp_options
     return st;
   return detail::access::make<queue_pair>(std::move(n));
 }
+
+namespace detail {
+int empty_post_send(ibv_qp *, ibv_send_wr *wr, ibv_send_wr **bad) noexcept {
+  *bad = wr;
+  return ENXIO;
+}
+int empty_post_recv(ibv_qp *, ibv_recv_wr *wr, ibv_recv_wr **bad) noexcept {
+  *bad = wr;
+  return ENXIO;
+}
+int empty_post_srq_recv(ibv_srq *, ibv_recv_wr *wr, ibv_recv_wr **bad) noexcept {
+  *bad = wr;
+  return ENXIO;
+}
+} // namespace detail
 
 status_code queue_pair::refused() const noexcept {
   if (!qp_)
@@ -621,14 +640,22 @@ void send_batch::add(const send_request &w) noexcept {
   } else {
     // Copy the request and its scatter element: the caller's slice may be a
     // temporary that dies before commit().
-    ibv_send_wr &d = q.wrs[n_];
+    if (!q.batch) {
+      q.batch.reset(new (std::nothrow) detail::qp_node::batch_storage);
+      if (!q.batch) {
+        err_ = std::errc::not_enough_memory;
+        return;
+      }
+    }
+    auto &b = *q.batch;
+    ibv_send_wr &d = b.wrs[n_];
     std::memcpy(&d, &w, sizeof d);
-    q.sges[n_] = ibv_sge{w.sg_list->addr, w.sg_list->length, w.sg_list->lkey};
-    d.sg_list = &q.sges[n_];
+    b.sges[n_] = ibv_sge{w.sg_list->addr, w.sg_list->length, w.sg_list->lkey};
+    d.sg_list = &b.sges[n_];
     d.num_sge = 1;
     d.next = nullptr;
     if (n_)
-      q.wrs[n_ - 1].next = &d;
+      b.wrs[n_ - 1].next = &d;
   }
   n_++;
 }
@@ -681,7 +708,7 @@ result<void> send_batch::commit() noexcept {
     return {};
   }
   ibv_send_wr *bad = nullptr;
-  if (int rc = ibv_post_send(q_->qp, &q_->wrs[0], &bad))
+  if (int rc = ibv_post_send(q_->qp, &q_->batch->wrs[0], &bad))
     return detail::rdma_error(rc);
   return {};
 }

@@ -104,6 +104,10 @@ struct cq_options {
 namespace detail {
 using poll_cq_fn = int (*)(::ibv_cq *, int, ::ibv_wc *);
 using notify_cq_fn = int (*)(::ibv_cq *, int);
+/// The poll function of an empty or extended queue, in place of the
+/// provider's: it returns -1 (a failure), so poll() needs no check before
+/// the call and goes out of line (poll_other) only when it fails.
+RDMADL_CXX_API int other_poll_cq(::ibv_cq *, int, ::ibv_wc *) noexcept;
 } // namespace detail
 
 /// A completion queue. Keeps its context (and channel) alive; destroyed when it
@@ -128,12 +132,12 @@ public:
   /// Inline: calls the provider's poll_cq with out itself. Errors:
   /// errc::empty_span, errc::empty_object, or the provider's errno.
   result<std::size_t> poll(std::span<completion> out) noexcept {
-    if (ex_.get() || !cq_.get() || out.empty()) [[unlikely]]
+    if (out.empty()) [[unlikely]]
       return poll_other(out);
     int n = poll_.get()(cq_, out.size() > INT_MAX ? INT_MAX : static_cast<int>(out.size()),
                         reinterpret_cast<::ibv_wc *>(out.data()));
     if (n < 0) [[unlikely]]
-      return status_code::from_errno(EIO);
+      return poll_other(out);
     return static_cast<std::size_t>(n);
   }
   /// Polls until out is full or timeout passed (busy-polling). Returns how
@@ -171,7 +175,7 @@ private:
   static status_code empty_status() noexcept;
   result<std::size_t> poll_other(std::span<completion> out) noexcept;
   detail::take<::ibv_cq *> cq_;
-  detail::take<detail::poll_cq_fn> poll_;
+  detail::take<detail::poll_cq_fn, &detail::other_poll_cq> poll_;
   detail::take<detail::notify_cq_fn> notify_;
   detail::take<::ibv_cq_ex *> ex_;
   std::shared_ptr<detail::cq_node> n_;

@@ -57,16 +57,17 @@ struct ah_node;
 struct qp_node;
 struct access; ///< src/: reaches the private members of every class
 
-/// A value that a move takes and leaves as T{} (a null pointer, 0): with it,
-/// every handle's move constructor and assignment are `= default` and a
-/// moved-from handle is empty.
-template <class T> class take {
+/// A value that a move takes and leaves as Empty (by default T{}: a null
+/// pointer, 0): with it, every handle's move constructor and assignment are
+/// `= default` and a moved-from handle is empty. A provider function pointer
+/// takes a stub as Empty, so the data path calls it without a null check.
+template <class T, T Empty = T{}> class take {
 public:
   constexpr take() noexcept = default;
   constexpr take(T v) noexcept : v_(v) {}
-  constexpr take(take &&o) noexcept : v_(std::exchange(o.v_, T{})) {}
+  constexpr take(take &&o) noexcept : v_(std::exchange(o.v_, Empty)) {}
   constexpr take &operator=(take &&o) noexcept {
-    v_ = std::exchange(o.v_, T{});
+    v_ = std::exchange(o.v_, Empty);
     return *this;
   }
   take(const take &) = delete;
@@ -75,7 +76,7 @@ public:
   constexpr T get() const noexcept { return v_; }
 
 private:
-  T v_{};
+  T v_ = Empty;
 };
 } // namespace detail
 } // namespace rdmadl

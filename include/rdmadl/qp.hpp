@@ -279,6 +279,16 @@ using post_recv_fn = int (*)(::ibv_qp *, ::ibv_recv_wr *, ::ibv_recv_wr **);
 using post_srq_recv_fn = int (*)(::ibv_srq *, ::ibv_recv_wr *, ::ibv_recv_wr **);
 /// The error of a call on an empty object (out of line, error path only).
 RDMADL_CXX_API status_code empty_status() noexcept;
+/// @name The post functions of an empty queue pair or SRQ
+/// What an empty (default-constructed or moved-from) handle holds instead of
+/// the provider's function: they fail with ENXIO (setting *bad), so a post
+/// needs no null check; its error path then answers errc::empty_object.
+/**@{*/
+RDMADL_CXX_API int empty_post_send(::ibv_qp *, ::ibv_send_wr *wr, ::ibv_send_wr **bad) noexcept;
+RDMADL_CXX_API int empty_post_recv(::ibv_qp *, ::ibv_recv_wr *wr, ::ibv_recv_wr **bad) noexcept;
+RDMADL_CXX_API int empty_post_srq_recv(::ibv_srq *, ::ibv_recv_wr *wr,
+                                       ::ibv_recv_wr **bad) noexcept;
+/**@}*/
 } // namespace detail
 
 /// An address handle for UD sends (ibv_create_ah). Keeps its PD alive.
@@ -341,10 +351,8 @@ public:
   result<void> post_recv(const local_slice &buf, std::uint64_t wr_id) noexcept {
     recv_request w{wr_id, nullptr, &buf, buf.length != 0};
     ::ibv_recv_wr *bad;
-    if (!srq_.get()) [[unlikely]]
-      return detail::empty_status();
     if (int rc = post_.get()(srq_, reinterpret_cast<::ibv_recv_wr *>(&w), &bad)) [[unlikely]]
-      return status_code::from_rc(rc);
+      return srq_.get() ? status_code::from_rc(rc) : detail::empty_status();
     return {};
   }
   /// The rdma-core SRQ; null when empty.
@@ -355,7 +363,7 @@ public:
 private:
   friend struct detail::access;
   detail::take<::ibv_srq *> srq_;
-  detail::take<detail::post_srq_recv_fn> post_;
+  detail::take<detail::post_srq_recv_fn, &detail::empty_post_srq_recv> post_;
   std::shared_ptr<detail::srq_node> n_;
 };
 
@@ -406,19 +414,13 @@ public:
   /// Posts wr (a chain through next) as ibv_post_send does, unchecked: a UD
   /// QP needs wr.ud set, and only RC carries reads and atomics. Errors:
   /// errc::empty_object, or the provider's errno.
-  result<void> post(send_request &wr) noexcept {
-    if (!qp_.get()) [[unlikely]]
-      return detail::empty_status();
-    return send_now(wr);
-  }
+  result<void> post(send_request &wr) noexcept { return send_now(wr); }
   /// Posts wr (a chain through next) to the receive queue. Errors:
   /// errc::empty_object, or the provider's errno.
   result<void> post(recv_request &wr) noexcept {
     ::ibv_recv_wr *bad;
-    if (!qp_.get()) [[unlikely]]
-      return detail::empty_status();
     if (int rc = recv_.get()(qp_, reinterpret_cast<::ibv_recv_wr *>(&wr), &bad)) [[unlikely]]
-      return status_code::from_rc(rc);
+      return failed(rc);
     return {};
   }
   /// Posts one receive buffer (a zero-length slice posts no scatter
@@ -535,15 +537,20 @@ private:
   result<void> send_now(send_request &w) noexcept {
     ::ibv_send_wr *bad;
     if (int rc = send_.get()(qp_, reinterpret_cast<::ibv_send_wr *>(&w), &bad)) [[unlikely]]
-      return status_code::from_rc(rc);
+      return failed(rc);
     return {};
+  }
+  /// The error of a post that returned rc: the empty-object error when there
+  /// is no QP (its post functions are the empty_post_* stubs), else rc's.
+  status_code failed(int rc) const noexcept {
+    return qp_.get() ? status_code::from_rc(rc) : detail::empty_status();
   }
   /// errc::wrong_qp_type, or the empty-object error when there is no QP.
   status_code refused() const noexcept;
   detail::take<::ibv_qp *> qp_;
   detail::take<std::uint8_t> ops_;
-  detail::take<detail::post_send_fn> send_;
-  detail::take<detail::post_recv_fn> recv_;
+  detail::take<detail::post_send_fn, &detail::empty_post_send> send_;
+  detail::take<detail::post_recv_fn, &detail::empty_post_recv> recv_;
   detail::take<std::uint32_t> qpn_;
   std::shared_ptr<detail::qp_node> n_;
 };

@@ -323,6 +323,48 @@ TEST_CASE("provider: prepared requests post again after patching; UC refuses rea
   finish();
 }
 
+TEST_CASE("provider: empty and moved-from handles answer empty_object to every post and poll") {
+  start();
+  {
+    rig r(qp_type::rc);
+    auto srq = ok(shared_receive_queue::create(r.pd));
+    auto s = r.at(0, 0, 8);
+    auto w = send_request::write(s, r.remote(1, 0, 8), 7);
+    recv_request rw{8, nullptr, &s, 1};
+    std::array<completion, 1> c;
+    // Their post and poll functions are stubs that fail, so the data path
+    // calls them unchecked; each error path names the empty object.
+    queue_pair moved_qp = std::move(r.qp[0]);
+    completion_queue moved_cq = std::move(r.cq[0]);
+    shared_receive_queue moved_srq = std::move(srq);
+    queue_pair empty_qp;
+    for (queue_pair *q : {&empty_qp, &r.qp[0]}) {
+      CHECK(q->post(w).error() == errc::empty_object);
+      CHECK(q->post(rw).error() == errc::empty_object);
+      CHECK(q->post_recv(s, 9).error() == errc::empty_object);
+      CHECK(q->post_write(s, r.remote(1, 0, 8), 10).error() == errc::empty_object);
+    }
+    CHECK(ok(moved_cq.poll(c)) == 0);
+    CHECK(completion_queue().poll(c).error() == errc::empty_object);
+    CHECK(r.cq[0].poll(c).error() == errc::empty_object);
+    CHECK(shared_receive_queue().post_recv(s, 11).error() == errc::empty_object);
+    CHECK(srq.post_recv(s, 12).error() == errc::empty_object);
+    // What they were moved into still reaches the provider.
+    ok(moved_qp.post(w));
+    CHECK(ok(moved_cq.poll(c)) == 1);
+    CHECK(c[0].wr_id == 7);
+    ok(moved_srq.post_recv(s, 13));
+    // Moved back by assignment: the same again the other way.
+    r.qp[0] = std::move(moved_qp);
+    r.cq[0] = std::move(moved_cq);
+    CHECK(moved_qp.post(w).error() == errc::empty_object);
+    CHECK(moved_cq.poll(c).error() == errc::empty_object);
+    ok(r.qp[0].post(w));
+    CHECK(ok(r.cq[0].poll(c)) == 1);
+  }
+  finish();
+}
+
 TEST_CASE("provider: UD sends carry the address handle, QPN and Q_Key; SRQ receives") {
   start();
   {

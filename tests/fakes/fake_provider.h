@@ -122,9 +122,10 @@ enum fakeprov_ex_mode {
   /* 0. 1 (read when a context is opened): the data path does the least a                          \
    * provider can, for bench/cxx/run-host.sh's instruction counts: no checks,                      \
    * no log, no loopback, no scripted failure; each signalled send and each                        \
-   * receive completes at once on its CQ (at most 256 waiting per CQ), as if                       \
+   * receive completes at once on its CQ (at most 1024 waiting per CQ), as if                      \
    * its message were there already. */                                                            \
-  X(MINIMAL_OPS)
+  X(MINIMAL_OPS)                                                                                   \
+  X(MAX_QP) /* 64 */
 
 /* clang-format off */
 enum fakeprov_knob {

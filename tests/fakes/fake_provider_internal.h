@@ -75,7 +75,7 @@ struct fp_mr {
 };
 
 #define CHANNEL_RING 1024
-#define MINIMAL_RING 256 /* FAKEPROV_MINIMAL_OPS: completions a CQ holds */
+#define MINIMAL_RING 1024 /* FAKEPROV_MINIMAL_OPS: completions a CQ holds */
 struct fp_channel {
   struct fp_hdr h;
   struct fp_ctx *ctx;
