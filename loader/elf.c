@@ -136,6 +136,37 @@ void *rdmadl_elf_lookup(const struct elf_view *v, size_t idx, int *fallback) {
   }
 }
 
+int rdmadl_elf_needs_node(const struct link_map *map, const char *prefix) {
+  const ElfW(Verneed) *vn = NULL;
+  const char *strtab = NULL;
+  ElfW(Word) count = 0;
+  if (!map->l_ld)
+    return 0;
+  for (const ElfW(Dyn) *d = map->l_ld; d->d_tag != DT_NULL; d++) {
+    if (d->d_tag == DT_VERNEED)
+      vn = dyn_ptr(map, d->d_un.d_ptr);
+    else if (d->d_tag == DT_VERNEEDNUM)
+      count = (ElfW(Word))d->d_un.d_val;
+    else if (d->d_tag == DT_STRTAB)
+      strtab = dyn_ptr(map, d->d_un.d_ptr);
+  }
+  size_t n = strlen(prefix);
+  for (ElfW(Word) i = 0; vn && strtab && i < count; i++) {
+    const ElfW(Vernaux) *aux = (const ElfW(Vernaux) *)((const char *)vn + vn->vn_aux);
+    for (ElfW(Half) j = 0; j < vn->vn_cnt; j++) {
+      if (strncmp(strtab + aux->vna_name, prefix, n) == 0)
+        return 1;
+      if (!aux->vna_next)
+        break;
+      aux = (const ElfW(Vernaux) *)((const char *)aux + aux->vna_next);
+    }
+    if (!vn->vn_next)
+      break;
+    vn = (const ElfW(Verneed) *)((const char *)vn + vn->vn_next);
+  }
+  return 0;
+}
+
 /* What the first bytes of an ELF file say it was built for, when that is not
  * this process; NULL when it matches or is not an ELF file. */
 static const char *machine_name(unsigned m) {

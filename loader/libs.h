@@ -17,9 +17,11 @@
 
 /* ---- libs.c: the library table ---- */
 
-/* What kind of library: loaded by the constructor, or on first use; a
- * provider library is tied to the loaded libibverbs's release. */
-enum { KIND_EAGER, KIND_PROVIDER, KIND_ALONE };
+/* What kind of library: loaded by the constructor (libibverbs), by the
+ * constructor when the program uses it and else on first use (librdmacm),
+ * or on first use; a provider library is tied to the loaded libibverbs's
+ * release. */
+enum { KIND_EAGER, KIND_PROVIDER, KIND_ALONE, KIND_WHEN_USED };
 
 struct lib_info {
   const char *soname;  /* what a real rdma-core library calls itself */
@@ -130,6 +132,9 @@ RDMADL_HIDDEN char *rdmadl_elf_mismatch(const char *path);
 RDMADL_HIDDEN const char *rdmadl_file_kind(mode_t m);
 /* The IBVERBS_PRIVATE_* node PATH needs: 1 found, 0 none, -1 unreadable. */
 RDMADL_HIDDEN int rdmadl_file_needs_private(const char *path, char *out, size_t outlen);
+/* Whether MAP's version requirements name a node starting with PREFIX
+ * (the object calls a function of that library's). */
+RDMADL_HIDDEN int rdmadl_elf_needs_node(const struct link_map *map, const char *prefix);
 /* Why PATH cannot be mapped whole (a truncated copy), or NULL. */
 RDMADL_HIDDEN char *rdmadl_file_truncated(const char *path);
 
@@ -164,6 +169,10 @@ RDMADL_HIDDEN void rdmadl_load_lazy(struct lib_info *lib);
 /* A lazy library whose load has not run: its fields other than requested
  * are not to be read. */
 RDMADL_HIDDEN int rdmadl_lazy_pending(const struct lib_info *l);
+/* What rdmadl_lib_error() says of a library whose load has not run. */
+#define RDMADL_NOT_LOADED_ERROR                                                                    \
+  "not loaded yet: loaded on the first call of one of its functions (or rdmadl_lib_load)"
+#define RDMADL_CM_UNUSED_ERROR "not loaded: no rdma_* function in this program"
 
 /* ---- report.c: describing the libraries ---- */
 

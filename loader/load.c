@@ -8,7 +8,11 @@
  * nothing depends on constructor order. The libraries are never dlclosed.
  * The providers' direct-verbs libraries and libibumad ("lazy" libraries) are
  * loaded only on the first call of one of their functions, under one mutex,
- * so a program that never uses them pays nothing at start-up.
+ * so a program that never uses them pays nothing at start-up. librdmacm is
+ * loaded by the constructor when the program uses it (cm_used below) and
+ * otherwise the way a lazy library is, on its first call: a program that
+ * calls no rdma_* function pays for librdmacm no more than a directly linked
+ * one, which has no NEEDED on it.
  *
  * Cost (bench/loader/): dlopen uses RTLD_LAZY, like a direct link: rdma-core's
  * own libraries are linked -z now and are still bound completely, and a
@@ -81,6 +85,26 @@ static void pin_self(void) {
 #endif
 }
 
+#ifdef RDMADL_DROPIN_SHARED
+/* Whether the program uses librdmacm. The shared drop-in holds every stub,
+ * so it asks the objects loaded with it: one linked against rdma_*
+ * functions (the drop-in's or rdma-core's) requires an RDMACM_1.x version
+ * node. An object dlopened later finds librdmacm loaded on its first call. */
+static int cm_used(void) {
+  for (const struct link_map *m = _r_debug.r_map; m; m = m->l_next)
+    if (rdmadl_elf_needs_node(m, RDMADL_PREFIX_CM))
+      return 1;
+  return 0;
+}
+#else
+/* Defined by stubs_cm.c: in a static library the linker brings that object
+ * in only when something calls one of librdmacm's stubs. */
+extern const char rdmadl_cm_linked __attribute__((weak, visibility("hidden")));
+static int cm_used(void) {
+  return &rdmadl_cm_linked != NULL;
+}
+#endif
+
 /* The uncontended load takes no lock: LOAD_NONE -> LOAD_RUNNING by
  * compare-and-swap, LOAD_DONE published with a store. Threads that must wait
  * announce themselves in nwaiters first, then sleep on load_cv; the loader
@@ -99,6 +123,8 @@ static int atfork_registered; /* atomic */
 static pthread_mutex_t lazy_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_t lazy_owner; /* atomic: the thread inside a lazy load */
 static int lazy_busy;        /* atomic */
+/* The reason sentence given out before librdmacm's load on first use. */
+static const char *superseded_reason __attribute__((used));
 
 static void wake_waiters(void) {
   if (__atomic_load_n(&nwaiters, __ATOMIC_SEQ_CST) == 0)
@@ -187,12 +213,16 @@ static int load_all(void) {
     rdmadl_load_one(RDMADL_LIB_IBVERBS, env.path[RDMADL_LIB_IBVERBS]);
     struct lib_info *c = &rdmadl_libs[RDMADL_LIB_RDMACM];
     if (rdmadl_usable(rdmadl_libs[RDMADL_LIB_IBVERBS].state)) {
-      rdmadl_load_one(RDMADL_LIB_RDMACM, env.path[RDMADL_LIB_RDMACM]);
+      if (cm_used()) {
+        rdmadl_load_one(RDMADL_LIB_RDMACM, c->lazy_override);
+        __atomic_store_n(&c->lazy_done, 1, __ATOMIC_RELEASE);
+      } else {
+        DEBUGF("%s: %s; loaded on its first call", c->soname, RDMADL_CM_UNUSED_ERROR);
+      }
     } else {
-      const char *override = env.path[RDMADL_LIB_RDMACM];
-      c->requested = (override && *override) ? override : c->soname;
       c->state = RDMADL_STATE_SKIPPED;
       c->error = "not loaded because libibverbs is unusable";
+      __atomic_store_n(&c->lazy_done, 1, __ATOMIC_RELEASE);
       /* Nor is any provider library: each belongs to a libibverbs. */
       for (int i = 0; i < RDMADL_LIB_COUNT; i++)
         if (rdmadl_libs[i].kind == KIND_PROVIDER) {
@@ -368,6 +398,10 @@ void rdmadl_load_lazy(struct lib_info *lib) {
     __atomic_store_n(&lazy_busy, 1, __ATOMIC_RELEASE);
     rdmadl_load_one((rdmadl_lib)(lib - rdmadl_libs), lib->lazy_override);
     rdmadl_log_lib_summary(lib);
+    /* The reason sentence describes librdmacm: built again when asked. The
+     * one given out stays valid (kept, not freed). */
+    if (lib->kind == KIND_WHEN_USED)
+      superseded_reason = __atomic_exchange_n(&rdmadl_reason_text, NULL, __ATOMIC_ACQ_REL);
     /* Done before not busy: whoever sees busy cleared sees it done. */
     __atomic_store_n(&lib->lazy_done, 1, __ATOMIC_RELEASE);
     __atomic_store_n(&lazy_busy, 0, __ATOMIC_RELEASE);

@@ -151,8 +151,13 @@ void rdmadl_load_one(rdmadl_lib which, const char *override) {
     return;
   DEBUGF("dlopen(\"%s\")", lib->open_name);
   dlerror();
-  void *h = lib->kind == KIND_EAGER ? rdmadl_loader_dlopen(lib->open_name, RTLD_LAZY | RTLD_LOCAL)
-                                    : dlopen(lib->open_name, RTLD_LAZY | RTLD_LOCAL);
+  /* The constructor's own load (librdmacm's too, when the program uses it)
+   * keeps the books the threads waiting for it rely on. */
+  int in_main_load = lib->kind == KIND_EAGER ||
+                     (lib->kind == KIND_WHEN_USED &&
+                      __atomic_load_n(&rdmadl_load_state, __ATOMIC_ACQUIRE) == LOAD_RUNNING);
+  void *h = in_main_load ? rdmadl_loader_dlopen(lib->open_name, RTLD_LAZY | RTLD_LOCAL)
+                         : dlopen(lib->open_name, RTLD_LAZY | RTLD_LOCAL);
   if (!h) {
     const char *err = dlerror();
     /* A provider found on the search path whose IBVERBS_PRIVATE_* node the

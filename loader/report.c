@@ -45,6 +45,10 @@ static int node_slot(const struct lib_info *l, const char *node) {
  * the file's highest one are normal for an older release; only those of its
  * own nodes make it incomplete. Unescaped; allocated. */
 char *rdmadl_describe_lib(struct lib_info *l) {
+  if (rdmadl_lazy_pending(l))
+    return rdmadl_dup_printf("%s %s", l->requested ? l->requested : l->soname,
+                             l->kind == KIND_WHEN_USED ? RDMADL_CM_UNUSED_ERROR
+                                                       : RDMADL_NOT_LOADED_ERROR);
   if (!rdmadl_usable(l->state)) {
     const char *e = rdmadl_lib_why(l);
     return rdmadl_dup_printf("%s %s: %s", l->requested ? l->requested : l->soname,
@@ -107,12 +111,6 @@ static struct lib_info *lib_at(rdmadl_lib lib) {
   return (unsigned)lib < RDMADL_LIB_COUNT ? &rdmadl_libs[lib] : NULL;
 }
 
-/* A lazy library whose load has not run: its fields other than requested
- * are not to be read (another thread may be filling them). */
-
-static const char not_loaded_error[] =
-    "not loaded yet: loaded on the first call of one of its functions (or rdmadl_lib_load)";
-
 int rdmadl_lib_load(rdmadl_lib lib) {
   struct lib_info *l = lib_at(lib);
   if (!l)
@@ -170,7 +168,11 @@ const char *rdmadl_lib_why(struct lib_info *l) {
 
 const char *rdmadl_lib_error(rdmadl_lib lib) {
   struct lib_info *l = lib_at(lib);
-  return !l ? NULL : rdmadl_lazy_pending(l) ? not_loaded_error : rdmadl_lib_why(l);
+  if (!l)
+    return NULL;
+  if (!rdmadl_lazy_pending(l))
+    return rdmadl_lib_why(l);
+  return l->kind == KIND_WHEN_USED ? RDMADL_CM_UNUSED_ERROR : RDMADL_NOT_LOADED_ERROR;
 }
 
 const char *rdmadl_lib_version_node(rdmadl_lib lib) {
