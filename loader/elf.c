@@ -54,20 +54,22 @@ void rdmadl_elf_view_init(struct elf_view *v, const struct link_map *map, const 
     return;
   if (soname)
     v->soname = v->strtab + soname->d_un.d_val;
-  size_t n = strlen(prefix);
   long best = -1;
   for (ElfW(Word) i = 0; verdef && i < verdefnum; i++) {
     const ElfW(Verdaux) *aux = (const ElfW(Verdaux) *)((const char *)verdef + verdef->vd_aux);
     const char *name = v->strtab + aux->vda_name;
-    char *end;
+    size_t n;
     if (verdef->vd_flags & VER_FLG_BASE) {
       /* the file's own name, not a node */
-    } else if (strncmp(name, prefix, n) == 0) {
+    } else if ((n = rdmadl_prefix_len(name, prefix)) != 0) {
       /* PREFIX<minor> or PREFIX<minor>.<sub> (MLX5_1.25.1) */
-      long minor = strtol(name + n, &end, 10), sub = 0;
-      if (*end == '.' && end[1] >= '0' && end[1] <= '9')
-        sub = strtol(end + 1, &end, 10);
-      if (*end == '\0' && end != name + n && minor >= 0 && sub >= 0 && sub <= 9) {
+      const char *end = name + n;
+      long minor = rdmadl_parse_decimal(&end, 1L << 20), sub = 0;
+      if (minor >= 0 && *end == '.') {
+        end++;
+        sub = rdmadl_parse_decimal(&end, 9);
+      }
+      if (*end == '\0' && minor >= 0 && sub >= 0) {
         long slot = minor * 10 + sub;
         if (minor <= RDMADL_MAX_MINOR)
           v->vi_by_slot[slot] = verdef->vd_ndx;
@@ -76,9 +78,9 @@ void rdmadl_elf_view_init(struct elf_view *v, const struct link_map *map, const 
           v->highest = name;
         }
       }
-    } else if (strncmp(name, "IBVERBS_PRIVATE_", 16) == 0) {
+    } else if (rdmadl_prefix_len(name, "IBVERBS_PRIVATE_")) {
       v->private_node = name;
-    } else if (strcmp(name, "RDMADL_0") == 0) {
+    } else if (rdmadl_streq(name, "RDMADL_0")) {
       v->rdmadl = 1;
     }
     if (!verdef->vd_next)
@@ -150,11 +152,10 @@ int rdmadl_elf_needs_node(const struct link_map *map, const char *prefix) {
     else if (d->d_tag == DT_STRTAB)
       strtab = dyn_ptr(map, d->d_un.d_ptr);
   }
-  size_t n = strlen(prefix);
   for (ElfW(Word) i = 0; vn && strtab && i < count; i++) {
     const ElfW(Vernaux) *aux = (const ElfW(Vernaux) *)((const char *)vn + vn->vn_aux);
     for (ElfW(Half) j = 0; j < vn->vn_cnt; j++) {
-      if (strncmp(strtab + aux->vna_name, prefix, n) == 0)
+      if (rdmadl_prefix_len(strtab + aux->vna_name, prefix))
         return 1;
       if (!aux->vna_next)
         break;

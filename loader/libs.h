@@ -52,6 +52,50 @@ static inline int rdmadl_usable(rdmadl_state s) {
 
 #define RDMADL_DISABLED_SENTENCE "RDMA is disabled by RDMADL_DISABLE"
 
+/* ---- string helpers of the start-up path ---- */
+
+/* The start-up path calls as few libc functions as it can: each function a
+ * process calls for the first time costs a symbol lookup through the PLT
+ * (~700 instructions, bench/README.md), more than these loops do. */
+static inline size_t rdmadl_strlen(const char *s) {
+  size_t n = 0;
+  while (s[n])
+    n++;
+  return n;
+}
+static inline int rdmadl_streq(const char *a, const char *b) {
+  while (*a && *a == *b)
+    a++, b++;
+  return *a == *b;
+}
+/* The length of PREFIX when S starts with it, else 0. */
+static inline size_t rdmadl_prefix_len(const char *s, const char *prefix) {
+  size_t n = 0;
+  for (; prefix[n]; n++)
+    if (s[n] != prefix[n])
+      return 0;
+  return n;
+}
+static inline int rdmadl_has_slash(const char *s) {
+  for (; *s; s++)
+    if (*s == '/')
+      return 1;
+  return 0;
+}
+/* The decimal number at *S (advanced past it), or -1 without a digit or
+ * above LIMIT. */
+static inline long rdmadl_parse_decimal(const char **s, long limit) {
+  const char *p = *s;
+  long v = 0;
+  if (*p < '0' || *p > '9')
+    return -1;
+  for (; *p >= '0' && *p <= '9'; p++)
+    if ((v = v * 10 + (*p - '0')) > limit)
+      return -1;
+  *s = p;
+  return v;
+}
+
 /* ---- log.c: the log and string helpers ---- */
 
 RDMADL_HIDDEN extern int rdmadl_log_max; /* atomic: the level lines are formatted up to */

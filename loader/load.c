@@ -53,9 +53,30 @@ enum { DEADLOCK_SECONDS = 5 };
  * plugin that embeds the static drop-in. The shared drop-in is linked
  * -z nodelete for the same reason; the program itself is never unloaded. */
 #ifndef RDMADL_DROPIN_SHARED
+/* The ELF header of the object this code is linked into (GNU ld, gold, lld
+ * and mold define it when the headers are mapped). */
+extern const ElfW(Ehdr) __ehdr_start __attribute__((weak, visibility("hidden")));
+
+/* 1 when this code is part of the program, 0 when of a shared object, -1
+ * when its own headers cannot say. A program is ET_EXEC or, as a PIE, has
+ * an interpreter; a shared library has neither. No libc call: each first
+ * call of a libc function costs a symbol lookup at start-up. */
+static int in_program(void) {
+  const ElfW(Ehdr) *eh = &__ehdr_start;
+  if (!eh)
+    return -1;
+  if (eh->e_type == ET_EXEC)
+    return 1;
+  const ElfW(Phdr) *ph = (const ElfW(Phdr) *)((const char *)eh + eh->e_phoff);
+  for (ElfW(Half) i = 0; i < eh->e_phnum; i++)
+    if (ph[i].p_type == PT_INTERP)
+      return 1;
+  return 0;
+}
+
 /* dl_iterate_phdr's first object is the program: 1 when ADDR is in one of
  * its loadable segments, 2 when not (either stops the walk). */
-static int in_program(struct dl_phdr_info *info, size_t size, void *addr) {
+static int in_first_object(struct dl_phdr_info *info, size_t size, void *addr) {
   (void)size;
   for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++) {
     const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -71,7 +92,8 @@ static void pin_self(void) {
 #ifndef RDMADL_DROPIN_SHARED /* that one is linked -z nodelete */
   /* Linked into the program (the common static case): nothing to pin, and
    * no dladdr symbol search at start-up. */
-  if (dl_iterate_phdr(in_program, (void *)&pin_self) == 1)
+  int program = in_program();
+  if (program == 1 || (program < 0 && dl_iterate_phdr(in_first_object, (void *)&pin_self) == 1))
     return;
   Dl_info info;
   struct link_map *map = NULL;
@@ -183,8 +205,10 @@ static int load_all(void) {
     l->private_node = NULL;
     /* Only this load ever set it (a strdup of RDMADL_<LIB>_PATH): a load
      * again frees the cut-off load's copy instead of leaking it. */
-    free(l->lazy_override);
-    l->lazy_override = NULL;
+    if (l->lazy_override) {
+      free(l->lazy_override);
+      l->lazy_override = NULL;
+    }
     if (l->kind != KIND_EAGER) {
       const char *o = env.path[i];
       if (o && *o) {
