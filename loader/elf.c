@@ -24,32 +24,38 @@ static const void *dyn_ptr(const struct link_map *map, ElfW(Addr) p) {
   return (const void *)(p < map->l_addr ? p + map->l_addr : p);
 }
 
-/* MAP's dynamic entry TAG (the last if repeated), or NULL. */
-static const ElfW(Dyn) * dyn_entry(const struct link_map *map, ElfW(Sxword) tag) {
-  const ElfW(Dyn) *found = NULL;
-  for (const ElfW(Dyn) *d = map->l_ld; d->d_tag != DT_NULL; d++)
-    if (d->d_tag == tag)
-      found = d;
-  return found;
-}
-
-/* The address dynamic entry TAG points to, or NULL without one. */
-static const void *dyn_entry_ptr(const struct link_map *map, ElfW(Sxword) tag) {
-  const ElfW(Dyn) *d = dyn_entry(map, tag);
-  return d ? dyn_ptr(map, d->d_un.d_ptr) : NULL;
-}
-
 void rdmadl_elf_view_init(struct elf_view *v, const struct link_map *map, const char *prefix) {
   memset(v, 0, sizeof *v);
   v->base = map->l_addr;
-  v->strtab = dyn_entry_ptr(map, DT_STRTAB);
-  v->symtab = dyn_entry_ptr(map, DT_SYMTAB);
-  v->versym = dyn_entry_ptr(map, DT_VERSYM);
-  v->gnu_hash = dyn_entry_ptr(map, DT_GNU_HASH);
-  const ElfW(Verdef) *verdef = dyn_entry_ptr(map, DT_VERDEF);
-  const ElfW(Dyn) *verdefnum_entry = dyn_entry(map, DT_VERDEFNUM);
-  ElfW(Word) verdefnum = verdefnum_entry ? verdefnum_entry->d_un.d_val : 0;
-  const ElfW(Dyn) *soname = dyn_entry(map, DT_SONAME);
+  /* One pass over the dynamic section (the last entry of a tag wins). */
+  const ElfW(Verdef) *verdef = NULL;
+  ElfW(Word) verdefnum = 0;
+  const ElfW(Dyn) *soname = NULL;
+  for (const ElfW(Dyn) *d = map->l_ld; d->d_tag != DT_NULL; d++) {
+    switch (d->d_tag) {
+    case DT_STRTAB:
+      v->strtab = dyn_ptr(map, d->d_un.d_ptr);
+      break;
+    case DT_SYMTAB:
+      v->symtab = dyn_ptr(map, d->d_un.d_ptr);
+      break;
+    case DT_VERSYM:
+      v->versym = dyn_ptr(map, d->d_un.d_ptr);
+      break;
+    case DT_GNU_HASH:
+      v->gnu_hash = dyn_ptr(map, d->d_un.d_ptr);
+      break;
+    case DT_VERDEF:
+      verdef = dyn_ptr(map, d->d_un.d_ptr);
+      break;
+    case DT_VERDEFNUM:
+      verdefnum = (ElfW(Word))d->d_un.d_val;
+      break;
+    case DT_SONAME:
+      soname = d;
+      break;
+    }
+  }
   if (!v->strtab)
     return;
   if (soname)
@@ -103,19 +109,15 @@ void *rdmadl_elf_lookup(const struct elf_view *v, size_t idx, int *fallback) {
     *fallback = 1;
     return NULL;
   }
-  uint32_t nbuckets = h[0], symoffset = h[1], bloom_size = h[2], bloom_shift = h[3];
+  /* No Bloom filter test: nearly every symbol looked up is there, and the
+   * bucket answers for one that is not. */
+  uint32_t nbuckets = h[0], symoffset = h[1], bloom_size = h[2];
   const ElfW(Addr) *bloom = (const ElfW(Addr) *)(h + 4);
   const uint32_t *buckets = (const uint32_t *)(bloom + bloom_size);
   const uint32_t *chain = buckets + nbuckets;
-  if (!nbuckets || !bloom_size)
+  if (!nbuckets)
     return NULL;
   const uint32_t hash = m->hash;
-  const unsigned bits = sizeof(ElfW(Addr)) * 8;
-  ElfW(Addr) word = bloom[(hash / bits) % bloom_size];
-  ElfW(Addr) mask =
-      ((ElfW(Addr))1 << (hash % bits)) | ((ElfW(Addr))1 << ((hash >> bloom_shift) % bits));
-  if ((word & mask) != mask)
-    return NULL;
   uint32_t i = buckets[hash % nbuckets];
   if (i < symoffset)
     return NULL;
