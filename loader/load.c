@@ -113,7 +113,12 @@ static void pin_self(void) {
  * functions (the drop-in's or rdma-core's) requires an RDMACM_1.x version
  * node. An object dlopened later finds librdmacm loaded on its first call. */
 static int cm_used(void) {
-  for (const struct link_map *m = _r_debug.r_map; m; m = m->l_next)
+  /* The namespace's list of objects, from the libibverbs just loaded (no
+   * _r_debug: one relocation less to process at start-up). */
+  const struct link_map *m = rdmadl_libs[RDMADL_LIB_IBVERBS].map;
+  while (m && m->l_prev)
+    m = m->l_prev;
+  for (; m; m = m->l_next)
     if (rdmadl_elf_needs_node(m, RDMADL_PREFIX_CM))
       return 1;
   return 0;
@@ -132,8 +137,10 @@ static int cm_used(void) {
  * announce themselves in nwaiters first, then sleep on load_cv; the loader
  * broadcasts only when nwaiters says someone may be there (both sides use
  * sequentially consistent operations, so one of them always sees the other). */
-int rdmadl_load_state;       /* atomic */
-static pthread_t loader;     /* atomic: the loading thread, while LOAD_RUNNING */
+int rdmadl_load_state; /* atomic */
+/* Set in the loading thread while LOAD_RUNNING (a thread-local flag, not
+ * pthread_self(): one libc function less to bind at start-up). */
+static __thread int loading_here;
 static int nwaiters;         /* atomic */
 static int loader_in_dlopen; /* atomic: inside dlopen, running others' constructors */
 static unsigned dlopen_gen;  /* atomic: counts the loader's dlopen calls */
@@ -280,8 +287,7 @@ static void after_fork_child(void) {
       !pthread_equal(__atomic_load_n(&lazy_owner, __ATOMIC_RELAXED), pthread_self()))
     __atomic_store_n(&lazy_busy, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&nwaiters, 0, __ATOMIC_RELAXED);
-  if (__atomic_load_n(&rdmadl_load_state, __ATOMIC_RELAXED) == LOAD_RUNNING &&
-      !pthread_equal(__atomic_load_n(&loader, __ATOMIC_RELAXED), pthread_self())) {
+  if (__atomic_load_n(&rdmadl_load_state, __ATOMIC_RELAXED) == LOAD_RUNNING && !loading_here) {
     __atomic_store_n(&loader_in_dlopen, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&rdmadl_load_state, LOAD_NONE, __ATOMIC_RELAXED);
   }
@@ -347,22 +353,21 @@ int rdmadl_ensure_slow(const char *what) {
         break;
       continue;
     }
-    if (pthread_equal(__atomic_load_n(&loader, __ATOMIC_ACQUIRE), pthread_self()))
+    if (loading_here)
       return ENSURE_REENTERED;
     int r = wait_for_load(what);
     if (r != ENSURE_RETRY)
       return r;
   }
-  __atomic_store_n(&loader, pthread_self(), __ATOMIC_RELEASE);
+  loading_here = 1;
   const int first = !__atomic_exchange_n(&atfork_registered, 1, __ATOMIC_RELAXED);
   if (first)
     pthread_atfork(NULL, NULL, after_fork_child);
   int latched = load_all();
   if (first)
     pin_self();
-  if (!latched)
-    __atomic_store_n(&loader, (pthread_t)0, __ATOMIC_RELEASE);
   __atomic_store_n(&rdmadl_load_state, latched ? LOAD_DONE : LOAD_NONE, __ATOMIC_SEQ_CST);
+  loading_here = 0;
   wake_waiters();
   /* The summary ends with the verdict (it lists the devices: only asked). */
   if (latched && rdmadl_log_on(RDMADL_LOG_INFO)) {
