@@ -230,6 +230,9 @@ RDMADL_HIDDEN char *rdmadl_describe_lib(struct lib_info *l);
 RDMADL_HIDDEN void rdmadl_log_lib_summary(struct lib_info *l);
 /* The reason sentence, built when first asked for; a load clears it. */
 RDMADL_HIDDEN extern const char *rdmadl_reason_text;
+/* The same while librdmacm waits for its first use (kept apart: that one
+ * never describes the library once loaded). */
+RDMADL_HIDDEN extern const char *rdmadl_reason_text_cm_unused;
 
 /* ---- stack.c: the stack's state and the verdict ---- */
 

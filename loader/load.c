@@ -152,8 +152,6 @@ static int atfork_registered; /* atomic */
 static pthread_mutex_t lazy_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_t lazy_owner; /* atomic: the thread inside a lazy load */
 static int lazy_busy;        /* atomic */
-/* The reason sentence given out before librdmacm's load on first use. */
-static const char *superseded_reason __attribute__((used));
 
 static void wake_waiters(void) {
   if (__atomic_load_n(&nwaiters, __ATOMIC_SEQ_CST) == 0)
@@ -227,6 +225,7 @@ static int load_all(void) {
     }
   }
   rdmadl_reason_text = NULL;
+  rdmadl_reason_text_cm_unused = NULL;
   int disable = rdmadl_parse_bool(dis);
   if (disable < 0)
     WARNF("RDMADL_DISABLE=%s is not a boolean (1/true/yes/on, 0/false/no/off); ignored", dis);
@@ -427,10 +426,6 @@ void rdmadl_load_lazy(struct lib_info *lib) {
     __atomic_store_n(&lazy_busy, 1, __ATOMIC_RELEASE);
     rdmadl_load_one((rdmadl_lib)(lib - rdmadl_libs), lib->lazy_override);
     rdmadl_log_lib_summary(lib);
-    /* The reason sentence describes librdmacm: built again when asked. The
-     * one given out stays valid (kept, not freed). */
-    if (lib->kind == KIND_WHEN_USED)
-      superseded_reason = __atomic_exchange_n(&rdmadl_reason_text, NULL, __ATOMIC_ACQ_REL);
     /* Done before not busy: whoever sees busy cleared sees it done. */
     __atomic_store_n(&lib->lazy_done, 1, __ATOMIC_RELEASE);
     __atomic_store_n(&lazy_busy, 0, __ATOMIC_RELEASE);

@@ -13,6 +13,7 @@
 #include "libs.h"
 
 const char *rdmadl_reason_text; /* built when first asked for */
+const char *rdmadl_reason_text_cm_unused;
 
 /* The rdma-core release in a real library's file name: "44.0" of
  * libibverbs.so.1.14.44.0 (soname, then the library's own minor version,
@@ -232,8 +233,11 @@ const char *rdmadl_symbol_name(size_t i, rdmadl_lib *lib) {
 const char *rdmadl_reason(void) {
   if (rdmadl_ensure() != ENSURE_DONE)
     return "rdmadl has not loaded rdma-core yet";
-  const char *r = __atomic_load_n(&rdmadl_reason_text, __ATOMIC_ACQUIRE);
+  const char **slot = rdmadl_lazy_pending(&rdmadl_libs[RDMADL_LIB_RDMACM])
+                          ? &rdmadl_reason_text_cm_unused
+                          : &rdmadl_reason_text;
+  const char *r = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
   if (!r)
-    r = rdmadl_publish(&rdmadl_reason_text, build_reason());
+    r = rdmadl_publish(slot, build_reason());
   return r ? r : "out of memory while describing rdmadl's state";
 }
