@@ -53,21 +53,24 @@ enum { DEADLOCK_SECONDS = 5 };
  * plugin that embeds the static drop-in. The shared drop-in is linked
  * -z nodelete for the same reason; the program itself is never unloaded. */
 #ifndef RDMADL_DROPIN_SHARED
-/* The ELF header of the object this code is linked into (GNU ld, gold, lld
- * and mold define it when the headers are mapped). */
-extern const ElfW(Ehdr) __ehdr_start __attribute__((weak, visibility("hidden")));
+/* The start of the object this code is linked into: its ELF header, and
+ * its program headers after it (GNU ld, gold, lld and mold define it when
+ * the headers are mapped). An array of unknown size, as it is read past
+ * the header. */
+extern const unsigned char __ehdr_start[] __attribute__((weak, visibility("hidden")));
 
 /* 1 when this code is part of the program, 0 when of a shared object, -1
  * when its own headers cannot say. A program is ET_EXEC or, as a PIE, has
  * an interpreter; a shared library has neither. No libc call: each first
  * call of a libc function costs a symbol lookup at start-up. */
 static int in_program(void) {
-  const ElfW(Ehdr) *eh = &__ehdr_start;
-  if (!eh)
+  const unsigned char *start = __ehdr_start;
+  if (!start)
     return -1;
+  const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)start;
   if (eh->e_type == ET_EXEC)
     return 1;
-  const ElfW(Phdr) *ph = (const ElfW(Phdr) *)((const char *)eh + eh->e_phoff);
+  const ElfW(Phdr) *ph = (const ElfW(Phdr) *)(start + eh->e_phoff);
   for (ElfW(Half) i = 0; i < eh->e_phnum; i++)
     if (ph[i].p_type == PT_INTERP)
       return 1;
