@@ -24,50 +24,58 @@ static const void *dyn_ptr(const struct link_map *map, ElfW(Addr) p) {
   return (const void *)(p < map->l_addr ? p + map->l_addr : p);
 }
 
-/* MAP's dynamic entry TAG (the last if repeated), or NULL. */
-static const ElfW(Dyn) * dyn_entry(const struct link_map *map, ElfW(Sxword) tag) {
-  const ElfW(Dyn) *found = NULL;
-  for (const ElfW(Dyn) *d = map->l_ld; d->d_tag != DT_NULL; d++)
-    if (d->d_tag == tag)
-      found = d;
-  return found;
-}
-
-/* The address dynamic entry TAG points to, or NULL without one. */
-static const void *dyn_entry_ptr(const struct link_map *map, ElfW(Sxword) tag) {
-  const ElfW(Dyn) *d = dyn_entry(map, tag);
-  return d ? dyn_ptr(map, d->d_un.d_ptr) : NULL;
-}
-
 void rdmadl_elf_view_init(struct elf_view *v, const struct link_map *map, const char *prefix) {
   memset(v, 0, sizeof *v);
   v->base = map->l_addr;
-  v->strtab = dyn_entry_ptr(map, DT_STRTAB);
-  v->symtab = dyn_entry_ptr(map, DT_SYMTAB);
-  v->versym = dyn_entry_ptr(map, DT_VERSYM);
-  v->gnu_hash = dyn_entry_ptr(map, DT_GNU_HASH);
-  const ElfW(Verdef) *verdef = dyn_entry_ptr(map, DT_VERDEF);
-  const ElfW(Dyn) *verdefnum_entry = dyn_entry(map, DT_VERDEFNUM);
-  ElfW(Word) verdefnum = verdefnum_entry ? verdefnum_entry->d_un.d_val : 0;
-  const ElfW(Dyn) *soname = dyn_entry(map, DT_SONAME);
+  /* One pass over the dynamic section (the last entry of a tag wins). */
+  const ElfW(Verdef) *verdef = NULL;
+  ElfW(Word) verdefnum = 0;
+  const ElfW(Dyn) *soname = NULL;
+  for (const ElfW(Dyn) *d = map->l_ld; d->d_tag != DT_NULL; d++) {
+    switch (d->d_tag) {
+    case DT_STRTAB:
+      v->strtab = dyn_ptr(map, d->d_un.d_ptr);
+      break;
+    case DT_SYMTAB:
+      v->symtab = dyn_ptr(map, d->d_un.d_ptr);
+      break;
+    case DT_VERSYM:
+      v->versym = dyn_ptr(map, d->d_un.d_ptr);
+      break;
+    case DT_GNU_HASH:
+      v->gnu_hash = dyn_ptr(map, d->d_un.d_ptr);
+      break;
+    case DT_VERDEF:
+      verdef = dyn_ptr(map, d->d_un.d_ptr);
+      break;
+    case DT_VERDEFNUM:
+      verdefnum = (ElfW(Word))d->d_un.d_val;
+      break;
+    case DT_SONAME:
+      soname = d;
+      break;
+    }
+  }
   if (!v->strtab)
     return;
   if (soname)
     v->soname = v->strtab + soname->d_un.d_val;
-  size_t n = strlen(prefix);
   long best = -1;
   for (ElfW(Word) i = 0; verdef && i < verdefnum; i++) {
     const ElfW(Verdaux) *aux = (const ElfW(Verdaux) *)((const char *)verdef + verdef->vd_aux);
     const char *name = v->strtab + aux->vda_name;
-    char *end;
+    size_t n;
     if (verdef->vd_flags & VER_FLG_BASE) {
       /* the file's own name, not a node */
-    } else if (strncmp(name, prefix, n) == 0) {
+    } else if ((n = rdmadl_prefix_len(name, prefix)) != 0) {
       /* PREFIX<minor> or PREFIX<minor>.<sub> (MLX5_1.25.1) */
-      long minor = strtol(name + n, &end, 10), sub = 0;
-      if (*end == '.' && end[1] >= '0' && end[1] <= '9')
-        sub = strtol(end + 1, &end, 10);
-      if (*end == '\0' && end != name + n && minor >= 0 && sub >= 0 && sub <= 9) {
+      const char *end = name + n;
+      long minor = rdmadl_parse_decimal(&end, 1L << 20), sub = 0;
+      if (minor >= 0 && *end == '.') {
+        end++;
+        sub = rdmadl_parse_decimal(&end, 9);
+      }
+      if (*end == '\0' && minor >= 0 && sub >= 0) {
         long slot = minor * 10 + sub;
         if (minor <= RDMADL_MAX_MINOR)
           v->vi_by_slot[slot] = verdef->vd_ndx;
@@ -76,9 +84,9 @@ void rdmadl_elf_view_init(struct elf_view *v, const struct link_map *map, const 
           v->highest = name;
         }
       }
-    } else if (strncmp(name, "IBVERBS_PRIVATE_", 16) == 0) {
+    } else if (rdmadl_prefix_len(name, "IBVERBS_PRIVATE_")) {
       v->private_node = name;
-    } else if (strcmp(name, "RDMADL_0") == 0) {
+    } else if (rdmadl_streq(name, "RDMADL_0")) {
       v->rdmadl = 1;
     }
     if (!verdef->vd_next)
@@ -101,19 +109,15 @@ void *rdmadl_elf_lookup(const struct elf_view *v, size_t idx, int *fallback) {
     *fallback = 1;
     return NULL;
   }
-  uint32_t nbuckets = h[0], symoffset = h[1], bloom_size = h[2], bloom_shift = h[3];
+  /* No Bloom filter test: nearly every symbol looked up is there, and the
+   * bucket answers for one that is not. */
+  uint32_t nbuckets = h[0], symoffset = h[1], bloom_size = h[2];
   const ElfW(Addr) *bloom = (const ElfW(Addr) *)(h + 4);
   const uint32_t *buckets = (const uint32_t *)(bloom + bloom_size);
   const uint32_t *chain = buckets + nbuckets;
-  if (!nbuckets || !bloom_size)
+  if (!nbuckets)
     return NULL;
   const uint32_t hash = m->hash;
-  const unsigned bits = sizeof(ElfW(Addr)) * 8;
-  ElfW(Addr) word = bloom[(hash / bits) % bloom_size];
-  ElfW(Addr) mask =
-      ((ElfW(Addr))1 << (hash % bits)) | ((ElfW(Addr))1 << ((hash >> bloom_shift) % bits));
-  if ((word & mask) != mask)
-    return NULL;
   uint32_t i = buckets[hash % nbuckets];
   if (i < symoffset)
     return NULL;
@@ -134,6 +138,36 @@ void *rdmadl_elf_lookup(const struct elf_view *v, size_t idx, int *fallback) {
     if (h2 & 1)
       return NULL;
   }
+}
+
+int rdmadl_elf_needs_node(const struct link_map *map, const char *prefix) {
+  const ElfW(Verneed) *vn = NULL;
+  const char *strtab = NULL;
+  ElfW(Word) count = 0;
+  if (!map->l_ld)
+    return 0;
+  for (const ElfW(Dyn) *d = map->l_ld; d->d_tag != DT_NULL; d++) {
+    if (d->d_tag == DT_VERNEED)
+      vn = dyn_ptr(map, d->d_un.d_ptr);
+    else if (d->d_tag == DT_VERNEEDNUM)
+      count = (ElfW(Word))d->d_un.d_val;
+    else if (d->d_tag == DT_STRTAB)
+      strtab = dyn_ptr(map, d->d_un.d_ptr);
+  }
+  for (ElfW(Word) i = 0; vn && strtab && i < count; i++) {
+    const ElfW(Vernaux) *aux = (const ElfW(Vernaux) *)((const char *)vn + vn->vn_aux);
+    for (ElfW(Half) j = 0; j < vn->vn_cnt; j++) {
+      if (rdmadl_prefix_len(strtab + aux->vna_name, prefix))
+        return 1;
+      if (!aux->vna_next)
+        break;
+      aux = (const ElfW(Vernaux) *)((const char *)aux + aux->vna_next);
+    }
+    if (!vn->vn_next)
+      break;
+    vn = (const ElfW(Verneed) *)((const char *)vn + vn->vn_next);
+  }
+  return 0;
 }
 
 /* What the first bytes of an ELF file say it was built for, when that is not

@@ -65,43 +65,53 @@ static void read_early_env(void) {
   early_env.state = 1;
 }
 
-static void env_match(struct rdmadl_env *e, const char *var) {
-  if (strncmp(var, "RDMADL_", 7) != 0)
-    return;
+/* Returns 1 when VAR is one of rdmadl's. */
+static int env_match(struct rdmadl_env *e, const char *var) {
+  if (!rdmadl_prefix_len(var, "RDMADL_"))
+    return 0;
   var += 7;
   static const char *const names[] = {"DEBUG=", "DISABLE="};
   const char **slots[] = {&e->debug, &e->disable};
+  int found = 0;
   for (size_t i = 0; i < 2; i++) {
-    size_t n = strlen(names[i]);
-    if (strncmp(var, names[i], n) == 0 && !*slots[i])
+    size_t n = rdmadl_prefix_len(var, names[i]);
+    if (n && !*slots[i]) {
       *slots[i] = var + n;
+      found = 1;
+    }
   }
   /* RDMADL_<LIB>_PATH= */
   for (size_t i = 0; i < RDMADL_LIB_COUNT; i++) {
-    size_t n = strlen(rdmadl_libs[i].env) - 7;
-    if (strncmp(var, rdmadl_libs[i].env + 7, n) == 0 && var[n] == '=' && !e->path[i])
+    size_t n = rdmadl_prefix_len(var, rdmadl_libs[i].env + 7);
+    if (n && var[n] == '=' && !e->path[i]) {
       e->path[i] = var + n + 1;
+      found = 1;
+    }
   }
+  return found;
 }
 
 /* Reads rdmadl's variables in one pass, also before libc has set environ.
- * Returns 0 when the environment cannot be read at all. */
+ * Returns 0 when the environment cannot be read at all. In a setuid or
+ * otherwise secure process all of them are ignored, as secure_getenv would
+ * (asked only when one is set). */
 int rdmadl_env_read(struct rdmadl_env *e) {
   memset(e, 0, sizeof *e);
-  if (getauxval(AT_SECURE))
-    return 1;
+  int found = 0;
   if (environ) {
     for (char **v = environ; *v; v++)
       if ((*v)[0] == 'R')
-        env_match(e, *v);
-    return 1;
+        found |= env_match(e, *v);
+  } else {
+    if (early_env.state == 0)
+      read_early_env();
+    if (early_env.state < 0)
+      return 0;
+    for (size_t i = 0; i < early_env.len; i += rdmadl_strlen(early_env.data + i) + 1)
+      found |= env_match(e, early_env.data + i);
   }
-  if (early_env.state == 0)
-    read_early_env();
-  if (early_env.state < 0)
-    return 0;
-  for (size_t i = 0; i < early_env.len; i += strlen(early_env.data + i) + 1)
-    env_match(e, early_env.data + i);
+  if (found && getauxval(AT_SECURE))
+    memset(e, 0, sizeof *e);
   return 1;
 }
 

@@ -366,20 +366,6 @@ RDMADL_STUB_API ssize_t RDMADL_NAME(_ibv_query_gid_table)(struct ibv_context *co
   return (ssize_t)n;
 }
 
-/* fcntl-style varargs: the optional argument is forwarded as a pointer-sized
- * value, which is how every rfcntl command reads it. */
-RDMADL_STUB_API int RDMADL_NAME(rfcntl)(int socket, int cmd, ...) {
-  va_list ap;
-  va_start(ap, cmd);
-  void *arg = va_arg(ap, void *);
-  va_end(ap);
-  int (*f)(int, int, ...) = (int (*)(int, int, ...))rdmadl_load_fn(RDMADL_IDX_rfcntl);
-  if (f)
-    return f(socket, cmd, arg);
-  rdmadl_refuse(RDMADL_IDX_rfcntl);
-  return -1;
-}
-
 /* Deprecated and bound only as the non-default IBVERBS_1.1 entry; the shared
  * drop-in exports it the same way, as ibv_register_driver@IBVERBS_1.1 (the
  * version script leaves the name out, so only this versioned alias remains). */
@@ -440,7 +426,6 @@ RDMADL_STR_STUB(ibv_wc_status_str, enum ibv_wc_status, wc_status_strs, "unknown"
 RDMADL_STR_STUB(ibv_event_type_str, enum ibv_event_type, event_type_strs, "unknown")
 RDMADL_STR_STUB(ibv_node_type_str, enum ibv_node_type, node_type_strs, "unknown")
 RDMADL_STR_STUB(ibv_port_state_str, enum ibv_port_state, port_state_strs, "unknown")
-RDMADL_STR_STUB(rdma_event_str, enum rdma_cm_event_type, cm_event_strs, "UNKNOWN EVENT")
 
 /* The rate conversions are pure table lookups in libibverbs (verbs.c); they
  * answer from the same table without a library, errno untouched: rdma-core

@@ -131,7 +131,7 @@ void *rdmadl_fn[RDMADL_NSYMS];
                          .nmissing = NSYMS_##id}
 struct lib_info rdmadl_libs[RDMADL_LIB_COUNT] = {
     LIB(IBV, "libibverbs.so.1", "IBVERBS", RDMADL_PREFIX_IBV, KIND_EAGER),
-    LIB(CM, "librdmacm.so.1", "RDMACM", RDMADL_PREFIX_CM, KIND_EAGER),
+    LIB(CM, "librdmacm.so.1", "RDMACM", RDMADL_PREFIX_CM, KIND_WHEN_USED),
     LIB(MLX5, "libmlx5.so.1", "MLX5", RDMADL_PREFIX_MLX5, KIND_PROVIDER),
     LIB(EFA, "libefa.so.1", "EFA", RDMADL_PREFIX_EFA, KIND_PROVIDER),
     LIB(MLX4, "libmlx4.so.1", "MLX4", RDMADL_PREFIX_MLX4, KIND_PROVIDER),

@@ -17,9 +17,11 @@
 
 /* ---- libs.c: the library table ---- */
 
-/* What kind of library: loaded by the constructor, or on first use; a
- * provider library is tied to the loaded libibverbs's release. */
-enum { KIND_EAGER, KIND_PROVIDER, KIND_ALONE };
+/* What kind of library: loaded by the constructor (libibverbs), by the
+ * constructor when the program uses it and else on first use (librdmacm),
+ * or on first use; a provider library is tied to the loaded libibverbs's
+ * release. */
+enum { KIND_EAGER, KIND_PROVIDER, KIND_ALONE, KIND_WHEN_USED };
 
 struct lib_info {
   const char *soname;  /* what a real rdma-core library calls itself */
@@ -49,6 +51,50 @@ static inline int rdmadl_usable(rdmadl_state s) {
 }
 
 #define RDMADL_DISABLED_SENTENCE "RDMA is disabled by RDMADL_DISABLE"
+
+/* ---- string helpers of the start-up path ---- */
+
+/* The start-up path calls as few libc functions as it can: each function a
+ * process calls for the first time costs a symbol lookup through the PLT
+ * (~700 instructions, bench/README.md), more than these loops do. */
+static inline size_t rdmadl_strlen(const char *s) {
+  size_t n = 0;
+  while (s[n])
+    n++;
+  return n;
+}
+static inline int rdmadl_streq(const char *a, const char *b) {
+  while (*a && *a == *b)
+    a++, b++;
+  return *a == *b;
+}
+/* The length of PREFIX when S starts with it, else 0. */
+static inline size_t rdmadl_prefix_len(const char *s, const char *prefix) {
+  size_t n = 0;
+  for (; prefix[n]; n++)
+    if (s[n] != prefix[n])
+      return 0;
+  return n;
+}
+static inline int rdmadl_has_slash(const char *s) {
+  for (; *s; s++)
+    if (*s == '/')
+      return 1;
+  return 0;
+}
+/* The decimal number at *S (advanced past it), or -1 without a digit or
+ * above LIMIT. */
+static inline long rdmadl_parse_decimal(const char **s, long limit) {
+  const char *p = *s;
+  long v = 0;
+  if (*p < '0' || *p > '9')
+    return -1;
+  for (; *p >= '0' && *p <= '9'; p++)
+    if ((v = v * 10 + (*p - '0')) > limit)
+      return -1;
+  *s = p;
+  return v;
+}
 
 /* ---- log.c: the log and string helpers ---- */
 
@@ -130,6 +176,9 @@ RDMADL_HIDDEN char *rdmadl_elf_mismatch(const char *path);
 RDMADL_HIDDEN const char *rdmadl_file_kind(mode_t m);
 /* The IBVERBS_PRIVATE_* node PATH needs: 1 found, 0 none, -1 unreadable. */
 RDMADL_HIDDEN int rdmadl_file_needs_private(const char *path, char *out, size_t outlen);
+/* Whether MAP's version requirements name a node starting with PREFIX
+ * (the object calls a function of that library's). */
+RDMADL_HIDDEN int rdmadl_elf_needs_node(const struct link_map *map, const char *prefix);
 /* Why PATH cannot be mapped whole (a truncated copy), or NULL. */
 RDMADL_HIDDEN char *rdmadl_file_truncated(const char *path);
 
@@ -164,6 +213,10 @@ RDMADL_HIDDEN void rdmadl_load_lazy(struct lib_info *lib);
 /* A lazy library whose load has not run: its fields other than requested
  * are not to be read. */
 RDMADL_HIDDEN int rdmadl_lazy_pending(const struct lib_info *l);
+/* What rdmadl_lib_error() says of a library whose load has not run. */
+#define RDMADL_NOT_LOADED_ERROR                                                                    \
+  "not loaded yet: loaded on the first call of one of its functions (or rdmadl_lib_load)"
+#define RDMADL_CM_UNUSED_ERROR "not loaded: no rdma_* function in this program"
 
 /* ---- report.c: describing the libraries ---- */
 
@@ -177,6 +230,9 @@ RDMADL_HIDDEN char *rdmadl_describe_lib(struct lib_info *l);
 RDMADL_HIDDEN void rdmadl_log_lib_summary(struct lib_info *l);
 /* The reason sentence, built when first asked for; a load clears it. */
 RDMADL_HIDDEN extern const char *rdmadl_reason_text;
+/* The same while librdmacm waits for its first use (kept apart: that one
+ * never describes the library once loaded). */
+RDMADL_HIDDEN extern const char *rdmadl_reason_text_cm_unused;
 
 /* ---- stack.c: the stack's state and the verdict ---- */
 

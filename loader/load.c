@@ -8,7 +8,11 @@
  * nothing depends on constructor order. The libraries are never dlclosed.
  * The providers' direct-verbs libraries and libibumad ("lazy" libraries) are
  * loaded only on the first call of one of their functions, under one mutex,
- * so a program that never uses them pays nothing at start-up.
+ * so a program that never uses them pays nothing at start-up. librdmacm is
+ * loaded by the constructor when the program uses it (cm_used below) and
+ * otherwise the way a lazy library is, on its first call: a program that
+ * calls no rdma_* function pays for librdmacm no more than a directly linked
+ * one, which has no NEEDED on it.
  *
  * Cost (bench/loader/): dlopen uses RTLD_LAZY, like a direct link: rdma-core's
  * own libraries are linked -z now and are still bound completely, and a
@@ -49,9 +53,33 @@ enum { DEADLOCK_SECONDS = 5 };
  * plugin that embeds the static drop-in. The shared drop-in is linked
  * -z nodelete for the same reason; the program itself is never unloaded. */
 #ifndef RDMADL_DROPIN_SHARED
+/* The start of the object this code is linked into: its ELF header, and
+ * its program headers after it (GNU ld, gold, lld and mold define it when
+ * the headers are mapped). An array of unknown size, as it is read past
+ * the header. */
+extern const unsigned char __ehdr_start[] __attribute__((weak, visibility("hidden")));
+
+/* 1 when this code is part of the program, 0 when of a shared object, -1
+ * when its own headers cannot say. A program is ET_EXEC or, as a PIE, has
+ * an interpreter; a shared library has neither. No libc call: each first
+ * call of a libc function costs a symbol lookup at start-up. */
+static int in_program(void) {
+  const unsigned char *start = __ehdr_start;
+  if (!start)
+    return -1;
+  const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)start;
+  if (eh->e_type == ET_EXEC)
+    return 1;
+  const ElfW(Phdr) *ph = (const ElfW(Phdr) *)(start + eh->e_phoff);
+  for (ElfW(Half) i = 0; i < eh->e_phnum; i++)
+    if (ph[i].p_type == PT_INTERP)
+      return 1;
+  return 0;
+}
+
 /* dl_iterate_phdr's first object is the program: 1 when ADDR is in one of
  * its loadable segments, 2 when not (either stops the walk). */
-static int in_program(struct dl_phdr_info *info, size_t size, void *addr) {
+static int in_first_object(struct dl_phdr_info *info, size_t size, void *addr) {
   (void)size;
   for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++) {
     const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -67,7 +95,8 @@ static void pin_self(void) {
 #ifndef RDMADL_DROPIN_SHARED /* that one is linked -z nodelete */
   /* Linked into the program (the common static case): nothing to pin, and
    * no dladdr symbol search at start-up. */
-  if (dl_iterate_phdr(in_program, (void *)&pin_self) == 1)
+  int program = in_program();
+  if (program == 1 || (program < 0 && dl_iterate_phdr(in_first_object, (void *)&pin_self) == 1))
     return;
   Dl_info info;
   struct link_map *map = NULL;
@@ -81,13 +110,40 @@ static void pin_self(void) {
 #endif
 }
 
+#ifdef RDMADL_DROPIN_SHARED
+/* Whether the program uses librdmacm. The shared drop-in holds every stub,
+ * so it asks the objects loaded with it: one linked against rdma_*
+ * functions (the drop-in's or rdma-core's) requires an RDMACM_1.x version
+ * node. An object dlopened later finds librdmacm loaded on its first call. */
+static int cm_used(void) {
+  /* The namespace's list of objects, from the libibverbs just loaded (no
+   * _r_debug: one relocation less to process at start-up). */
+  const struct link_map *m = rdmadl_libs[RDMADL_LIB_IBVERBS].map;
+  while (m && m->l_prev)
+    m = m->l_prev;
+  for (; m; m = m->l_next)
+    if (rdmadl_elf_needs_node(m, RDMADL_PREFIX_CM))
+      return 1;
+  return 0;
+}
+#else
+/* Defined by stubs_cm.c: in a static library the linker brings that object
+ * in only when something calls one of librdmacm's stubs. */
+extern const char rdmadl_cm_linked __attribute__((weak, visibility("hidden")));
+static int cm_used(void) {
+  return &rdmadl_cm_linked != NULL;
+}
+#endif
+
 /* The uncontended load takes no lock: LOAD_NONE -> LOAD_RUNNING by
  * compare-and-swap, LOAD_DONE published with a store. Threads that must wait
  * announce themselves in nwaiters first, then sleep on load_cv; the loader
  * broadcasts only when nwaiters says someone may be there (both sides use
  * sequentially consistent operations, so one of them always sees the other). */
-int rdmadl_load_state;       /* atomic */
-static pthread_t loader;     /* atomic: the loading thread, while LOAD_RUNNING */
+int rdmadl_load_state; /* atomic */
+/* Set in the loading thread while LOAD_RUNNING (a thread-local flag, not
+ * pthread_self(): one libc function less to bind at start-up). */
+static __thread int loading_here;
 static int nwaiters;         /* atomic */
 static int loader_in_dlopen; /* atomic: inside dlopen, running others' constructors */
 static unsigned dlopen_gen;  /* atomic: counts the loader's dlopen calls */
@@ -157,8 +213,10 @@ static int load_all(void) {
     l->private_node = NULL;
     /* Only this load ever set it (a strdup of RDMADL_<LIB>_PATH): a load
      * again frees the cut-off load's copy instead of leaking it. */
-    free(l->lazy_override);
-    l->lazy_override = NULL;
+    if (l->lazy_override) {
+      free(l->lazy_override);
+      l->lazy_override = NULL;
+    }
     if (l->kind != KIND_EAGER) {
       const char *o = env.path[i];
       if (o && *o) {
@@ -170,6 +228,7 @@ static int load_all(void) {
     }
   }
   rdmadl_reason_text = NULL;
+  rdmadl_reason_text_cm_unused = NULL;
   int disable = rdmadl_parse_bool(dis);
   if (disable < 0)
     WARNF("RDMADL_DISABLE=%s is not a boolean (1/true/yes/on, 0/false/no/off); ignored", dis);
@@ -187,12 +246,16 @@ static int load_all(void) {
     rdmadl_load_one(RDMADL_LIB_IBVERBS, env.path[RDMADL_LIB_IBVERBS]);
     struct lib_info *c = &rdmadl_libs[RDMADL_LIB_RDMACM];
     if (rdmadl_usable(rdmadl_libs[RDMADL_LIB_IBVERBS].state)) {
-      rdmadl_load_one(RDMADL_LIB_RDMACM, env.path[RDMADL_LIB_RDMACM]);
+      if (cm_used()) {
+        rdmadl_load_one(RDMADL_LIB_RDMACM, c->lazy_override);
+        __atomic_store_n(&c->lazy_done, 1, __ATOMIC_RELEASE);
+      } else {
+        DEBUGF("%s: %s; loaded on its first call", c->soname, RDMADL_CM_UNUSED_ERROR);
+      }
     } else {
-      const char *override = env.path[RDMADL_LIB_RDMACM];
-      c->requested = (override && *override) ? override : c->soname;
       c->state = RDMADL_STATE_SKIPPED;
       c->error = "not loaded because libibverbs is unusable";
+      __atomic_store_n(&c->lazy_done, 1, __ATOMIC_RELEASE);
       /* Nor is any provider library: each belongs to a libibverbs. */
       for (int i = 0; i < RDMADL_LIB_COUNT; i++)
         if (rdmadl_libs[i].kind == KIND_PROVIDER) {
@@ -226,8 +289,7 @@ static void after_fork_child(void) {
       !pthread_equal(__atomic_load_n(&lazy_owner, __ATOMIC_RELAXED), pthread_self()))
     __atomic_store_n(&lazy_busy, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&nwaiters, 0, __ATOMIC_RELAXED);
-  if (__atomic_load_n(&rdmadl_load_state, __ATOMIC_RELAXED) == LOAD_RUNNING &&
-      !pthread_equal(__atomic_load_n(&loader, __ATOMIC_RELAXED), pthread_self())) {
+  if (__atomic_load_n(&rdmadl_load_state, __ATOMIC_RELAXED) == LOAD_RUNNING && !loading_here) {
     __atomic_store_n(&loader_in_dlopen, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&rdmadl_load_state, LOAD_NONE, __ATOMIC_RELAXED);
   }
@@ -293,22 +355,21 @@ int rdmadl_ensure_slow(const char *what) {
         break;
       continue;
     }
-    if (pthread_equal(__atomic_load_n(&loader, __ATOMIC_ACQUIRE), pthread_self()))
+    if (loading_here)
       return ENSURE_REENTERED;
     int r = wait_for_load(what);
     if (r != ENSURE_RETRY)
       return r;
   }
-  __atomic_store_n(&loader, pthread_self(), __ATOMIC_RELEASE);
+  loading_here = 1;
   const int first = !__atomic_exchange_n(&atfork_registered, 1, __ATOMIC_RELAXED);
   if (first)
     pthread_atfork(NULL, NULL, after_fork_child);
   int latched = load_all();
   if (first)
     pin_self();
-  if (!latched)
-    __atomic_store_n(&loader, (pthread_t)0, __ATOMIC_RELEASE);
   __atomic_store_n(&rdmadl_load_state, latched ? LOAD_DONE : LOAD_NONE, __ATOMIC_SEQ_CST);
+  loading_here = 0;
   wake_waiters();
   /* The summary ends with the verdict (it lists the devices: only asked). */
   if (latched && rdmadl_log_on(RDMADL_LOG_INFO)) {

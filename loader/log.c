@@ -101,6 +101,9 @@ int rdmadl_set_log_handler(int max_level, rdmadl_log_fn fn, void *ctx) {
 }
 
 void rdmadl_log_set_env_level(int level) {
+  /* Unchanged (RDMADL_DEBUG unset, the common case): nothing to update. */
+  if (__atomic_load_n(&env_log_level, __ATOMIC_RELAXED) == level)
+    return;
   /* (A handler that caused this load holds the lock for reading already.) */
   if (!in_log_handler)
     pthread_rwlock_wrlock(&log_lock);

@@ -111,7 +111,7 @@ void rdmadl_load_one(rdmadl_lib which, const char *override) {
     /* An override is always a file, relative to the current directory when
      * not absolute, never a name to search the library path for. */
     lib->open_name =
-        strchr(override, '/') ? (char *) override : rdmadl_dup_printf("./%s", override);
+        rdmadl_has_slash(override) ? (char *) override : rdmadl_dup_printf("./%s", override);
     if (!lib->open_name) {
       lib->state = RDMADL_STATE_LOAD_FAILED;
       return;
@@ -136,7 +136,7 @@ void rdmadl_load_one(rdmadl_lib which, const char *override) {
     if (!lib->open_name)
       lib->open_name = (char *)lib->soname;
   }
-  if (strchr(lib->open_name, '/')) {
+  if (rdmadl_has_slash(lib->open_name)) {
     char *why = rdmadl_file_truncated(lib->open_name);
     if (why) {
       lib->state = RDMADL_STATE_LOAD_FAILED;
@@ -147,12 +147,16 @@ void rdmadl_load_one(rdmadl_lib which, const char *override) {
       return;
     }
   }
-  if (lib->kind == KIND_PROVIDER && strchr(lib->open_name, '/') && refuse_other_release(lib))
+  if (lib->kind == KIND_PROVIDER && rdmadl_has_slash(lib->open_name) && refuse_other_release(lib))
     return;
   DEBUGF("dlopen(\"%s\")", lib->open_name);
-  dlerror();
-  void *h = lib->kind == KIND_EAGER ? rdmadl_loader_dlopen(lib->open_name, RTLD_LAZY | RTLD_LOCAL)
-                                    : dlopen(lib->open_name, RTLD_LAZY | RTLD_LOCAL);
+  /* The constructor's own load (librdmacm's too, when the program uses it)
+   * keeps the books the threads waiting for it rely on. */
+  int in_main_load = lib->kind == KIND_EAGER ||
+                     (lib->kind == KIND_WHEN_USED &&
+                      __atomic_load_n(&rdmadl_load_state, __ATOMIC_ACQUIRE) == LOAD_RUNNING);
+  void *h = in_main_load ? rdmadl_loader_dlopen(lib->open_name, RTLD_LAZY | RTLD_LOCAL)
+                         : dlopen(lib->open_name, RTLD_LAZY | RTLD_LOCAL);
   if (!h) {
     const char *err = dlerror();
     /* A provider found on the search path whose IBVERBS_PRIVATE_* node the
@@ -197,7 +201,7 @@ void rdmadl_load_one(rdmadl_lib which, const char *override) {
     DEBUGF("%s", lib->error);
     return;
   }
-  if (!v.soname || strcmp(v.soname, lib->soname) != 0) {
+  if (!v.soname || !rdmadl_streq(v.soname, lib->soname)) {
     lib->state = RDMADL_STATE_INCOMPATIBLE;
     lib->error = rdmadl_dup_printf("%s has soname %s, expected %s", map->l_name,
                                    v.soname ? v.soname : "(none)", lib->soname);

@@ -13,6 +13,7 @@
 #include "libs.h"
 
 const char *rdmadl_reason_text; /* built when first asked for */
+const char *rdmadl_reason_text_cm_unused;
 
 /* The rdma-core release in a real library's file name: "44.0" of
  * libibverbs.so.1.14.44.0 (soname, then the library's own minor version,
@@ -45,6 +46,10 @@ static int node_slot(const struct lib_info *l, const char *node) {
  * the file's highest one are normal for an older release; only those of its
  * own nodes make it incomplete. Unescaped; allocated. */
 char *rdmadl_describe_lib(struct lib_info *l) {
+  if (rdmadl_lazy_pending(l))
+    return rdmadl_dup_printf("%s %s", l->requested ? l->requested : l->soname,
+                             l->kind == KIND_WHEN_USED ? RDMADL_CM_UNUSED_ERROR
+                                                       : RDMADL_NOT_LOADED_ERROR);
   if (!rdmadl_usable(l->state)) {
     const char *e = rdmadl_lib_why(l);
     return rdmadl_dup_printf("%s %s: %s", l->requested ? l->requested : l->soname,
@@ -107,12 +112,6 @@ static struct lib_info *lib_at(rdmadl_lib lib) {
   return (unsigned)lib < RDMADL_LIB_COUNT ? &rdmadl_libs[lib] : NULL;
 }
 
-/* A lazy library whose load has not run: its fields other than requested
- * are not to be read (another thread may be filling them). */
-
-static const char not_loaded_error[] =
-    "not loaded yet: loaded on the first call of one of its functions (or rdmadl_lib_load)";
-
 int rdmadl_lib_load(rdmadl_lib lib) {
   struct lib_info *l = lib_at(lib);
   if (!l)
@@ -170,7 +169,11 @@ const char *rdmadl_lib_why(struct lib_info *l) {
 
 const char *rdmadl_lib_error(rdmadl_lib lib) {
   struct lib_info *l = lib_at(lib);
-  return !l ? NULL : rdmadl_lazy_pending(l) ? not_loaded_error : rdmadl_lib_why(l);
+  if (!l)
+    return NULL;
+  if (!rdmadl_lazy_pending(l))
+    return rdmadl_lib_why(l);
+  return l->kind == KIND_WHEN_USED ? RDMADL_CM_UNUSED_ERROR : RDMADL_NOT_LOADED_ERROR;
 }
 
 const char *rdmadl_lib_version_node(rdmadl_lib lib) {
@@ -230,8 +233,11 @@ const char *rdmadl_symbol_name(size_t i, rdmadl_lib *lib) {
 const char *rdmadl_reason(void) {
   if (rdmadl_ensure() != ENSURE_DONE)
     return "rdmadl has not loaded rdma-core yet";
-  const char *r = __atomic_load_n(&rdmadl_reason_text, __ATOMIC_ACQUIRE);
+  const char **slot = rdmadl_lazy_pending(&rdmadl_libs[RDMADL_LIB_RDMACM])
+                          ? &rdmadl_reason_text_cm_unused
+                          : &rdmadl_reason_text;
+  const char *r = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
   if (!r)
-    r = rdmadl_publish(&rdmadl_reason_text, build_reason());
+    r = rdmadl_publish(slot, build_reason());
   return r ? r : "out of memory while describing rdmadl's state";
 }

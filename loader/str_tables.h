@@ -3,9 +3,10 @@
  * The strings rdma-core's string functions return (ibv_wc_status_str,
  * ibv_event_type_str, ibv_node_type_str, ibv_port_state_str,
  * rdma_event_str), indexed by the enum, as rdma-core 65.0 has them. hand.c
- * answers with them when no library is loaded; the fake libibverbs of
- * tests/fakes answers with them as the real one does. A static table per
- * includer: include from one .c file of a library.
+ * and stubs_cm.c (rdma_event_str) answer with them when no library is
+ * loaded; the fake libibverbs of tests/fakes answers with them as the real
+ * one does. A static table per includer (the compiler drops the ones it
+ * does not use): include only from the .c files that answer with them.
  */
 #ifndef RDMADL_LOADER_STR_TABLES_H
 #define RDMADL_LOADER_STR_TABLES_H

@@ -142,10 +142,9 @@ bool supports(feature f) noexcept {
     return resolved("ibv_reg_dmabuf_mr");
   case feature::reg_mr_iova:
     return resolved("ibv_reg_mr_iova2");
-  case feature::rdma_cm: {
-    auto st = rdmadl_lib_state(RDMADL_LIB_RDMACM);
-    return st == RDMADL_STATE_LOADED || st == RDMADL_STATE_PARTIAL;
-  }
+  case feature::rdma_cm:
+    // Loads librdmacm if the program has not used it yet (asking is using).
+    return rdmadl_lib_load(RDMADL_LIB_RDMACM) == 0;
   case feature::srq:
     return resolved("ibv_create_srq");
   }

@@ -26,10 +26,12 @@
  * - RDMADL_DEBUG=2: also every resolution step, one line per symbol (also
  *   any larger number, debug, symbols)
  *
- * All functions are thread-safe, never fail, and load libibverbs and librdmacm
- * first if that has not happened yet; they report a provider library or
- * libibumad that nothing has used yet as RDMADL_STATE_NOT_LOADED, and never
- * load it, except rdmadl_lib_load() and rdmadl_symbol_status(). Returned strings live as long as
+ * All functions are thread-safe, never fail, and load libibverbs (and
+ * librdmacm, when the program calls rdma_* functions) first if that has not
+ * happened yet; they report a provider library, libibumad or a librdmacm
+ * that nothing has used yet as RDMADL_STATE_NOT_LOADED (librdmacm's error:
+ * "not loaded: no rdma_* function in this program"), and never load it,
+ * except rdmadl_lib_load() and rdmadl_symbol_status(). Returned strings live as long as
  * the process. One exception to "load first": a thread that a library constructor running inside
  * rdmadl's own dlopen waits for (it started and joins it) cannot be served; after 5 s it gets what
  * is known so far (rdmadl_reason() then says that nothing is loaded yet) and its verbs calls fail
@@ -82,8 +84,10 @@ typedef enum rdmadl_state {
   RDMADL_STATE_LOADED = 5,       /**< every symbol resolved */
   RDMADL_STATE_PARTIAL = 6,      /**< loaded; some symbols missing (older
                                     release): those fail with EOPNOTSUPP */
-  RDMADL_STATE_NOT_LOADED = 7    /**< a provider library or libibumad none of
-                                    whose functions was called yet */
+  RDMADL_STATE_NOT_LOADED = 7    /**< a provider library, libibumad or
+                                    librdmacm none of whose functions was
+                                    called yet (librdmacm: the program has no
+                                    rdma_* call; its first call loads it) */
 } rdmadl_state;
 
 /** What the whole stack can do, beyond the libraries. */

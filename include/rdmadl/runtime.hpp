@@ -45,7 +45,8 @@ enum class library_state {
   skipped = 4,      ///< librdmacm only: libibverbs unusable
   loaded = 5,       ///< every symbol resolved
   partial = 6,      ///< loaded, some (newer) symbols missing
-  not_loaded = 7    ///< a lazily loaded library nothing has used yet
+  not_loaded = 7    ///< a lazily loaded library nothing has used yet (librdmacm: the
+                    ///< program calls no rdma_* function)
 };
 
 /// Mirrors rdmadl_stack.
@@ -82,7 +83,7 @@ enum class feature {
   query_gid_ex, ///< _ibv_query_gid_ex (IBVERBS_1.11); a sysfs fallback exists without it
   dmabuf_mr,    ///< ibv_reg_dmabuf_mr (IBVERBS_1.12)
   reg_mr_iova,  ///< ibv_reg_mr_iova2 (IBVERBS_1.8)
-  rdma_cm,      ///< librdmacm loaded
+  rdma_cm,      ///< librdmacm usable (asking loads it if the program has not yet)
   srq,          ///< ibv_create_srq resolved (device: max_srq > 0)
 };
 

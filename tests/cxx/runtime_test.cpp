@@ -20,7 +20,10 @@ TEST_CASE("runtime: status mirrors loader.h") {
   for (library lib : {library::ibverbs, library::rdmacm}) {
     auto l = static_cast<rdmadl_lib>(lib);
     auto s = status(lib);
+    // Before rdmadl_symbol_status below, which loads a library not loaded
+    // yet (librdmacm: this program calls no rdma_* function).
     CHECK(static_cast<int>(s.state) == static_cast<int>(rdmadl_lib_state(l)));
+    CHECK(s.state_name == rdmadl_state_name(rdmadl_lib_state(l)));
     CHECK(s.missing.size() == rdmadl_lib_missing_count(l));
     // Emulated: exactly those missing symbols the loader reports emulated.
     std::size_t emulated = 0;
@@ -30,7 +33,6 @@ TEST_CASE("runtime: status mirrors loader.h") {
     for (auto e : s.emulated)
       CHECK(rdmadl_symbol_status(std::string(e).c_str(), nullptr) == RDMADL_SYMBOL_EMULATED);
     CHECK(s.symbol_count == rdmadl_lib_symbol_count(l));
-    CHECK(s.state_name == rdmadl_state_name(rdmadl_lib_state(l)));
   }
   CHECK(available() == (rdmadl_load() == 0));
   CHECK(static_cast<int>(stack()) == static_cast<int>(rdmadl_stack_state()));

@@ -131,15 +131,30 @@ TEST_CASE("fakes: a complete library binds every symbol") {
   CHECK(str(rdmadl_lib_version_node(RDMADL_LIB_IBVERBS)) == "IBVERBS_1.18");
   CHECK(str(rdmadl_lib_path(RDMADL_LIB_IBVERBS)) == override_realpath());
   CHECK(rdmadl_lib_missing_count(RDMADL_LIB_IBVERBS) == 0);
-  CHECK(rdmadl_lib_state(RDMADL_LIB_RDMACM) == RDMADL_STATE_NOT_FOUND);
+  // This program calls no rdma_* function: librdmacm waits for its first use.
+  const std::string unused = "not loaded: no rdma_* function in this program";
+  CHECK(rdmadl_lib_state(RDMADL_LIB_RDMACM) == RDMADL_STATE_NOT_LOADED);
+  CHECK(str(rdmadl_lib_error(RDMADL_LIB_RDMACM)) == unused);
+  CHECK(rdmadl_lib_path(RDMADL_LIB_RDMACM) == nullptr);
   int n = 7;
   ibv_device **list = ibv_get_device_list(&n);
   CHECK(list != nullptr);
   CHECK(n == 0);
   CHECK(rdmadl_stack_state() == RDMADL_STACK_NO_DEVICES);
-  CHECK(str(rdmadl_reason())
-            .rfind("libibverbs.so.1 (IBVERBS_1.18, " + override_realpath() + "): complete; ", 0) ==
-        0);
+  const std::string head =
+      "libibverbs.so.1 (IBVERBS_1.18, " + override_realpath() + "): complete; ";
+  std::string reason = str(rdmadl_reason());
+  CHECK(reason.rfind(head, 0) == 0);
+  CHECK(reason.find(unused) != std::string::npos);
+  // Its first use tries the override, a file that does not exist; the
+  // diagnostics then describe that.
+  CHECK(rdmadl_lib_load(RDMADL_LIB_RDMACM) == EOPNOTSUPP);
+  CHECK(rdmadl_lib_state(RDMADL_LIB_RDMACM) == RDMADL_STATE_NOT_FOUND);
+  CHECK(str(rdmadl_lib_error(RDMADL_LIB_RDMACM)).find("No such file") != std::string::npos);
+  reason = str(rdmadl_reason());
+  CHECK(reason.rfind(head, 0) == 0);
+  CHECK(reason.find(unused) == std::string::npos);
+  CHECK(reason.find("not-found") != std::string::npos);
 }
 
 TEST_CASE("fakes: a library missing one symbol fails only that one") {

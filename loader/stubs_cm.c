@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * librdmacm's stubs: the generated ones (stubs.h) and the two by hand
+ * (rdma_event_str, rfcntl), in an object file of their own because linking
+ * it is what makes the constructor load librdmacm in the static libraries.
+ *
+ * A program that calls no rdma_* function must not pay for librdmacm (a
+ * directly linked one has no NEEDED on it). In a static library
+ * (librdmadl-verbs.a, librdmadl-loader.a, librdmadl-ffi.a) the linker pulls
+ * this object in only when something references one of these stubs, and
+ * with it rdmadl_cm_linked, which load.c references weakly: defined means
+ * the program uses librdmacm, and the constructor loads it. The shared
+ * drop-in, which holds every stub, asks the loaded objects' version
+ * requirements instead (load.c). Otherwise the first rdma_* call loads
+ * librdmacm (rdmadl_resolve_slow), like a lazy library.
+ */
+#include <stdarg.h>
+
+#include <rdma/rsocket.h>
+
+#include "str_tables.h"
+#include "stubs.h"
+
+RDMADL_HIDDEN const char rdmadl_cm_linked = 1;
+
+#define RDMADL_ROW_IBV(...)
+#define RDMADL_ROW_CM(...) __VA_ARGS__
+#define RDMADL_ROW_MLX5(...)
+#define RDMADL_ROW_EFA(...)
+#define RDMADL_ROW_MLX4(...)
+#define RDMADL_ROW_HNS(...)
+#define RDMADL_ROW_MANA(...)
+#define RDMADL_ROW_IONIC(...)
+#define RDMADL_ROW_UMAD(...)
+#define RDMADL_SYM(lib, minor, fail, impl, ret, name, params, args)                                \
+  RDMADL_ROW_##lib(RDMADL_IMPL_##impl(fail, ret, name, params, args))
+#include "symbols.def"
+#undef RDMADL_SYM
+
+/* Keeps working without a library: the strings rdma-core returns,
+ * "UNKNOWN EVENT" outside the enum. */
+RDMADL_STUB_API const char *RDMADL_NAME(rdma_event_str)(enum rdma_cm_event_type event) {
+  const char *(*f)(enum rdma_cm_event_type) =
+      (const char *(*)(enum rdma_cm_event_type))rdmadl_load_fn(RDMADL_IDX_rdma_event_str);
+  if (f)
+    return f(event);
+  if ((unsigned)event < sizeof cm_event_strs / sizeof cm_event_strs[0] && cm_event_strs[event])
+    return cm_event_strs[event];
+  return "UNKNOWN EVENT";
+}
+
+/* fcntl-style varargs: the optional argument is forwarded as a pointer-sized
+ * value, which is how every rfcntl command reads it. */
+RDMADL_STUB_API int RDMADL_NAME(rfcntl)(int socket, int cmd, ...) {
+  va_list ap;
+  va_start(ap, cmd);
+  void *arg = va_arg(ap, void *);
+  va_end(ap);
+  int (*f)(int, int, ...) = (int (*)(int, int, ...))rdmadl_load_fn(RDMADL_IDX_rfcntl);
+  if (f)
+    return f(socket, cmd, arg);
+  rdmadl_refuse(RDMADL_IDX_rfcntl);
+  return -1;
+}
