@@ -297,7 +297,11 @@ void tcp_engine::run() noexcept {
       if (q.st == state::connecting || q.st == state::hello)
         ev = POLLOUT;
       else if (q.st == state::up) {
-        ev = POLLIN;
+        // Not while a send waits for a receive, or answers wait to go out:
+        // the data would be there at once and poll would spin.
+        const bool stalled =
+            (q.in_payload && q.in_dest == to_nothing) || q.answers.full() || q.close_after_output;
+        ev = stalled ? 0 : POLLIN;
         if (q.out_busy || !q.answers.empty() || q.sent < q.sq.size())
           ev |= POLLOUT;
       }

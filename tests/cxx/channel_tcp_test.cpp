@@ -8,6 +8,8 @@
 #include <chrono>
 #include <cstring>
 #include <netinet/in.h>
+#include <string>
+#include <string_view>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <vector>
@@ -310,7 +312,14 @@ TEST_CASE("channel tcp: automatic falls back to TCP where RDMA cannot work, and 
     return; // a host with a device: the Soft-RoCE tier covers the RDMA side
   channel_options o;
   o.tcp_address = "127.0.0.1";
+  static std::vector<std::string> lines; // the log hook's
+  lines.clear();
+  REQUIRE_FALSE(set_log_handler(
+      log_level::warn, [](log_level, std::string_view line, void *) { lines.emplace_back(line); }));
   auto [a, b] = pair_of(o);
+  (void)set_log_handler(log_level::error, nullptr);
+  REQUIRE(lines.size() == 2); // one fallback on each side
+  CHECK(lines[0].find("multi_channel: peer 0 over TCP: this host has no RDMA: ") == 0);
   CHECK(a.transport() == channel_transport::tcp);
   auto why = a.describe();
   CHECK(why.find("peer 0 over TCP: this host has no RDMA: ") == 0);
