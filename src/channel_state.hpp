@@ -148,7 +148,14 @@ struct channel_state {
       slot *s = find(wc[i].wr_id);
       if (!wc[i].ok())
         s && !s->done ? fail(s->peer) : note_error(wc[i]);
-      record(s, wc[i].status, wc[i].byte_len);
+      if (!s || s->done)
+        continue;
+      s->done = true;
+      outstanding--;
+      s->r = work_result{s->peer, s->id, wc[i].status, wc[i].byte_len};
+      if (!s->r.ok() && first_failed == SIZE_MAX)
+        first_failed = finished.size();
+      finished.push_back(s->r);
     }
     return {};
   }
@@ -166,26 +173,8 @@ struct channel_state {
   // poll_some() of a channel with a TCP engine: the CQ if there is one,
   // then the engine's ring (waiting a little for it when there is no CQ to
   // poll, so a waiting scope does not spin against the progress thread).
-  status_code poll_mixed() noexcept {
-    if (cq) {
-      auto n = cq.poll(wc);
-      if (!n)
-        return n.error();
-      for (std::size_t i = 0; i < *n; i++) {
-        slot *s = find(wc[i].wr_id);
-        if (!wc[i].ok())
-          s && !s->done ? fail(s->peer) : note_error(wc[i]);
-        record(s, wc[i].status, wc[i].byte_len);
-      }
-    }
-    const std::size_t n = tcp->poll(twc, cq ? std::chrono::microseconds(0) : tcp_wait);
-    for (std::size_t i = 0; i < n; i++) {
-      if (twc[i].status)
-        fail(twc[i].peer);
-      record(find(twc[i].wr_id), twc[i].status, twc[i].byte_len);
-    }
-    return {};
-  }
+  // In tcp_engine.cpp: out of line, the RDMA path's code stays as it was.
+  [[gnu::noinline, gnu::cold]] status_code poll_mixed() noexcept;
   // What a timeout does to peer: its queue pair (or TCP connection) goes to
   // the error state, which flushes what it still has.
   void to_error(std::size_t peer) noexcept {

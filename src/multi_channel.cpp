@@ -275,13 +275,21 @@ result<void> multi_channel::handshake(std::span<const endpoint> remote) {
 namespace {
 constexpr int wc_flush_err = 5; // IBV_WC_WR_FLUSH_ERR
 
+// post_one() to a peer over TCP (out of line: the RDMA path stays small).
+[[gnu::noinline, gnu::cold]] result<void> post_tcp(detail::channel_state &s, std::size_t peer,
+                                                   int k, const local_slice &buf,
+                                                   const remote_region *r,
+                                                   std::uint64_t id) noexcept {
+  return s.tcp->post(peer, k, buf, r, id);
+}
+
 // Posts one request of kind k with wr_id id to peer (queue pair or TCP).
 [[gnu::always_inline]] inline result<void> post_one(detail::channel_state &s, std::size_t peer,
                                                     int k, const local_slice &buf,
                                                     const remote_region *r,
                                                     std::uint64_t id) noexcept {
   if (s.tcp && s.over_tcp[peer]) [[unlikely]]
-    return s.tcp->post(peer, k, buf, r, id);
+    return post_tcp(s, peer, k, buf, r, id);
   queue_pair &qp = s.qps[peer];
   switch (k) {
   case k_send:
@@ -299,8 +307,9 @@ constexpr int wc_flush_err = 5; // IBV_WC_WR_FLUSH_ERR
 // or deadline passes (false); other completions are dropped, as a scope
 // drops what is not its own. The clock is read only once a poll comes back
 // without it.
-result<bool> await_id_mixed(detail::channel_state &s, std::uint64_t id, completion *out,
-                            std::chrono::milliseconds timeout) noexcept;
+[[gnu::noinline, gnu::cold]] result<bool>
+await_id_mixed(detail::channel_state &s, std::uint64_t id, completion *out,
+               std::chrono::milliseconds timeout) noexcept;
 result<bool> await_id(detail::channel_state &s, std::uint64_t id, completion *out,
                       std::chrono::milliseconds timeout) noexcept {
   if (s.tcp) [[unlikely]]
