@@ -490,3 +490,33 @@ TEST_CASE("channel tcp: a raw peer that lies or vanishes mid-frame is failed, no
   CHECK_FALSE(raw.ch.connected());
   CHECK_FALSE(raw.ch.describe().empty());
 }
+
+TEST_CASE("channel tcp: an IPv6 address is listened on and given to the peer") {
+  int probe = ::socket(AF_INET6, SOCK_STREAM, 0);
+  sockaddr_in6 lo{};
+  lo.sin6_family = AF_INET6;
+  lo.sin6_addr = in6addr_loopback;
+  const bool v6 = probe >= 0 && ::bind(probe, reinterpret_cast<sockaddr *>(&lo), sizeof lo) == 0;
+  if (probe >= 0)
+    ::close(probe);
+  if (!v6) {
+    MESSAGE("no IPv6 loopback here: skipped");
+    return;
+  }
+  auto o = tcp_options();
+  o.tcp_address = "::1";
+  auto [a, b] = pair_of(o);
+  auto e = ok(a.local_channel_endpoint());
+  CHECK(e.family == 6);
+  CHECK(e.address[15] == 1);
+  buffer target(b.pd(), 512, 1, rdmadl::access::remote_write);
+  buffer src(a.pd(), 512, 2);
+  ok(a.write(src.all(), ok(target.mr.remote()), 5s));
+  CHECK(target.holds(2));
+  CHECK(channel::create([] {
+          auto bad = tcp_options();
+          bad.tcp_address = "not-an-address";
+          return bad;
+        }())
+            .error() == std::errc::invalid_argument);
+}
