@@ -43,6 +43,7 @@ public:
   /// The multi_channel member of the same name, for the one peer.
   result<endpoint> local_endpoint() const { return mc_.local_endpoint(0); }
   result<void> handshake(const endpoint &remote) { return mc_.handshake({&remote, 1}); }
+  /// multi_channel::channel_endpoints()' only entry: what to give the peer.
   result<channel_endpoint> local_channel_endpoint() const {
     auto all = mc_.channel_endpoints();
     if (!all)
@@ -50,6 +51,7 @@ public:
     return all->front();
   }
   result<void> connect(const channel_endpoint &remote) { return mc_.connect({&remote, 1}); }
+  /// multi_channel::transport_of(0).
   channel_transport transport() const noexcept { return mc_.transport_of(0); }
   std::string describe() const { return mc_.describe(0); }
   bool connected() const noexcept { return mc_.connected(); }
