@@ -781,7 +781,7 @@ TEST_CASE("channel: the warm blocking data path allocates nothing") {
 
 TEST_CASE("channel: automatic picks RDMA per pair where both can, TCP for a TCP-only peer") {
   fp().fakeprov_reset();
-  const int baseline = fp().fakeprov_live_total();
+  const int live = fp().fakeprov_live_total();
   {
     channel_options o;
     o.device = FAKEPROV_DEVICE_NAME;
@@ -831,7 +831,7 @@ TEST_CASE("channel: automatic picks RDMA per pair where both can, TCP for a TCP-
     ok(tcp_peer.write(ok(tm.slice(0, 16)), ok(hm.remote(200, 16)), 2s));
     CHECK(std::memcmp(hb.data() + 200, tb.data(), 16) == 0);
   }
-  CHECK(fp().fakeprov_live_total() == baseline);
+  CHECK(fp().fakeprov_live_total() == live);
   CHECK_MESSAGE(fp().fakeprov_violations() == 0, fp().fakeprov_last_violation());
   fp().fakeprov_reset();
 }
@@ -866,5 +866,7 @@ TEST_CASE("channel: over TCP, the warm data path allocates nothing") {
   CHECK(failures == 0);
 #ifndef RDMADL_TEST_NO_NEW_COUNT
   CHECK(after - warm == 0);
+#else
+  CHECK(after == warm); // nothing counts: the replacement is not linked
 #endif
 }
