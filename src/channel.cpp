@@ -12,6 +12,11 @@ result<channel> channel::create(const context &ctx, channel_options opts) {
   return wrap(multi_channel::create(ctx, opts));
 }
 
+result<channel> channel::create(channel_options opts) {
+  opts.peers = 1;
+  return wrap(multi_channel::create(opts));
+}
+
 result<channel> channel::wrap(result<multi_channel> mc) {
   if (!mc)
     return mc.error();

@@ -15,6 +15,12 @@
 // a flush this side asked for after a timeout) is marked failed: RC cannot
 // leave that state without a new connection, so every later post to it is
 // refused with errc::peer_failed and connected() answers false.
+//
+// A transport-neutral channel (multi_channel::create(opts)) may have peers
+// over TCP: tcp is then set (its engine, src/tcp_engine.hpp) and over_tcp
+// says which peers; their completions come from the engine's ring beside
+// the CQ. An RDMA-only channel pays one predictable branch (tcp is null) per
+// post and per poll.
 #ifndef RDMADL_SRC_CHANNEL_STATE_HPP
 #define RDMADL_SRC_CHANNEL_STATE_HPP
 
@@ -30,6 +36,7 @@
 
 #include "detail.hpp"
 #include "rdmadl/multi_channel.hpp"
+#include "tcp_engine.hpp"
 
 namespace rdmadl::detail {
 
@@ -132,6 +139,8 @@ struct channel_state {
   // Takes what the CQ has; marks the matching slots done. A completion that
   // matches no slot (of a scope that ended on a poll error) is dropped.
   status_code poll_some() noexcept {
+    if (tcp) [[unlikely]]
+      return poll_mixed();
     auto n = cq.poll(wc);
     if (!n)
       return n.error();
@@ -149,6 +158,30 @@ struct channel_state {
       finished.push_back(s->r);
     }
     return {};
+  }
+  // Marks s (if of the open scope and not done yet) done with this outcome.
+  void record(slot *s, int status, std::uint32_t byte_len) {
+    if (!s || s->done)
+      return;
+    s->done = true;
+    outstanding--;
+    s->r = work_result{s->peer, s->id, status, byte_len};
+    if (!s->r.ok() && first_failed == SIZE_MAX)
+      first_failed = finished.size();
+    finished.push_back(s->r);
+  }
+  // poll_some() of a channel with a TCP engine: the CQ if there is one,
+  // then the engine's ring (waiting a little for it when there is no CQ to
+  // poll, so a waiting scope does not spin against the progress thread).
+  // In tcp_engine.cpp: out of line, the RDMA path's code stays as it was.
+  [[gnu::noinline, gnu::cold]] status_code poll_mixed() noexcept;
+  // What a timeout does to peer: its queue pair (or TCP connection) goes to
+  // the error state, which flushes what it still has.
+  void to_error(std::size_t peer) noexcept {
+    if (tcp && over_tcp[peer])
+      tcp->flush(peer);
+    else
+      (void)qps[peer].to_error();
   }
   bool all_done() const noexcept { return outstanding == 0; }
   // Polls until everything pending is done or timeout passes (the clock is
@@ -174,6 +207,18 @@ struct channel_state {
   // of what is still pending to the error state and takes the flushed
   // completions (up to limit again).
   void settle();
+
+  // The TCP side of a transport-neutral channel (null otherwise): the
+  // engine, which peers use it, and per peer why it is on its transport.
+  std::unique_ptr<tcp_engine> tcp;
+  std::vector<std::uint8_t> over_tcp;
+  std::vector<std::string> why;
+  std::vector<std::uint64_t> tokens; // what channel_endpoints() gives each peer
+  channel_transport allowed = channel_transport::rdma;
+  std::string no_rdma; // why this side has no RDMA (a TCP-only channel)
+  bool tcp_started = false;
+  std::array<tcp_completion, 16> twc; // poll_mixed's buffer
+  static constexpr std::chrono::microseconds tcp_wait{1000};
 
   // What connected the peers and must end before their queue pairs (for
   // multi_channel::create_cm, its rdma_cm group: the ids and their event

@@ -55,7 +55,7 @@ result<local_slice> memory_region::all() const {
 }
 
 result<local_slice> memory_region::slice(std::size_t offset, std::size_t len) const {
-  if (!mr_)
+  if (!n_)
     return detail::rdma_error(errc::empty_object);
   if (len == 0)
     return errc::empty_span;
@@ -68,7 +68,7 @@ result<local_slice> memory_region::slice(std::size_t offset, std::size_t len) co
 }
 
 result<remote_region> memory_region::remote(std::size_t offset, std::size_t len) const {
-  if (!mr_)
+  if (!n_)
     return detail::rdma_error(errc::empty_object);
   if (!has(access_, access::remote_write) && !has(access_, access::remote_read) &&
       !has(access_, access::remote_atomic))
@@ -80,6 +80,10 @@ result<remote_region> memory_region::remote(std::size_t offset, std::size_t len)
   if (offset > len_ || len > len_ - offset)
     return errc::out_of_range;
   return remote_region{reinterpret_cast<std::uint64_t>(base_.get() + offset), rkey_, len};
+}
+
+protection_domain detail::software_pd() {
+  return detail::access::make<protection_domain>(std::make_shared<detail::pd_node>());
 }
 
 result<protection_domain> protection_domain::create(const context &ctx) {
@@ -118,8 +122,18 @@ result<memory_region> protection_domain::register_memory(std::span<std::byte> bu
                                                          access rights) const {
   if (buf.empty())
     return errc::empty_span;
-  if (!pd_)
+  if (!n_)
     return detail::rdma_error(errc::empty_object);
+  auto n = std::make_shared<detail::mr_node>();
+  const auto addr = reinterpret_cast<std::uint64_t>(buf.data());
+  if (!pd_) { // a software PD: keys from its table's counter
+    n->lkey = n->rkey = n_->regions.next_key();
+    n_->regions.add(n->lkey, n->rkey, addr, buf.size(), rights);
+    n->pd = n_;
+    memory_region m;
+    detail::access::set(m, std::move(n), buf.data(), buf.size(), rights);
+    return m;
+  }
   const int flags = access_flags(rights);
   errno = 0;
   ibv_mr *mr = ibv_reg_mr(pd_, buf.data(), buf.size(), flags);
@@ -130,8 +144,10 @@ result<memory_region> protection_domain::register_memory(std::span<std::byte> bu
       return errc::memlock_denied;
     return detail::rdma_error();
   }
-  auto n = std::make_shared<detail::mr_node>();
   n->mr = mr;
+  n->lkey = mr->lkey;
+  n->rkey = mr->rkey;
+  n_->regions.add(n->lkey, n->rkey, addr, buf.size(), rights); // for TCP peers of a channel
   n->pd = n_;
   memory_region m;
   detail::access::set(m, std::move(n), buf.data(), buf.size(), rights);
@@ -147,8 +163,10 @@ result<memory_region> protection_domain::register_dmabuf(int fd, std::uint64_t o
     return std::errc::bad_file_descriptor;
   if (length > UINT64_MAX - offset || length > UINT64_MAX - iova)
     return errc::out_of_range;
-  if (!pd_)
+  if (!n_)
     return detail::rdma_error(errc::empty_object);
+  if (!pd_) // a software PD: no device to map the dma-buf
+    return std::errc::operation_not_supported;
   // A release without ibv_reg_dmabuf_mr: the loader's stub refuses and
   // rdma_error() says errc::library_lacks, not the device's EOPNOTSUPP.
   errno = 0;
@@ -156,7 +174,9 @@ result<memory_region> protection_domain::register_dmabuf(int fd, std::uint64_t o
   if (!mr)
     return detail::rdma_error();
   auto n = std::make_shared<detail::mr_node>();
-  n->mr = mr;
+  n->mr = mr; // no table entry: an IOVA range is no memory a TCP peer's bytes can reach
+  n->lkey = mr->lkey;
+  n->rkey = mr->rkey;
   n->pd = n_;
   memory_region m;
   detail::access::set(m, std::move(n), reinterpret_cast<std::byte *>(iova), length, rights);

@@ -55,6 +55,103 @@ result<std::vector<endpoint>> parse_endpoints(std::span<const std::byte> b) {
   return out;
 }
 
+std::string_view name(channel_transport t) noexcept {
+  switch (t) {
+  case channel_transport::rdma:
+    return "rdma";
+  case channel_transport::tcp:
+    return "tcp";
+  default:
+    return "automatic";
+  }
+}
+
+namespace {
+constexpr char chep_magic[5] = "RDCE";
+constexpr char chep_list_magic[5] = "RDCL";
+constexpr std::uint8_t known_caps = channel_endpoint::can_rdma | channel_endpoint::can_tcp;
+} // namespace
+
+// Layout: magic[4] version[1] pad[3] caps[1] family[1] port[2] pad[4]
+// token[8] address[16] endpoint[44], little-endian.
+std::array<std::byte, channel_endpoint::serialized_size>
+channel_endpoint::serialize() const noexcept {
+  std::array<std::byte, serialized_size> b{};
+  detail::put_header(b.data(), chep_magic, format_version);
+  b[8] = static_cast<std::byte>(caps);
+  b[9] = static_cast<std::byte>(family);
+  detail::put_le(b.data() + 10, port);
+  detail::put_le(b.data() + 16, token);
+  for (std::size_t i = 0; i < address.size(); i++)
+    b[24 + i] = static_cast<std::byte>(address[i]);
+  if (caps & can_rdma) {
+    auto e = rdma.serialize();
+    std::copy(e.begin(), e.end(), b.begin() + 40);
+  }
+  return b;
+}
+
+result<channel_endpoint> channel_endpoint::parse(std::span<const std::byte> b) {
+  if (auto ec = detail::check_header(b, chep_magic, format_version, serialized_size))
+    return ec;
+  channel_endpoint c;
+  c.caps = static_cast<std::uint8_t>(b[8]);
+  c.family = static_cast<std::uint8_t>(b[9]);
+  c.port = detail::get_le<std::uint16_t>(b.data() + 10);
+  c.token = detail::get_le<std::uint64_t>(b.data() + 16);
+  for (std::size_t i = 0; i < c.address.size(); i++)
+    c.address[i] = static_cast<std::uint8_t>(b[24 + i]);
+  const bool tcp = c.caps & can_tcp;
+  if (c.caps == 0 || (c.caps & ~known_caps) || c.token == 0 || !detail::zero_bytes(b, 12, 4))
+    return errc::bad_blob;
+  if (tcp ? (c.family != 4 && c.family != 6) || c.port == 0
+          : c.family != 0 || c.port != 0 || !detail::zero_bytes(b, 24, 16))
+    return errc::bad_blob;
+  if (c.family == 4 && !detail::zero_bytes(b, 28, 12))
+    return errc::bad_blob;
+  if (c.caps & can_rdma) {
+    auto e = endpoint::parse(b.subspan(40, endpoint::serialized_size));
+    if (!e)
+      return e.error();
+    c.rdma = *e;
+  } else if (!detail::zero_bytes(b, 40, endpoint::serialized_size)) {
+    return errc::bad_blob;
+  }
+  return c;
+}
+
+std::vector<std::byte> serialize_channel_endpoints(std::span<const channel_endpoint> list) {
+  constexpr std::size_t one = channel_endpoint::serialized_size;
+  std::vector<std::byte> b(list_header + list.size() * one);
+  detail::put_header(b.data(), chep_list_magic, list_version);
+  detail::put_le(b.data() + 8, static_cast<std::uint32_t>(list.size()));
+  for (std::size_t i = 0; i < list.size(); i++) {
+    auto e = list[i].serialize();
+    std::copy(e.begin(), e.end(), b.begin() + list_header + i * one);
+  }
+  return b;
+}
+
+result<std::vector<channel_endpoint>> parse_channel_endpoints(std::span<const std::byte> b) {
+  constexpr std::size_t one = channel_endpoint::serialized_size;
+  if (b.size() < list_header)
+    return errc::bad_size;
+  const auto count = detail::get_le<std::uint32_t>(b.data() + 8);
+  const std::size_t room = (b.size() - list_header) / one;
+  const std::size_t size = count <= room ? list_header + count * one : b.size() + 1;
+  if (auto ec = detail::check_header(b, chep_list_magic, list_version, size))
+    return ec;
+  std::vector<channel_endpoint> out;
+  out.reserve(count);
+  for (std::size_t i = 0; i < count; i++) {
+    auto e = channel_endpoint::parse(b.subspan(list_header + i * one, one));
+    if (!e)
+      return e.error();
+    out.push_back(*e);
+  }
+  return out;
+}
+
 // ---- multi_channel ----
 
 multi_channel::multi_channel() noexcept = default;
@@ -67,6 +164,8 @@ result<multi_channel> multi_channel::create(const context &ctx, const channel_op
     return detail::rdma_error(errc::empty_object);
   if (opts.peers == 0)
     return errc::no_peers;
+  if (opts.transport == channel_transport::tcp)
+    return errc::not_honoured;
   auto dev = ctx.query_device();
   if (!dev)
     return dev.error();
@@ -105,7 +204,7 @@ result<multi_channel> multi_channel::create(const context &ctx, const channel_op
 }
 
 std::size_t multi_channel::peers() const noexcept {
-  return s_ ? s_->qps.size() : 0;
+  return s_ ? s_->failed.size() : 0;
 }
 bool multi_channel::connected() const noexcept {
   return s_ && s_->connected && s_->failed_peers == 0;
@@ -118,7 +217,7 @@ const protection_domain &multi_channel::pd() const noexcept {
   return s_ ? s_->pd : none;
 }
 completion_queue *multi_channel::cq() noexcept {
-  return s_ ? &s_->cq : nullptr;
+  return s_ && s_->cq ? &s_->cq : nullptr;
 }
 queue_pair *multi_channel::qp(std::size_t peer) noexcept {
   return s_ && peer < s_->qps.size() ? &s_->qps[peer] : nullptr;
@@ -127,8 +226,10 @@ queue_pair *multi_channel::qp(std::size_t peer) noexcept {
 result<endpoint> multi_channel::local_endpoint(std::size_t peer) const {
   if (!s_)
     return detail::rdma_error(errc::empty_object);
-  if (peer >= s_->qps.size())
+  if (peer >= s_->failed.size())
     return errc::no_such_peer;
+  if (s_->qps.empty())
+    return std::errc::operation_not_supported; // TCP only: no queue pairs
   return s_->qps[peer].local_endpoint();
 }
 
@@ -136,6 +237,8 @@ result<std::vector<endpoint>> multi_channel::local_endpoints() const {
   detail::clear_error_detail();
   if (!s_)
     return detail::rdma_error(errc::empty_object);
+  if (s_->qps.size() != s_->failed.size())
+    return std::errc::operation_not_supported; // TCP only: no queue pairs
   std::vector<endpoint> out;
   out.reserve(s_->qps.size());
   for (std::size_t i = 0; i < s_->qps.size(); i++) {
@@ -152,6 +255,8 @@ result<void> multi_channel::handshake(std::span<const endpoint> remote) {
   detail::clear_error_detail();
   if (!s_)
     return detail::rdma_error(errc::empty_object);
+  if (s_->qps.size() != s_->failed.size())
+    return std::errc::operation_not_supported; // TCP only: no queue pairs
   if (remote.size() != s_->qps.size())
     return detail::fail(errc::endpoint_count,
                         detail::format("multi_channel::handshake: %zu endpoints for %zu peers",
@@ -170,10 +275,22 @@ result<void> multi_channel::handshake(std::span<const endpoint> remote) {
 namespace {
 constexpr int wc_flush_err = 5; // IBV_WC_WR_FLUSH_ERR
 
-// Posts one request of kind k with wr_id id.
-[[gnu::always_inline]] inline result<void> post_one(queue_pair &qp, int k, const local_slice &buf,
+// post_one() to a peer over TCP (out of line: the RDMA path stays small).
+[[gnu::noinline, gnu::cold]] result<void> post_tcp(detail::channel_state &s, std::size_t peer,
+                                                   int k, const local_slice &buf,
+                                                   const remote_region *r,
+                                                   std::uint64_t id) noexcept {
+  return s.tcp->post(peer, k, buf, r, id);
+}
+
+// Posts one request of kind k with wr_id id to peer (queue pair or TCP).
+[[gnu::always_inline]] inline result<void> post_one(detail::channel_state &s, std::size_t peer,
+                                                    int k, const local_slice &buf,
                                                     const remote_region *r,
                                                     std::uint64_t id) noexcept {
+  if (s.tcp && s.over_tcp[peer]) [[unlikely]]
+    return post_tcp(s, peer, k, buf, r, id);
+  queue_pair &qp = s.qps[peer];
   switch (k) {
   case k_send:
     return qp.post_send(buf, id);
@@ -190,8 +307,13 @@ constexpr int wc_flush_err = 5; // IBV_WC_WR_FLUSH_ERR
 // or deadline passes (false); other completions are dropped, as a scope
 // drops what is not its own. The clock is read only once a poll comes back
 // without it.
+[[gnu::noinline, gnu::cold]] result<bool>
+await_id_mixed(detail::channel_state &s, std::uint64_t id, completion *out,
+               std::chrono::milliseconds timeout) noexcept;
 result<bool> await_id(detail::channel_state &s, std::uint64_t id, completion *out,
                       std::chrono::milliseconds timeout) noexcept {
+  if (s.tcp) [[unlikely]]
+    return await_id_mixed(s, id, out, timeout);
   clock::time_point deadline{};
   bool timed = false;
   for (;;) {
@@ -215,6 +337,46 @@ result<bool> await_id(detail::channel_state &s, std::uint64_t id, completion *ou
   }
 }
 
+// await_id() of a channel with a TCP engine: the CQ (if any) and the
+// engine's ring.
+result<bool> await_id_mixed(detail::channel_state &s, std::uint64_t id, completion *out,
+                            std::chrono::milliseconds timeout) noexcept {
+  const auto deadline = detail::deadline(timeout);
+  for (;;) {
+    if (s.cq) {
+      auto n = s.cq.poll(s.wc);
+      if (!n)
+        return n.error();
+      for (std::size_t i = 0; i < *n; i++) {
+        if (s.wc[i].wr_id == id) {
+          *out = s.wc[i];
+          return true;
+        }
+        if (!s.wc[i].ok())
+          s.note_error(s.wc[i]);
+      }
+    }
+    const auto wait = s.cq ? std::chrono::microseconds(0) : s.tcp_wait;
+    const std::size_t n = s.tcp->poll(s.twc, wait);
+    bool found = false;
+    for (std::size_t i = 0; i < n; i++) {
+      if (s.twc[i].status)
+        s.fail(s.twc[i].peer);
+      if (s.twc[i].wr_id == id) {
+        *out = completion{};
+        out->wr_id = id;
+        out->status = s.twc[i].status;
+        out->byte_len = s.twc[i].byte_len;
+        found = true; // the rest of this batch is dropped, as the CQ path drops it
+      }
+    }
+    if (found)
+      return true;
+    if (detail::expired(deadline))
+      return false;
+  }
+}
+
 // One request, awaited, with a scope's guarantees (exclusive; what has not
 // completed in time is flushed before the return) but without its slots: a
 // blocking send/receive/write/read costs little more than post and poll.
@@ -228,12 +390,12 @@ result<void> run_one(detail::channel_state &s, std::size_t peer, int k, const lo
     std::atomic<bool> &open;
     ~close_scope() { open.store(false); }
   } closer{s.scope_open};
-  if (peer >= s.qps.size())
+  if (peer >= s.failed.size())
     return errc::no_such_peer;
   if (s.failed[peer])
     return errc::peer_failed;
   const std::uint64_t id = s.next_id++; // below every later scope's base
-  if (auto posted = post_one(s.qps[peer], k, buf, r, id); !posted)
+  if (auto posted = post_one(s, peer, k, buf, r, id); !posted)
     return posted.error();
   completion c;
   auto got = await_id(s, id, &c, timeout);
@@ -252,7 +414,7 @@ result<void> run_one(detail::channel_state &s, std::size_t peer, int k, const lo
   auto more = got ? await_id(s, id, &c, s.limit) : result<bool>(false);
   if (!more || !*more) {
     s.fail(peer);
-    (void)s.qps[peer].to_error();
+    s.to_error(peer);
     (void)await_id(s, id, &c, s.limit);
   } else if (!c.ok()) {
     s.fail(peer);
@@ -372,7 +534,7 @@ void detail::channel_state::settle() {
   for (const auto &p : pending)
     if (!p.done && !failed[p.peer]) {
       fail(p.peer);
-      (void)qps[p.peer].to_error();
+      to_error(p.peer);
     }
   (void)drain(detail::deadline(limit));
 }
@@ -410,12 +572,12 @@ result<work_handle> polling_scope::post(std::size_t peer, int k, const local_sli
   if (!err_.ok())
     return err_;
   auto &s = *s_;
-  if (peer >= s.qps.size())
+  if (peer >= s.failed.size())
     return errc::no_such_peer;
   if (s.failed[peer])
     return errc::peer_failed;
   std::uint64_t id = s.base + s.pending.size();
-  if (auto posted = post_one(s.qps[peer], k, buf, r, id); !posted)
+  if (auto posted = post_one(s, peer, k, buf, r, id); !posted)
     return posted.error();
   s.add(peer);
   return work_handle{id};

@@ -12,6 +12,7 @@
 
 #include "detail.hpp"
 #include "rdmadl/rdmadl.hpp"
+#include "region_table.hpp"
 
 namespace rdmadl::detail {
 
@@ -31,20 +32,27 @@ struct ctx_node {
   }
 };
 
+// A PD without pd is a software one (a channel with no device): its
+// regions exist only in its table, for the TCP engine.
 struct pd_node {
   ibv_pd *pd = nullptr;
   bool owned = false;
   std::shared_ptr<ctx_node> ctx;
+  region_table regions; // every region registered on it
   ~pd_node() {
     if (owned && pd)
       ibv_dealloc_pd(pd);
   }
 };
 
+// A region of a software PD has no mr, only its keys in the PD's table.
 struct mr_node {
   ibv_mr *mr = nullptr;
+  std::uint32_t lkey = 0, rkey = 0;
   std::shared_ptr<pd_node> pd;
   ~mr_node() {
+    if (pd && lkey)
+      pd->regions.remove(lkey); // before the NIC lets go: no new TCP copy starts
     if (mr)
       ibv_dereg_mr(mr);
   }
@@ -126,6 +134,10 @@ struct qp_node {
   }
 };
 
+// A protection domain with no ibv_pd: the pd() of a channel without a
+// device (src/memory.cpp).
+protection_domain software_pd();
+
 // Port, LID, link, MTU, atomics limits and GID of q (src/qp.cpp).
 status_code init_path(qp_node &q, const context &ctx, const device_attr &dev, std::uint8_t port,
                       int gid_index, const gid_selector &sel);
@@ -182,8 +194,8 @@ struct access {
   static void set(memory_region &m, std::shared_ptr<mr_node> n, std::byte *base, std::size_t len,
                   rdmadl::access rights) noexcept {
     m.mr_ = n->mr;
-    m.lkey_ = n->mr->lkey;
-    m.rkey_ = n->mr->rkey;
+    m.lkey_ = n->lkey;
+    m.rkey_ = n->rkey;
     m.base_ = base;
     m.len_ = len;
     m.access_ = rights;

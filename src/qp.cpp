@@ -165,6 +165,8 @@ result<address_handle> address_handle::create(const protection_domain &pd, const
   auto &q = detail::access::node(local);
   if (!pd || !q)
     return detail::rdma_error(errc::empty_object);
+  if (!pd.native_handle()) // a software PD (a channel without a device)
+    return std::errc::operation_not_supported;
   ibv_ah_attr a;
   fill_ah(a, *q, peer, 0, 64, 0);
   return detail::access::adopt<address_handle>(
@@ -177,6 +179,8 @@ result<shared_receive_queue> shared_receive_queue::create(const protection_domai
                                                           std::uint32_t max_sge) {
   if (!pd)
     return detail::rdma_error(errc::empty_object);
+  if (!pd.native_handle()) // a software PD (a channel without a device)
+    return std::errc::operation_not_supported;
   ibv_device_attr da{};
   if (int rc = ibv_query_device(pd.native_handle()->context, &da))
     return detail::rdma_error(rc);
@@ -215,6 +219,8 @@ result<queue_pair> queue_pair::create(const context &ctx, const protection_domai
                                       const completion_queue &recv_cq, const qp_options &opts) {
   if (!ctx || !pd || !send_cq || !recv_cq || (opts.srq && !*opts.srq))
     return detail::rdma_error(errc::empty_object);
+  if (!pd.native_handle()) // a software PD (a channel without a device)
+    return std::errc::operation_not_supported;
   auto n = std::make_shared<detail::qp_node>();
   n->type = opts.type;
   n->qkey = opts.type == qp_type::ud ? opts.qkey : 0;

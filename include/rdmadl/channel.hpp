@@ -28,6 +28,10 @@ class RDMADL_CXX_API channel {
 public:
   /// multi_channel::create() with one peer (opts.peers is ignored).
   static result<channel> create(const context &ctx, channel_options opts = {});
+  /// multi_channel::create(const channel_options &) with one peer: a
+  /// transport-neutral channel (RDMA when both sides can, else TCP, as
+  /// opts.transport allows). Exchange local_channel_endpoint().
+  static result<channel> create(channel_options opts);
   /// multi_channel::create_cm with exactly one peer (one address, or accept
   /// == 1); else errc::no_peers (none) or errc::one_peer_only (more). Events:
   /// base().next_cm_event().
@@ -39,6 +43,17 @@ public:
   /// The multi_channel member of the same name, for the one peer.
   result<endpoint> local_endpoint() const { return mc_.local_endpoint(0); }
   result<void> handshake(const endpoint &remote) { return mc_.handshake({&remote, 1}); }
+  /// multi_channel::channel_endpoints()' only entry: what to give the peer.
+  result<channel_endpoint> local_channel_endpoint() const {
+    auto all = mc_.channel_endpoints();
+    if (!all)
+      return all.error();
+    return all->front();
+  }
+  result<void> connect(const channel_endpoint &remote) { return mc_.connect({&remote, 1}); }
+  /// multi_channel::transport_of(0).
+  channel_transport transport() const noexcept { return mc_.transport_of(0); }
+  std::string describe() const { return mc_.describe(0); }
   bool connected() const noexcept { return mc_.connected(); }
   const protection_domain &pd() const noexcept { return mc_.pd(); }
   polling_scope scope() noexcept { return mc_.scope(); }

@@ -102,7 +102,10 @@
   X(bad_rank, invalid_argument,                                                                    \
     "a rank outside the group (rank not below the number of nodes, or first_rank + accept past "   \
     "2^32)")                                                                                       \
-  X(one_peer_only, invalid_argument, "a channel has exactly one peer (use multi_channel for more)")
+  X(one_peer_only, invalid_argument,                                                               \
+    "a channel has exactly one peer (use multi_channel for more)")                                 \
+  X(no_common_transport, protocol_not_supported,                                                   \
+    "the peer and this side allow no common transport (RDMA on both sides, or TCP on both)")
 
 namespace rdmadl {
 

@@ -108,10 +108,11 @@ public:
   /// when the region has no remote access.
   result<remote_region> remote(std::size_t offset = 0, std::size_t len = SIZE_MAX) const;
 
-  /// The rdma-core region; null when empty.
+  /// The rdma-core region; null when empty or registered on a software
+  /// protection domain (a channel without a device, see multi_channel::pd()).
   ::ibv_mr *native_handle() const noexcept { return mr_; }
   /// False for an empty (default-constructed or moved-from) region.
-  explicit operator bool() const noexcept { return mr_ != nullptr; }
+  explicit operator bool() const noexcept { return n_ != nullptr; }
 
 private:
   friend struct detail::access;
@@ -144,7 +145,9 @@ public:
   /// Releases this handle; the PD is deallocated with its last object.
   ~protection_domain() = default;
 
-  /// Registers buf (local write always; remote rights only as asked). Errors:
+  /// Registers buf (local write always; remote rights only as asked). On a
+  /// software protection domain the keys come from a counter and nothing is
+  /// pinned. Errors:
   /// errc::empty_span, errc::memlock_limit / errc::memlock_denied (the
   /// locked-memory limit: raise it with `ulimit -l`), or the errno.
   result<memory_region> register_memory(std::span<std::byte> buf,
@@ -165,10 +168,11 @@ public:
   result<memory_region> register_dmabuf(int fd, std::uint64_t offset, std::size_t length,
                                         std::uint64_t iova, access rights = access::local) const;
 
-  /// The rdma-core protection domain; null when empty.
+  /// The rdma-core protection domain; null when empty or a software one (the
+  /// pd() of a channel that has no device: its regions serve TCP peers only).
   ::ibv_pd *native_handle() const noexcept { return pd_; }
   /// False for an empty (default-constructed or moved-from) protection domain.
-  explicit operator bool() const noexcept { return pd_ != nullptr; }
+  explicit operator bool() const noexcept { return n_ != nullptr; }
 
 private:
   friend struct detail::access;

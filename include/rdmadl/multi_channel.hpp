@@ -9,6 +9,10 @@
 /// auto mc = multi_channel::create(ctx, {.peers = 3}).value();   // prepared
 /// send_to_peers(mc.local_endpoints().value()); // out of band: entry i for peer i
 /// mc.handshake(endpoints_from_peers()).value();  // entry i: peer i's for us
+/// // or, RDMA where both sides can and TCP elsewhere:
+/// auto any = multi_channel::create({.peers = 3}).value();
+/// send_to_peers(serialize_channel_endpoints(any.channel_endpoints().value()));
+/// any.connect(parse_channel_endpoints(blob_from_peers()).value()).value();
 /// {
 ///   auto s = mc.scope();
 ///   auto h = s.post_write(1, *mr.slice(0, 64), peer_region);
@@ -19,15 +23,31 @@
 /// Every peer has its own RC queue pair; all share one protection domain (a
 /// region registered once works with every peer) and one completion queue.
 /// A channel (rdmadl/channel.hpp) is a multi_channel with one peer.
+///
+/// Transport-neutral channels (multi_channel::create(const channel_options
+/// &)): each pair of peers uses RDMA when both sides can and the options
+/// allow it, else TCP, decided on both sides from the channel_endpoint
+/// blobs alone. Over TCP the same calls keep the same meaning: a peer writes
+/// or reads only inside a region registered with that right (else the
+/// initiator gets IBV_WC_REM_ACCESS_ERR and the target is unchanged), a send
+/// waits for a posted receive, a send or write completes once the peer has
+/// placed the bytes, and a failed peer's requests complete with the status a
+/// failed RC queue pair gives. A group with a TCP peer runs one progress
+/// thread ("rdmadl-tcp"), started by connect() and joined when the channel
+/// and its last scope are gone: it moves the bytes straight between the
+/// sockets and the registered buffers, so one-sided operations land without
+/// the target calling anything.
 #ifndef RDMADL_MULTI_CHANNEL_HPP
 #define RDMADL_MULTI_CHANNEL_HPP
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "rdmadl/cq.hpp"
@@ -37,6 +57,16 @@
 #include "rdmadl/qp.hpp"
 
 namespace rdmadl {
+
+/// Which wire a channel's peers use (channel_options::transport; not the
+/// device's rdmadl::transport).
+enum class channel_transport : std::uint8_t {
+  rdma,     ///< RDMA only (RC queue pairs)
+  tcp,      ///< TCP only, even where RDMA works
+  automatic ///< per peer: RDMA when both sides can, else TCP
+};
+/// "rdma", "tcp" or "automatic".
+RDMADL_CXX_API std::string_view name(channel_transport t) noexcept;
 
 /// Options of multi_channel::create() and channel::create().
 struct channel_options {
@@ -49,6 +79,17 @@ struct channel_options {
   /// How long a scope's end waits for what is still pending before it moves
   /// those queue pairs to the error state and takes their flushed completions.
   std::chrono::milliseconds scope_limit{10000};
+  /// The wire, for the create() overloads without a context (those with a
+  /// context are RDMA only: they take rdma and automatic as rdma, and refuse
+  /// tcp with errc::not_honoured).
+  channel_transport transport = channel_transport::automatic;
+  /// The device to open when RDMA is allowed (empty: the first device).
+  std::string device;
+  /// TCP: the numeric IPv4 or IPv6 address to listen on and to give peers
+  /// (empty: listen on every interface and give the host's first
+  /// non-loopback address, else 127.0.0.1).
+  std::string tcp_address;
+  std::uint16_t tcp_port = 0; ///< TCP: the port to listen on (0: any free one)
 };
 
 /// The outcome of one work request of a scope.
@@ -77,6 +118,46 @@ RDMADL_CXX_API std::vector<std::byte> serialize_endpoints(std::span<const endpoi
 /// (equal to invalid_argument): errc::bad_size, errc::bad_magic,
 /// errc::newer_format, errc::bad_blob, and the endpoints' own errors.
 RDMADL_CXX_API result<std::vector<endpoint>> parse_endpoints(std::span<const std::byte> blob);
+
+/// What one side of a transport-neutral channel gives one peer (out of
+/// band): what it can do, its RDMA endpoint when it can, its TCP address
+/// and a random token that names this pair of peers. Serialises to a fixed
+/// 84-byte blob: "RDCE", version 1, 3 reserved bytes, caps, address family
+/// (0, 4 or 6), port (2 bytes), 4 reserved bytes, token (8), address (16,
+/// an IPv4 one in the first 4), endpoint blob (44; zeros without RDMA),
+/// little-endian.
+struct RDMADL_CXX_API channel_endpoint {
+  static constexpr std::uint8_t can_rdma = 1; ///< caps bit: endpoint is valid
+  static constexpr std::uint8_t can_tcp = 2;  ///< caps bit: address and port are valid
+  std::uint8_t caps = 0;                      ///< can_rdma | can_tcp
+  std::uint8_t family = 0;                    ///< 4 or 6 with can_tcp, else 0
+  std::uint16_t port = 0;                     ///< TCP port (host order)
+  std::array<std::uint8_t, 16> address{};     ///< IPv4 in the first 4 bytes, or IPv6
+  std::uint64_t token = 0;                    ///< random, names this pair of peers
+  endpoint rdma;                              ///< with can_rdma
+
+  /// The blob format serialize() writes; parse() refuses a newer one.
+  static constexpr std::uint8_t format_version = 1;
+  static constexpr std::size_t serialized_size = 84; ///< bytes of the blob
+  /// The blob.
+  std::array<std::byte, serialized_size> serialize() const noexcept;
+  /// Parses a blob made by serialize(); accepts exactly what it can produce.
+  /// Errors (equal to invalid_argument): errc::bad_size, errc::bad_magic,
+  /// errc::newer_format, errc::bad_blob (unknown caps bits, no caps, a
+  /// family or port that does not match the caps, token 0, non-zero
+  /// reserved or unused bytes), and the endpoint's own errors.
+  static result<channel_endpoint> parse(std::span<const std::byte> blob);
+  /// Field-wise equality.
+  friend bool operator==(const channel_endpoint &, const channel_endpoint &) = default;
+};
+/// A list of channel endpoints as one blob: "RDCL", version 1, 3 reserved
+/// bytes, the count (4 bytes, little-endian), then each 84-byte blob.
+RDMADL_CXX_API std::vector<std::byte>
+serialize_channel_endpoints(std::span<const channel_endpoint> list);
+/// Parses serialize_channel_endpoints()' blob; accepts exactly what it
+/// writes. Errors: as parse_endpoints(), and channel_endpoint::parse()'s.
+RDMADL_CXX_API result<std::vector<channel_endpoint>>
+parse_channel_endpoints(std::span<const std::byte> blob);
 
 class multi_channel;
 class listener;
@@ -150,6 +231,16 @@ public:
   /// proportion until peers * (send_depth + recv_depth) fits max_cqe), the
   /// errno of ibv_query_device, and those of queue_pair::create.
   static result<multi_channel> create(const context &ctx, const channel_options &opts = {});
+  /// A transport-neutral channel: opens opts.device when opts.transport
+  /// allows RDMA and listens for TCP when it allows TCP. With automatic, a
+  /// host where RDMA cannot work (see diagnose()) gives a TCP-only channel
+  /// (describe() says why). Exchange channel_endpoints() and pass the
+  /// peers' to connect(). Its pd() is a
+  /// software protection domain when there is no device. Errors: those of
+  /// create(ctx, opts); with transport rdma, operation_not_supported (no
+  /// RDMA here); for TCP, std::errc::invalid_argument (tcp_address not a
+  /// numeric address) or the errno of socket, bind or listen.
+  static result<multi_channel> create(const channel_options &opts);
 
   /// An empty channel.
   multi_channel() noexcept;
@@ -174,6 +265,27 @@ public:
   /// last_error_detail() naming it ("multi_channel::local_endpoints: peer
   /// 1: ...").
   result<std::vector<endpoint>> local_endpoints() const;
+  /// Every peer's channel_endpoint, in peer order (entry i for peer i): what
+  /// this side can do, its RDMA endpoint for that peer, its TCP address and
+  /// a fresh token. Errors: errc::empty_object, local_endpoints()' errors.
+  result<std::vector<channel_endpoint>> channel_endpoints() const;
+  /// Connects every peer over the transport both sides allow: RDMA when
+  /// both advertise it and this channel's transport is not tcp, else TCP.
+  /// TCP connections are made by the progress thread (this call does not
+  /// wait for the peer to call its connect()); what is posted before one is
+  /// up waits for it. Errors: errc::endpoint_count, errc::no_common_transport
+  /// (a peer and this side share no transport), errc::bad_blob (a peer's
+  /// token equals ours), std::errc::already_connected (called before, with
+  /// TCP peers), the errno of eventfd(2), or what handshake(std::span<const
+  /// endpoint>) answers for an RDMA peer; each names the peer in
+  /// last_error_detail().
+  result<void> connect(std::span<const channel_endpoint> remote);
+  /// The transport peer uses (rdma before connect(), and for no such peer).
+  channel_transport transport_of(std::size_t peer) const noexcept;
+  /// One sentence on peer's transport and why: "peer 2 over TCP: this host
+  /// has no RDMA: ...", "peer 0 over RDMA". Each fallback to TCP is also
+  /// logged once (log_level::warn, see set_log_handler()).
+  std::string describe(std::size_t peer) const;
   /// Connects every peer's QP: remote[i] is the endpoint peer i made for
   /// this side. Errors: errc::endpoint_count (remote.size() != peers()), or what
   /// queue_pair::connect() answers for a peer (errc::gid_mismatch, no_lid,

@@ -778,3 +778,95 @@ TEST_CASE("channel: the warm blocking data path allocates nothing") {
   CHECK((after == warm && warm == cold)); // nothing counts: the replacement is not linked
 #endif
 }
+
+TEST_CASE("channel: automatic picks RDMA per pair where both can, TCP for a TCP-only peer") {
+  fp().fakeprov_reset();
+  const int live = fp().fakeprov_live_total();
+  {
+    channel_options o;
+    o.device = FAKEPROV_DEVICE_NAME;
+    o.tcp_address = "127.0.0.1";
+    o.peers = 2;
+    auto hub = ok(multi_channel::create(o)); // the fake device: RDMA and TCP
+    o.peers = 1;
+    auto rdma_peer = ok(channel::create(o));
+    channel_options t = o;
+    t.transport = channel_transport::tcp;
+    auto tcp_peer = ok(channel::create(t));
+    auto mine = ok(hub.channel_endpoints());
+    CHECK(mine[0].caps == (channel_endpoint::can_rdma | channel_endpoint::can_tcp));
+    // Through the blobs, as a product would send them.
+    auto theirs = ok(parse_channel_endpoints(serialize_channel_endpoints(std::vector{
+        ok(rdma_peer.local_channel_endpoint()), ok(tcp_peer.local_channel_endpoint())})));
+    ok(rdma_peer.connect(mine[0]));
+    ok(tcp_peer.connect(mine[1]));
+    ok(hub.connect(theirs));
+    CHECK(hub.transport_of(0) == channel_transport::rdma);
+    CHECK(hub.transport_of(1) == channel_transport::tcp);
+    CHECK(rdma_peer.transport() == channel_transport::rdma);
+    CHECK(tcp_peer.transport() == channel_transport::tcp);
+    CHECK(hub.describe(0) == "peer 0 over RDMA");
+    CHECK(hub.describe(1).find("peer 1 over TCP: its host has no RDMA") == 0);
+    CHECK(tcp_peer.describe().find("peer 0 over TCP: this host has no RDMA: ") == 0);
+    CHECK(hub.pd().native_handle() != nullptr); // a device PD serves the TCP peer too
+    CHECK(tcp_peer.pd().native_handle() == nullptr);
+
+    const auto rights = access::remote_write | access::remote_read;
+    std::array<std::byte, 256> hb{}, rb{}, tb{};
+    auto hm = ok(hub.pd().register_memory(hb, rights));
+    auto rm = ok(rdma_peer.pd().register_memory(rb, rights));
+    auto tm = ok(tcp_peer.pd().register_memory(tb, rights));
+    for (std::size_t i = 0; i < hb.size(); i++)
+      hb[i] = static_cast<std::byte>(i * 3 + 1);
+    std::array<multi_channel::part, 2> parts = {
+        multi_channel::part{0, ok(hm.slice(0, 64)), ok(rm.remote(0, 64))},
+        multi_channel::part{1, ok(hm.slice(64, 64)), ok(tm.remote(0, 64))}};
+    std::array<work_result, 2> res{};
+    ok(hub.scatter_write(parts, 2s, res));
+    CHECK(res[0].ok());
+    CHECK(res[1].ok());
+    CHECK(std::memcmp(rb.data(), hb.data(), 64) == 0);
+    CHECK(std::memcmp(tb.data(), hb.data() + 64, 64) == 0);
+    // The TCP peer writes into a region of the hub's device PD.
+    ok(tcp_peer.write(ok(tm.slice(0, 16)), ok(hm.remote(200, 16)), 2s));
+    CHECK(std::memcmp(hb.data() + 200, tb.data(), 16) == 0);
+  }
+  CHECK(fp().fakeprov_live_total() == live);
+  CHECK_MESSAGE(fp().fakeprov_violations() == 0, fp().fakeprov_last_violation());
+  fp().fakeprov_reset();
+}
+
+TEST_CASE("channel: over TCP, the warm data path allocates nothing") {
+  channel_options o;
+  o.transport = channel_transport::tcp;
+  o.tcp_address = "127.0.0.1";
+  auto a = ok(channel::create(o)), b = ok(channel::create(o));
+  auto ea = ok(a.local_channel_endpoint()), eb = ok(b.local_channel_endpoint());
+  ok(a.connect(eb));
+  ok(b.connect(ea));
+  const auto rights = access::remote_write | access::remote_read;
+  std::array<std::byte, 4096> ab{}, bb{};
+  auto am = ok(a.pd().register_memory(ab, rights));
+  auto bm = ok(b.pd().register_memory(bb, rights));
+  auto a_at = ok(am.slice(0, 1024)), b_at = ok(bm.slice(0, 1024));
+  auto b_remote = ok(bm.remote(2048, 1024));
+  int failures = 0;
+  auto round = [&] {
+    failures += !a.write(a_at, b_remote, 1s);
+    failures += !a.read(a_at, b_remote, 1s);
+    auto s = b.scope();
+    auto h = s.post_recv(0, b_at);
+    failures += !h || !a.send(a_at, 1s) || !s.wait(*h, 1s);
+  };
+  round();
+  const long warm = news.load();
+  for (int i = 0; i < 50; i++)
+    round();
+  const long after = news.load();
+  CHECK(failures == 0);
+#ifndef RDMADL_TEST_NO_NEW_COUNT
+  CHECK(after - warm == 0);
+#else
+  CHECK(after == warm); // nothing counts: the replacement is not linked
+#endif
+}

@@ -274,3 +274,99 @@ TEST_CASE("serial: every accepted blob round-trips byte for byte") {
   CHECK(accepted_rr > 1000);
   CHECK(accepted_rr < 20000);
 }
+
+namespace {
+channel_endpoint sample_channel_endpoint(std::uint8_t caps) {
+  channel_endpoint c;
+  c.caps = caps;
+  if (caps & channel_endpoint::can_tcp) {
+    c.family = 4;
+    c.port = 0x1234;
+    c.address = {127, 0, 0, 1};
+  }
+  if (caps & channel_endpoint::can_rdma)
+    c.rdma = sample_endpoint();
+  c.token = 0x0102030405060708ull;
+  return c;
+}
+} // namespace
+
+TEST_CASE("serial: a channel endpoint round-trips for each set of capabilities") {
+  for (std::uint8_t caps : {1, 2, 3}) {
+    auto c = sample_channel_endpoint(caps);
+    auto blob = c.serialize();
+    CHECK(blob.size() == channel_endpoint::serialized_size);
+    CHECK(static_cast<char>(blob[0]) == 'R');
+    CHECK(static_cast<char>(blob[2]) == 'C');
+    CHECK(static_cast<std::uint8_t>(blob[8]) == caps);
+    CHECK(static_cast<std::uint8_t>(blob[16]) == 0x08); // token, little-endian
+    auto back = channel_endpoint::parse(blob);
+    REQUIRE(back);
+    CHECK(*back == c);
+  }
+  auto v6 = sample_channel_endpoint(channel_endpoint::can_tcp);
+  v6.family = 6;
+  v6.address = {0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+  auto back = channel_endpoint::parse(v6.serialize());
+  REQUIRE(back);
+  CHECK(*back == v6);
+}
+
+TEST_CASE("serial: malformed channel endpoints are refused with the field's error") {
+  const auto good = sample_channel_endpoint(3).serialize();
+  auto with = [&](std::size_t at, std::uint8_t v) {
+    auto b = good;
+    b[at] = static_cast<std::byte>(v);
+    return channel_endpoint::parse(b);
+  };
+  CHECK(with(0, 'X').error() == errc::bad_magic);
+  CHECK(with(4, 2).error() == errc::newer_format);
+  CHECK(with(5, 1).error() == errc::bad_blob);     // reserved
+  CHECK(with(8, 0).error() == errc::bad_blob);     // no capability
+  CHECK(with(8, 7).error() == errc::bad_blob);     // an unknown one
+  CHECK(with(9, 5).error() == errc::bad_blob);     // family
+  CHECK(with(12, 1).error() == errc::bad_blob);    // reserved
+  CHECK(with(30, 1).error() == errc::bad_blob);    // an IPv4 address's unused bytes
+  CHECK(with(40, 'X').error() == errc::bad_magic); // the RDMA endpoint's own check
+  CHECK(with(4, 2).error() == std::errc::invalid_argument);
+  // Port 0 with TCP; a token of 0.
+  auto b = good;
+  b[10] = b[11] = std::byte{0};
+  CHECK(channel_endpoint::parse(b).error() == errc::bad_blob);
+  b = good;
+  std::fill(b.begin() + 16, b.begin() + 24, std::byte{0});
+  CHECK(channel_endpoint::parse(b).error() == errc::bad_blob);
+  // Without RDMA, the endpoint bytes must be zero; without TCP, the address.
+  auto tcp_only = sample_channel_endpoint(channel_endpoint::can_tcp).serialize();
+  tcp_only[50] = std::byte{1};
+  CHECK(channel_endpoint::parse(tcp_only).error() == errc::bad_blob);
+  auto rdma_only = sample_channel_endpoint(channel_endpoint::can_rdma).serialize();
+  rdma_only[24] = std::byte{1};
+  CHECK(channel_endpoint::parse(rdma_only).error() == errc::bad_blob);
+  // Sizes.
+  CHECK(channel_endpoint::parse(std::span(good).first(83)).error() == errc::bad_size);
+  std::vector<std::byte> longer(good.begin(), good.end());
+  longer.push_back(std::byte{0});
+  CHECK(channel_endpoint::parse(longer).error() == errc::bad_size);
+}
+
+TEST_CASE("serial: channel endpoint lists round-trip and malformed ones are refused") {
+  std::vector<channel_endpoint> list = {sample_channel_endpoint(1), sample_channel_endpoint(2),
+                                        sample_channel_endpoint(3)};
+  auto blob = serialize_channel_endpoints(list);
+  CHECK(blob.size() == 12 + 3 * channel_endpoint::serialized_size);
+  auto back = parse_channel_endpoints(blob);
+  REQUIRE(back);
+  CHECK(*back == list);
+  CHECK(parse_channel_endpoints(serialize_channel_endpoints({}))->empty());
+  auto cut = blob;
+  cut.pop_back();
+  CHECK(parse_channel_endpoints(cut).error() == errc::bad_size);
+  auto bad = blob;
+  bad[12 + channel_endpoint::serialized_size + 8] = std::byte{0}; // entry 1: no caps
+  CHECK(parse_channel_endpoints(bad).error() == errc::bad_blob);
+  auto other = blob;
+  other[3] = std::byte{'E'}; // "RDCE" is one endpoint, not a list
+  CHECK(parse_channel_endpoints(other).error() == errc::bad_magic);
+  CHECK(parse_endpoints(blob).error() == errc::bad_magic);
+}

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: MIT
+// The regions of one protection domain, as the TCP engine needs them: every
+// register_memory() of a PD (software or verbs) adds its range, keys and
+// rights here and the region's end removes them, so the engine can check an
+// incoming write or read (inside a region, with that right) the way an RC
+// responder checks an rkey, and a local slice against its lkey.
+//
+// use() runs a copy into or out of a region under the table's shared lock:
+// a region's end (remove) takes the lock exclusively, so it waits for a copy
+// that is running, and the next copy finds the region gone. A copy is one
+// non-blocking socket call, so no end ever waits for a peer.
+#ifndef RDMADL_SRC_REGION_TABLE_HPP
+#define RDMADL_SRC_REGION_TABLE_HPP
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <shared_mutex>
+#include <vector>
+
+#include "rdmadl/memory.hpp"
+
+namespace rdmadl::detail {
+
+class region_table {
+public:
+  // Which key a lookup names: a peer's rkey, or a local slice's lkey.
+  enum class key_kind { remote, local };
+  // Adds a region (keys, range, rights).
+  void add(std::uint32_t lkey, std::uint32_t rkey, std::uint64_t addr, std::uint64_t length,
+           rdmadl::access rights);
+  // Removes the region of lkey; waits for a use() that is running.
+  void remove(std::uint32_t lkey) noexcept;
+  // Calls fn() while [addr, addr + length) is inside the region that key
+  // names and that grants right (access::local: any region), holding the
+  // region in place; returns false (fn not called) otherwise.
+  template <class Fn>
+  bool use(key_kind kind, std::uint32_t key, std::uint64_t addr, std::uint64_t length,
+           rdmadl::access right, Fn &&fn) const {
+    std::shared_lock lock(m_);
+    if (!allows(kind, key, addr, length, right))
+      return false;
+    fn();
+    return true;
+  }
+  // A key for a software region: never 0, never one given before.
+  std::uint32_t next_key() noexcept { return next_.fetch_add(1) | 0x100000u; }
+
+private:
+  // use()'s check; the caller holds m_.
+  bool allows(key_kind kind, std::uint32_t key, std::uint64_t addr, std::uint64_t length,
+              rdmadl::access right) const noexcept;
+  struct entry {
+    std::uint32_t lkey, rkey;
+    std::uint64_t addr, length;
+    rdmadl::access rights;
+  };
+  mutable std::shared_mutex m_;
+  std::vector<entry> entries_;
+  std::atomic<std::uint32_t> next_{1};
+};
+
+} // namespace rdmadl::detail
+
+#endif // RDMADL_SRC_REGION_TABLE_HPP

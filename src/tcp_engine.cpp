@@ -1,0 +1,742 @@
+// SPDX-License-Identifier: MIT
+#include "rdmadl_verbs.h"
+
+#include "tcp_engine.hpp"
+
+#include <algorithm>
+#include <arpa/inet.h>
+#include <cerrno>
+#include <cstring>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "channel_state.hpp"
+#include "fd.hpp"
+#include "nodes.hpp"
+
+namespace rdmadl::detail {
+
+namespace {
+// ibv_wc_status values the engine completes with.
+constexpr int wc_loc_len_err = 1, wc_loc_prot_err = 4, wc_flush_err = 5, wc_rem_inv_req_err = 9,
+              wc_rem_access_err = 10, wc_rem_op_err = 11, wc_retry_exc_err = 12;
+// Where an incoming payload goes.
+enum dest { to_nothing, to_recv, to_region, to_read_buf, to_drop };
+
+using key_kind = region_table::key_kind;
+
+status_code errno_code() noexcept {
+  return status_code::from_errno(errno);
+}
+
+void no_delay(int fd) noexcept {
+  int one = 1;
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+// The host's first non-loopback IPv4 address that is up, else 127.0.0.1.
+std::uint32_t first_host_address() noexcept {
+  std::uint32_t found = htonl(INADDR_LOOPBACK);
+  ifaddrs *list = nullptr;
+  if (getifaddrs(&list) != 0)
+    return found;
+  for (ifaddrs *i = list; i; i = i->ifa_next)
+    if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET && (i->ifa_flags & IFF_UP) &&
+        !(i->ifa_flags & IFF_LOOPBACK)) {
+      found = reinterpret_cast<sockaddr_in *>(i->ifa_addr)->sin_addr.s_addr;
+      break;
+    }
+  freeifaddrs(list);
+  return found;
+}
+} // namespace
+
+result<std::unique_ptr<tcp_engine>> tcp_engine::listen(const std::string &address,
+                                                       std::uint16_t port, std::size_t peers,
+                                                       std::shared_ptr<pd_node> pd,
+                                                       std::uint32_t send_depth,
+                                                       std::uint32_t recv_depth) {
+  std::unique_ptr<tcp_engine> e(new tcp_engine);
+  sockaddr_storage ss{};
+  socklen_t len = 0;
+  if (address.find(':') != std::string::npos) {
+    auto *a = reinterpret_cast<sockaddr_in6 *>(&ss);
+    a->sin6_family = AF_INET6;
+    a->sin6_port = htons(port);
+    if (inet_pton(AF_INET6, address.c_str(), &a->sin6_addr) != 1)
+      return std::errc::invalid_argument;
+    len = sizeof *a;
+    e->family_ = 6;
+    std::memcpy(e->addr_.data(), &a->sin6_addr, 16);
+  } else {
+    auto *a = reinterpret_cast<sockaddr_in *>(&ss);
+    a->sin_family = AF_INET;
+    a->sin_port = htons(port);
+    if (address.empty())
+      a->sin_addr.s_addr = htonl(INADDR_ANY);
+    else if (inet_pton(AF_INET, address.c_str(), &a->sin_addr) != 1)
+      return std::errc::invalid_argument;
+    len = sizeof *a;
+    const std::uint32_t shown = address.empty() ? first_host_address() : a->sin_addr.s_addr;
+    std::memcpy(e->addr_.data(), &shown, 4);
+  }
+  e->listen_fd_ = ::socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (e->listen_fd_ < 0)
+    return errno_code();
+  int one = 1;
+  (void)setsockopt(e->listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (::bind(e->listen_fd_, reinterpret_cast<sockaddr *>(&ss), len) != 0 ||
+      ::listen(e->listen_fd_, static_cast<int>(std::min<std::size_t>(peers + 16, 4096))) != 0)
+    return errno_code();
+  sockaddr_storage bound{};
+  socklen_t blen = sizeof bound;
+  if (getsockname(e->listen_fd_, reinterpret_cast<sockaddr *>(&bound), &blen) != 0)
+    return errno_code();
+  e->port_ = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6 *>(&bound)->sin6_port
+                                               : reinterpret_cast<sockaddr_in *>(&bound)->sin_port);
+  e->pd_ = std::move(pd);
+  e->peers_.resize(peers);
+  std::size_t total = 0;
+  for (auto &q : e->peers_) {
+    q.sq.reserve(send_depth);
+    q.rq.reserve(recv_depth);
+    q.answers.reserve(send_depth); // the reading stops while it is full
+    total += send_depth + recv_depth;
+  }
+  e->done_.reserve(total + 16);
+  e->scratch_.resize(64 * 1024);
+  return e;
+}
+
+tcp_engine::~tcp_engine() {
+  {
+    std::lock_guard lock(m_);
+    stop_ = true;
+  }
+  if (thread_.joinable()) {
+    wake();
+    thread_.join();
+  }
+  for (auto &q : peers_)
+    if (q.fd >= 0)
+      ::close(q.fd);
+  for (auto &a : accepting_)
+    ::close(a.fd);
+  if (listen_fd_ >= 0)
+    ::close(listen_fd_);
+  if (wake_fd_ >= 0)
+    ::close(wake_fd_);
+}
+
+void tcp_engine::advertise(channel_endpoint &e) const noexcept {
+  e.caps |= channel_endpoint::can_tcp;
+  e.family = static_cast<std::uint8_t>(family_);
+  e.port = port_;
+  e.address = addr_;
+}
+
+status_code tcp_engine::start(std::vector<peer_setup> setups) {
+  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wake_fd_ < 0)
+    return errno_code();
+  for (std::size_t p = 0; p < peers_.size() && p < setups.size(); p++) {
+    auto &q = peers_[p];
+    q.setup = setups[p];
+    if (!q.setup.tcp)
+      continue;
+    q.connector = q.setup.mine < q.setup.theirs;
+    q.st = state::waiting;
+    if (!q.connector)
+      continue;
+    q.fd = ::socket(q.setup.addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (q.fd < 0) {
+      fail(p, "cannot make a socket: " + std::string(std::strerror(errno)), wc_retry_exc_err);
+      continue;
+    }
+    no_delay(q.fd);
+    q.hello = encode(tcp_hello{q.setup.theirs, q.setup.mine});
+    if (::connect(q.fd, reinterpret_cast<sockaddr *>(&q.setup.addr), q.setup.addr_len) == 0)
+      q.st = state::hello;
+    else if (errno == EINPROGRESS)
+      q.st = state::connecting;
+    else
+      fail(p, "cannot connect: " + std::string(std::strerror(errno)), wc_retry_exc_err);
+  }
+  thread_ = std::thread([this] { run(); });
+  pthread_setname_np(thread_.native_handle(), "rdmadl-tcp");
+  return {};
+}
+
+void tcp_engine::wake() noexcept {
+  std::uint64_t one = 1;
+  (void)!::write(wake_fd_, &one, sizeof one);
+}
+
+status_code tcp_engine::post(std::size_t p, int kind, const local_slice &buf,
+                             const remote_region *r, std::uint64_t wr_id) noexcept {
+  bool sleeping;
+  {
+    std::lock_guard lock(m_);
+    auto &q = peers_[p];
+    auto &ring = kind == k_recv ? q.rq : q.sq;
+    if (ring.full())
+      return std::errc::not_enough_memory;
+    ring.push(op{kind, buf, r ? r->addr : 0, r ? r->rkey : 0, wr_id});
+    if (q.st == state::dead) { // as a QP in the error state: flushed at once
+      complete(p, wr_id, wc_flush_err, 0);
+      kind == k_recv ? q.rq.pop() : q.sq.pop();
+      return {};
+    }
+    sleeping = sleeping_;
+    sleeping_ = false;
+  }
+  if (sleeping)
+    wake();
+  return {};
+}
+
+std::size_t tcp_engine::poll(std::span<tcp_completion> out,
+                             std::chrono::microseconds wait) noexcept {
+  std::unique_lock lock(m_);
+  if (done_.empty() && wait.count() > 0)
+    cv_.wait_for(lock, wait, [&] { return !done_.empty(); });
+  std::size_t n = 0;
+  for (; n < out.size() && !done_.empty(); n++) {
+    out[n] = done_.front();
+    done_.pop();
+  }
+  return n;
+}
+
+void tcp_engine::flush(std::size_t p) noexcept {
+  {
+    std::lock_guard lock(m_);
+    fail(p, "this side flushed it (a request did not complete in time)", wc_flush_err);
+  }
+  wake();
+}
+
+std::string tcp_engine::failure(std::size_t p) const {
+  std::lock_guard lock(m_);
+  return p < peers_.size() ? peers_[p].why : std::string();
+}
+
+void tcp_engine::complete(std::size_t p, std::uint64_t wr_id, int status,
+                          std::uint32_t len) noexcept {
+  if (done_.full()) { // the application has not polled for a long time: make room
+    fifo<tcp_completion> bigger;
+    bigger.reserve(done_.size() * 2);
+    while (!done_.empty()) {
+      bigger.push(done_.front());
+      done_.pop();
+    }
+    done_ = std::move(bigger);
+  }
+  done_.push(tcp_completion{wr_id, p, status, len});
+  cv_.notify_all();
+}
+
+// The peer's connection is over: send-side request number at (the oldest
+// by default) gets head_status, everything else is flushed, as in a failed
+// RC queue pair.
+void tcp_engine::fail(std::size_t p, const std::string &why, int head_status,
+                      std::size_t at) noexcept {
+  auto &q = peers_[p];
+  if (q.st == state::dead || q.st == state::rdma)
+    return;
+  q.st = state::dead;
+  q.why = why;
+  if (q.fd >= 0)
+    ::shutdown(q.fd, SHUT_RDWR); // closed by the thread (it may be polling it)
+  for (std::size_t i = 0; i < q.sq.size(); i++)
+    complete(p, q.sq[i].wr_id, i == at ? head_status : wc_flush_err, 0);
+  q.sq.clear();
+  q.sent = 0;
+  while (!q.rq.empty()) {
+    complete(p, q.rq.front().wr_id, wc_flush_err, 0);
+    q.rq.pop();
+  }
+  q.answers.clear();
+  q.out_busy = false;
+}
+
+void tcp_engine::run() noexcept {
+  std::vector<pollfd> fds;
+  std::vector<std::size_t> who; // fds[i] is peer who[i] (SIZE_MAX: not a peer)
+  fds.reserve(peers_.size() + 18);
+  who.reserve(peers_.size() + 18);
+  std::unique_lock lock(m_);
+  for (;;) {
+    if (stop_)
+      return;
+    // Work that needs no event: output queued by a post, input a receive unblocked.
+    for (std::size_t p = 0; p < peers_.size(); p++)
+      step(p, 0);
+    fds.clear();
+    who.clear();
+    fds.push_back({wake_fd_, POLLIN, 0});
+    who.push_back(SIZE_MAX);
+    bool waiting = false;
+    for (std::size_t p = 0; p < peers_.size(); p++) {
+      auto &q = peers_[p];
+      if (q.st == state::dead && q.fd >= 0) {
+        ::close(q.fd);
+        q.fd = -1;
+      }
+      waiting |= q.st == state::waiting && !q.connector;
+      if (q.fd < 0)
+        continue;
+      short ev = 0;
+      if (q.st == state::connecting || q.st == state::hello)
+        ev = POLLOUT;
+      else if (q.st == state::up) {
+        // Not while a send waits for a receive, or answers wait to go out:
+        // the data would be there at once and poll would spin.
+        const bool stalled =
+            (q.in_payload && q.in_dest == to_nothing) || q.answers.full() || q.close_after_output;
+        ev = stalled ? 0 : POLLIN;
+        if (q.out_busy || !q.answers.empty() || q.sent < q.sq.size())
+          ev |= POLLOUT;
+      }
+      fds.push_back({q.fd, ev, 0});
+      who.push_back(p);
+    }
+    if (waiting || !accepting_.empty()) {
+      fds.push_back({listen_fd_, POLLIN, 0});
+      who.push_back(SIZE_MAX - 1);
+      for (auto &a : accepting_) {
+        fds.push_back({a.fd, POLLIN, 0});
+        who.push_back(SIZE_MAX - 2);
+      }
+    }
+    sleeping_ = true;
+    lock.unlock();
+    int n = ::poll(fds.data(), fds.size(), -1);
+    lock.lock();
+    sleeping_ = false;
+    if (n < 0)
+      continue; // EINTR
+    if (fds[0].revents) {
+      std::uint64_t v;
+      (void)!::read(wake_fd_, &v, sizeof v);
+    }
+    bool listen_ready = false, hello_ready = false;
+    for (std::size_t i = 1; i < fds.size(); i++) {
+      if (!fds[i].revents)
+        continue;
+      if (who[i] == SIZE_MAX - 1)
+        listen_ready = true;
+      else if (who[i] == SIZE_MAX - 2)
+        hello_ready = true;
+      else if (peers_[who[i]].fd == fds[i].fd)
+        step(who[i], fds[i].revents);
+    }
+    if (listen_ready)
+      accept_new();
+    if (hello_ready || listen_ready)
+      read_hellos();
+  }
+}
+
+void tcp_engine::accept_new() noexcept {
+  for (;;) {
+    int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0)
+      return;
+    if (accepting_.size() >= peers_.size() + 16) { // more strangers than peers: refuse
+      ::close(fd);
+      continue;
+    }
+    no_delay(fd);
+    accepting_.push_back({fd, {}, 0});
+  }
+}
+
+// Reads what the accepted connections sent of their hello; one that names a
+// waiting peer by both tokens becomes that peer's, any other is closed.
+void tcp_engine::read_hellos() noexcept {
+  for (std::size_t i = 0; i < accepting_.size();) {
+    auto &a = accepting_[i];
+    ssize_t n = ::recv(a.fd, a.buf.data() + a.off, a.buf.size() - a.off, 0);
+    bool drop = n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+    if (n > 0)
+      a.off += static_cast<std::size_t>(n);
+    if (!drop && a.off == a.buf.size()) {
+      drop = true;
+      if (auto h = parse_hello(a.buf))
+        for (std::size_t p = 0; p < peers_.size(); p++) {
+          auto &q = peers_[p];
+          if (q.st == state::waiting && !q.connector && q.setup.mine == h->acceptor_token &&
+              q.setup.theirs == h->connector_token) {
+            q.fd = a.fd;
+            q.st = state::up;
+            drop = false;
+            a.fd = -1;
+            break;
+          }
+        }
+    }
+    if (drop || a.fd < 0) {
+      if (a.fd >= 0)
+        ::close(a.fd);
+      accepting_[i] = accepting_.back();
+      accepting_.pop_back();
+    } else {
+      i++;
+    }
+  }
+}
+
+void tcp_engine::step(std::size_t p, short revents) noexcept {
+  auto &q = peers_[p];
+  if (q.st == state::connecting && revents) {
+    int err = 0;
+    socklen_t len = sizeof err;
+    (void)getsockopt(q.fd, SOL_SOCKET, SO_ERROR, &err, &len);
+    if (err)
+      return fail(p, "cannot connect: " + std::string(std::strerror(err)), wc_retry_exc_err);
+    q.st = state::hello;
+  }
+  if (q.st == state::hello) {
+    ssize_t n =
+        ::send(q.fd, q.hello.data() + q.hello_off, q.hello.size() - q.hello_off, MSG_NOSIGNAL);
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+      return fail(p, "cannot connect: " + std::string(std::strerror(errno)), wc_retry_exc_err);
+    if (n > 0)
+      q.hello_off += static_cast<std::size_t>(n);
+    if (q.hello_off < q.hello.size())
+      return;
+    q.st = state::up;
+  }
+  if (q.st != state::up)
+    return;
+  if (!pump_in(q, p) || !pump_out(q, p))
+    return;
+  if (q.close_after_output && !q.out_busy && q.answers.empty())
+    fail(p, "it sent a request this side refused (see its completion)", wc_flush_err);
+}
+
+// Sends what is queued until the socket is full. False once the peer failed.
+bool tcp_engine::pump_out(peer &q, std::size_t p) noexcept {
+  for (;;) {
+    if (!q.out_busy) {
+      if (!q.answers.empty()) {
+        q.out_f = q.answers.front().f;
+        q.out_is_answer = true;
+        if (q.out_f.op == tcp_op::read_response) {
+          // Served only if the region still grants it (the check is redone per call).
+          q.out_key = q.out_f.rkey;
+          q.out_key_local = false;
+          q.out_addr = q.out_f.addr;
+          q.out_f.addr = 0;
+          q.out_f.rkey = 0;
+          if (!pd_->regions.use(key_kind::remote, q.out_key, q.out_addr, q.out_f.length,
+                                rdmadl::access::remote_read, [] {}))
+            q.out_f = tcp_frame{tcp_op::nack, 0, q.out_f.wr_id, 0, 0, wc_rem_access_err};
+        }
+      } else if (q.sent < q.sq.size()) {
+        const op &o = q.sq[q.sent];
+        q.out_is_answer = false;
+        q.out_f = tcp_frame{};
+        q.out_f.wr_id = o.wr_id;
+        q.out_f.length = o.buf.length;
+        q.out_key = o.buf.lkey;
+        q.out_key_local = true;
+        q.out_addr = o.buf.addr;
+        if (o.kind == k_send) {
+          q.out_f.op = tcp_op::send;
+        } else {
+          q.out_f.op = o.kind == k_write ? tcp_op::write : tcp_op::read_request;
+          q.out_f.addr = o.raddr;
+          q.out_f.rkey = o.rkey;
+        }
+        if (!pd_->regions.use(key_kind::local, q.out_key, q.out_addr, o.buf.length,
+                              rdmadl::access::local, [] {})) {
+          fail(p, "a local buffer is not inside a region of the channel's PD", wc_loc_prot_err,
+               q.sent);
+          return false;
+        }
+      } else {
+        return true;
+      }
+      q.out_hdr = encode(q.out_f);
+      q.out_off = 0;
+      q.out_busy = true;
+    }
+    const std::size_t payload = q.out_f.payload();
+    iovec iov[2];
+    int cnt = 0;
+    if (q.out_off < tcp_header_size)
+      iov[cnt++] = {q.out_hdr.data() + q.out_off, tcp_header_size - q.out_off};
+    const std::size_t pay_done = q.out_off > tcp_header_size ? q.out_off - tcp_header_size : 0;
+    if (payload > pay_done)
+      iov[cnt++] = {reinterpret_cast<void *>(q.out_addr + pay_done), payload - pay_done};
+    msghdr mh{};
+    mh.msg_iov = iov;
+    mh.msg_iovlen = static_cast<std::size_t>(cnt);
+    ssize_t n = -1;
+    int err = 0;
+    auto send_it = [&] {
+      n = ::sendmsg(q.fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+      err = errno;
+    };
+    if (payload > pay_done) {
+      const rdmadl::access right =
+          q.out_key_local ? rdmadl::access::local : rdmadl::access::remote_read;
+      if (!pd_->regions.use(q.out_key_local ? key_kind::local : key_kind::remote, q.out_key,
+                            q.out_addr + pay_done, payload - pay_done, right, send_it)) {
+        fail(p, "a region ended while its bytes were being sent", wc_loc_prot_err);
+        return false;
+      }
+    } else {
+      send_it();
+    }
+    if (n < 0) {
+      if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR)
+        return true;
+      fail(p, "the connection failed: " + std::string(std::strerror(err)), wc_retry_exc_err);
+      return false;
+    }
+    q.out_off += static_cast<std::size_t>(n);
+    if (q.out_off < tcp_header_size + payload)
+      continue;
+    q.out_busy = false;
+    if (q.out_is_answer)
+      q.answers.pop();
+    else
+      q.sent++;
+  }
+}
+
+// Reads frames until the socket is empty or a send waits for a receive.
+// False once the peer failed.
+bool tcp_engine::pump_in(peer &q, std::size_t p) noexcept {
+  for (;;) {
+    if (!q.in_payload) {
+      if (q.answers.full() || q.close_after_output)
+        return true; // read on once the answers owed have gone out
+      ssize_t n = ::recv(q.fd, q.in_hdr.data() + q.in_off, tcp_header_size - q.in_off, 0);
+      if (n == 0) {
+        fail(p, "it closed the connection", wc_retry_exc_err);
+        return false;
+      }
+      if (n < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+          return true;
+        fail(p, "the connection failed: " + std::string(std::strerror(errno)), wc_retry_exc_err);
+        return false;
+      }
+      q.in_off += static_cast<std::size_t>(n);
+      if (q.in_off < tcp_header_size)
+        continue;
+      auto f = parse_frame(q.in_hdr);
+      if (!f) {
+        fail(p, "it sent a malformed frame (" + f.error().message() + ")", wc_retry_exc_err);
+        return false;
+      }
+      q.in_f = *f;
+      q.in_payload = true;
+      q.in_done = 0;
+      q.in_dest = to_nothing;
+      q.in_status = 0;
+      if (!begin_payload(q, p))
+        return false;
+      if (!q.in_payload)
+        continue;
+    }
+    if (q.in_dest == to_nothing) { // a send waiting for a receive
+      if (!begin_payload(q, p))
+        return false;
+      if (q.in_dest == to_nothing)
+        return true;
+    }
+    const std::uint32_t left = q.in_f.payload() - q.in_done;
+    if (left > 0) {
+      ssize_t n = -1;
+      int err = 0;
+      std::uint64_t at = 0;
+      std::uint32_t key = 0;
+      key_kind kind = key_kind::local;
+      rdmadl::access right = rdmadl::access::local;
+      switch (q.in_dest) {
+      case to_recv:
+        at = q.rq.front().buf.addr;
+        key = q.rq.front().buf.lkey;
+        break;
+      case to_read_buf:
+        at = q.sq.front().buf.addr;
+        key = q.sq.front().buf.lkey;
+        break;
+      case to_region:
+        at = q.in_f.addr;
+        key = q.in_f.rkey;
+        kind = key_kind::remote;
+        right = rdmadl::access::remote_write;
+        break;
+      default:
+        break;
+      }
+      auto recv_it = [&](void *to, std::size_t len) {
+        n = ::recv(q.fd, to, len, 0);
+        err = errno;
+      };
+      if (q.in_dest == to_drop) {
+        recv_it(scratch_.data(), std::min<std::size_t>(left, scratch_.size()));
+      } else if (!pd_->regions.use(kind, key, at + q.in_done, left, right, [&] {
+                   recv_it(reinterpret_cast<void *>(at + q.in_done), left);
+                 })) {
+        // The region ended under the transfer: drop the rest, fail the request.
+        q.in_status = q.in_dest == to_region ? wc_rem_access_err : wc_loc_prot_err;
+        q.in_dest = to_drop;
+        continue;
+      }
+      if (n == 0) {
+        fail(p, "it closed the connection inside a frame", wc_retry_exc_err);
+        return false;
+      }
+      if (n < 0) {
+        if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR)
+          return true;
+        fail(p, "the connection failed: " + std::string(std::strerror(err)), wc_retry_exc_err);
+        return false;
+      }
+      q.in_done += static_cast<std::uint32_t>(n);
+      if (q.in_done < q.in_f.payload())
+        continue;
+    }
+    if (!finish_frame(q, p))
+      return false;
+  }
+}
+
+// A header has arrived: decide where its payload goes (or act at once on a
+// frame without one). Leaves in_dest to_nothing for a send with no receive
+// posted. False once the peer failed.
+bool tcp_engine::begin_payload(peer &q, std::size_t p) noexcept {
+  const tcp_frame &f = q.in_f;
+  switch (f.op) {
+  case tcp_op::send:
+    if (q.rq.empty())
+      return true; // RNR: wait for a receive, reading nothing more meanwhile
+    if (f.length > q.rq.front().buf.length) {
+      q.in_status = wc_loc_len_err;
+      q.in_dest = to_drop;
+    } else {
+      q.in_dest = to_recv;
+    }
+    return true;
+  case tcp_op::write:
+    q.in_dest = pd_->regions.use(key_kind::remote, f.rkey, f.addr, f.length,
+                                 rdmadl::access::remote_write, [] {})
+                    ? to_region
+                    : to_drop;
+    if (q.in_dest == to_drop)
+      q.in_status = wc_rem_access_err;
+    return true;
+  case tcp_op::read_request:
+    q.answers.push(answer{tcp_frame{tcp_op::read_response, f.length, f.wr_id, f.addr, f.rkey, 0}});
+    q.in_payload = false;
+    q.in_off = 0;
+    return true;
+  default:
+    break;
+  }
+  // An answer: it must be to the oldest request on the wire, and fit it.
+  if (q.sent == 0 || q.sq.front().wr_id != f.wr_id) {
+    fail(p, "it answered a request this side did not make", wc_retry_exc_err);
+    return false;
+  }
+  const op &o = q.sq.front();
+  if (f.op == tcp_op::read_response) {
+    if (o.kind != k_read || f.length != o.buf.length) {
+      fail(p, "its read response does not match the read (kind or length)", wc_retry_exc_err);
+      return false;
+    }
+    q.in_dest = to_read_buf;
+    return true;
+  }
+  if (f.op == tcp_op::ack && o.kind == k_read) {
+    fail(p, "it acknowledged a read without its bytes", wc_retry_exc_err);
+    return false;
+  }
+  q.in_payload = false;
+  q.in_off = 0;
+  const int status = f.op == tcp_op::ack ? 0 : static_cast<int>(f.status);
+  complete(p, o.wr_id, status, 0);
+  q.sq.pop();
+  q.sent--;
+  if (status) { // as RC: the queue pair is in error, the rest is flushed
+    fail(p, "it refused a request (status " + std::to_string(status) + ")", wc_flush_err);
+    return false;
+  }
+  return true;
+}
+
+// A payload is all in: complete or answer it. False once the peer failed.
+bool tcp_engine::finish_frame(peer &q, std::size_t p) noexcept {
+  const tcp_frame &f = q.in_f;
+  q.in_payload = false;
+  q.in_off = 0;
+  switch (f.op) {
+  case tcp_op::send: {
+    const std::uint64_t id = q.rq.front().wr_id;
+    q.rq.pop();
+    complete(p, id, q.in_status, q.in_status ? 0 : f.length);
+    // A receive too short: the sender's is an invalid request; a receive
+    // outside any region: a remote operation error.
+    const auto theirs = static_cast<std::uint32_t>(
+        q.in_status == wc_loc_len_err ? wc_rem_inv_req_err : wc_rem_op_err);
+    q.answers.push(answer{q.in_status ? tcp_frame{tcp_op::nack, 0, f.wr_id, 0, 0, theirs}
+                                      : tcp_frame{tcp_op::ack, 0, f.wr_id, 0, 0, 0}});
+    if (q.in_status) // as RC: both sides' queue pairs go to error
+      q.close_after_output = true;
+    return true;
+  }
+  case tcp_op::write:
+    q.answers.push(answer{q.in_status ? tcp_frame{tcp_op::nack, 0, f.wr_id, 0, 0,
+                                                  static_cast<std::uint32_t>(q.in_status)}
+                                      : tcp_frame{tcp_op::ack, 0, f.wr_id, 0, 0, 0}});
+    return true;
+  default: { // read response
+    const std::uint64_t id = q.sq.front().wr_id;
+    q.sq.pop();
+    q.sent--;
+    complete(p, id, q.in_status, 0);
+    if (q.in_status) {
+      fail(p, "a local buffer ended while a read was landing in it", wc_flush_err);
+      return false;
+    }
+    return true;
+  }
+  }
+}
+
+status_code channel_state::poll_mixed() noexcept {
+  if (cq) {
+    auto n = cq.poll(wc);
+    if (!n)
+      return n.error();
+    for (std::size_t i = 0; i < *n; i++) {
+      slot *s = find(wc[i].wr_id);
+      if (!wc[i].ok())
+        s && !s->done ? fail(s->peer) : note_error(wc[i]);
+      record(s, wc[i].status, wc[i].byte_len);
+    }
+  }
+  const std::size_t n = tcp->poll(twc, cq ? std::chrono::microseconds(0) : tcp_wait);
+  for (std::size_t i = 0; i < n; i++) {
+    if (twc[i].status)
+      fail(twc[i].peer);
+    record(find(twc[i].wr_id), twc[i].status, twc[i].byte_len);
+  }
+  return {};
+}
+
+} // namespace rdmadl::detail

@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: MIT
+// The TCP transport of a multi_channel: one connection per TCP peer, driven
+// by one progress thread per group (wire format: src/tcp_frame.hpp).
+//
+// Why a thread: RDMA places one-sided writes and serves reads without the
+// target's application calling anything, and completes a send only once the
+// peer has the bytes. Over TCP, something on the target has to read the
+// socket for that to hold; one thread per group, started by start() (from
+// multi_channel::connect(), only when a peer is over TCP), named "rdmadl-tcp" and joined by
+// the destructor, does it for every peer with non-blocking sockets and one
+// poll(2).
+//
+// Posting (the application's thread) only queues the request in the peer's
+// ring (capacity: the channel's depths; full: ENOMEM, as a full RC queue)
+// and wakes the thread when it sleeps. The thread moves payloads with
+// sendmsg/recv straight between the sockets and the registered buffers, each
+// call inside region_table::use(), so every byte lands inside a region that
+// grants the right, and the region cannot end during the copy. Requests are
+// answered in order (TCP keeps it): a send waits, RNR-like, for a posted
+// receive (the thread stops reading that socket meanwhile), a send or write
+// completes on the peer's ack (placement), a read on its response.
+//
+// A peer that closes, resets, or sends a malformed or inconsistent frame is
+// failed: its socket is shut, the oldest request completes with
+// IBV_WC_RETRY_EXC_ERR (12) and every other one with IBV_WC_WR_FLUSH_ERR (5),
+// as a failed RC queue pair's; flush() (this side's timeout) flushes all.
+// Other peers are not affected. All state is under one mutex; the thread
+// holds it except while it sleeps in poll(2), and every socket call is
+// non-blocking, so a post never waits for the network.
+#ifndef RDMADL_SRC_TCP_ENGINE_HPP
+#define RDMADL_SRC_TCP_ENGINE_HPP
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <sys/socket.h>
+#include <thread>
+#include <vector>
+
+#include "rdmadl/multi_channel.hpp"
+#include "tcp_frame.hpp"
+
+namespace rdmadl::detail {
+
+struct pd_node;
+
+// One completion of a TCP request.
+struct tcp_completion {
+  std::uint64_t wr_id = 0;
+  std::size_t peer = 0;
+  int status = 0; // enum ibv_wc_status
+  std::uint32_t byte_len = 0;
+};
+
+// A fixed-capacity FIFO (no allocation once made).
+template <class T> class fifo {
+public:
+  void reserve(std::size_t n) { v_.resize(n); }
+  bool full() const noexcept { return n_ == v_.size(); }
+  bool empty() const noexcept { return n_ == 0; }
+  std::size_t size() const noexcept { return n_; }
+  T &operator[](std::size_t i) noexcept { return v_[(h_ + i) % v_.size()]; }
+  T &front() noexcept { return v_[h_]; }
+  void push(const T &t) noexcept {
+    v_[(h_ + n_) % v_.size()] = t;
+    n_++;
+  }
+  void pop() noexcept {
+    h_ = (h_ + 1) % v_.size();
+    n_--;
+  }
+  void clear() noexcept { h_ = n_ = 0; }
+
+private:
+  std::vector<T> v_;
+  std::size_t h_ = 0, n_ = 0;
+};
+
+class tcp_engine {
+public:
+  // What multi_channel::connect() found for one peer.
+  struct peer_setup {
+    bool tcp = false;         // false: the peer is over RDMA (not ours)
+    std::uint64_t mine = 0;   // the token this side gave the peer
+    std::uint64_t theirs = 0; // the token the peer gave this side
+    sockaddr_storage addr{};  // the peer's listener
+    socklen_t addr_len = 0;
+  };
+  // Listens on address:port (numeric; empty: every interface). Errors:
+  // std::errc::invalid_argument (not a numeric address), or the errno.
+  static result<std::unique_ptr<tcp_engine>> listen(const std::string &address, std::uint16_t port,
+                                                    std::size_t peers, std::shared_ptr<pd_node> pd,
+                                                    std::uint32_t send_depth,
+                                                    std::uint32_t recv_depth);
+  ~tcp_engine();
+  tcp_engine(const tcp_engine &) = delete;
+  tcp_engine &operator=(const tcp_engine &) = delete;
+
+  // The address and port peers are to connect to.
+  void advertise(channel_endpoint &e) const noexcept;
+  // Takes the peers and starts the progress thread (connections are made
+  // there: the side with the smaller token connects). Errors: the errno of
+  // the eventfd or the thread.
+  status_code start(std::vector<peer_setup> peers);
+  // Queues one request (k_send, k_recv, k_write, k_read of channel_state).
+  // Errors: std::errc::not_enough_memory (the peer's ring is full).
+  status_code post(std::size_t peer, int kind, const local_slice &buf, const remote_region *r,
+                   std::uint64_t wr_id) noexcept;
+  // Takes up to out.size() completions; when there are none, waits up to
+  // wait for one. Returns how many.
+  std::size_t poll(std::span<tcp_completion> out, std::chrono::microseconds wait) noexcept;
+  // What this side does to a peer that timed out: everything of peer
+  // completes with IBV_WC_WR_FLUSH_ERR and its connection is shut.
+  void flush(std::size_t peer) noexcept;
+  // Why peer failed ("" while it has not).
+  std::string failure(std::size_t peer) const;
+
+private:
+  struct op {
+    int kind = 0;
+    local_slice buf;
+    std::uint64_t raddr = 0;
+    std::uint32_t rkey = 0;
+    std::uint64_t wr_id = 0;
+  };
+  // An answer this side owes the peer (ack, nack, read response).
+  struct answer {
+    tcp_frame f;
+  };
+  enum class state : std::uint8_t { rdma, waiting, connecting, hello, up, dead };
+  struct peer {
+    state st = state::rdma;
+    bool connector = false;
+    int fd = -1;
+    peer_setup setup;
+    fifo<op> sq; // sends, writes, reads: [0, sent) on the wire
+    std::size_t sent = 0;
+    fifo<op> rq;          // receives
+    fifo<answer> answers; // owed to the peer, in order
+    // output: the frame on its way out
+    bool out_busy = false, out_is_answer = false;
+    std::array<std::byte, tcp_header_size> out_hdr{};
+    std::size_t out_off = 0;
+    tcp_frame out_f;
+    std::uint32_t out_key = 0; // payload's region key (local for a request, remote for a response)
+    bool out_key_local = true;
+    std::uint64_t out_addr = 0;
+    std::size_t hello_off = 0;
+    std::array<std::byte, tcp_hello_size> hello{};
+    // input: the frame on its way in
+    std::array<std::byte, tcp_header_size> in_hdr{};
+    std::size_t in_off = 0;
+    bool in_payload = false;
+    tcp_frame in_f;
+    std::uint32_t in_done = 0;
+    int in_dest = 0;   // where the payload goes (see tcp_engine.cpp)
+    int in_status = 0; // the outcome once the payload is in
+    bool close_after_output = false;
+    std::string why; // why it failed
+  };
+  struct pending_accept {
+    int fd = -1;
+    std::array<std::byte, tcp_hello_size> buf{};
+    std::size_t off = 0;
+  };
+
+  tcp_engine() = default;
+  void run() noexcept;
+  void wake() noexcept;
+  void step(std::size_t p, short revents) noexcept;
+  void accept_new() noexcept;
+  void read_hellos() noexcept;
+  bool pump_out(peer &q, std::size_t p) noexcept;
+  bool pump_in(peer &q, std::size_t p) noexcept;
+  bool begin_payload(peer &q, std::size_t p) noexcept;
+  bool finish_frame(peer &q, std::size_t p) noexcept;
+  void complete(std::size_t p, std::uint64_t wr_id, int status, std::uint32_t len) noexcept;
+  void fail(std::size_t p, const std::string &why, int head_status, std::size_t at = 0) noexcept;
+
+  mutable std::mutex m_;
+  std::condition_variable cv_;
+  std::vector<peer> peers_;
+  std::vector<pending_accept> accepting_;
+  fifo<tcp_completion> done_;
+  std::shared_ptr<pd_node> pd_;
+  int listen_fd_ = -1, wake_fd_ = -1;
+  int family_ = 4;
+  std::array<std::uint8_t, 16> addr_{};
+  std::uint16_t port_ = 0;
+  bool sleeping_ = false, stop_ = false;
+  std::vector<std::byte> scratch_; // where a refused payload is read to be dropped
+  std::thread thread_;
+};
+
+} // namespace rdmadl::detail
+
+#endif // RDMADL_SRC_TCP_ENGINE_HPP

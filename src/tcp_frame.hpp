@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: MIT
+// The TCP engine's wire format (src/tcp_engine.cpp), as pure functions so a
+// fuzzer can drive the parser alone.
+//
+// A connection opens with the connector's hello (24 bytes: "RDTH", version
+// 1, 3 reserved bytes, the token the acceptor gave for this pair, the
+// connector's own token). Then each side sends frames: a fixed 32-byte
+// little-endian header (opcode, flags 0, 2 reserved bytes, length, wr_id,
+// remote address, rkey, status) and, for send, write and read-response,
+// length payload bytes. A request is answered in order: send and write by
+// an ack (placed) or a nack (its status), a read request by a read response
+// carrying the bytes, or a nack.
+#ifndef RDMADL_SRC_TCP_FRAME_HPP
+#define RDMADL_SRC_TCP_FRAME_HPP
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "rdmadl/error.hpp"
+
+namespace rdmadl::detail {
+
+enum class tcp_op : std::uint8_t { send = 1, write, read_request, read_response, ack, nack };
+
+struct tcp_frame {
+  tcp_op op = tcp_op::ack;
+  std::uint32_t length = 0; // payload bytes (read request: the bytes asked for)
+  std::uint64_t wr_id = 0;  // the initiator's, echoed in the answer
+  std::uint64_t addr = 0;   // write, read request: the target address
+  std::uint32_t rkey = 0;   // write, read request: the target region's key
+  std::uint32_t status = 0; // nack: the ibv_wc_status the initiator completes with
+  // Payload bytes that follow the header.
+  std::uint32_t payload() const noexcept {
+    return op == tcp_op::send || op == tcp_op::write || op == tcp_op::read_response ? length : 0;
+  }
+};
+
+inline constexpr std::size_t tcp_header_size = 32;
+inline constexpr std::size_t tcp_hello_size = 24;
+// The largest ibv_wc_status a nack may carry (IBV_WC_TM_RNDV_INCOMPLETE).
+inline constexpr std::uint32_t tcp_max_status = 23;
+
+// The header of f.
+std::array<std::byte, tcp_header_size> encode(const tcp_frame &f) noexcept;
+// Parses a header; accepts exactly what encode() writes for a well-formed
+// frame: a known opcode, zero flags and reserved bytes, and no field the
+// opcode does not use (ack and nack carry no length, address or key; only a
+// nack has a status, 1 to tcp_max_status; a write or read names a range that
+// does not wrap). Errors: errc::bad_size (not tcp_header_size bytes),
+// errc::bad_magic (unknown opcode), errc::bad_blob (any other field).
+result<tcp_frame> parse_frame(std::span<const std::byte> header) noexcept;
+
+struct tcp_hello {
+  std::uint64_t acceptor_token = 0; // the token the acceptor gave this pair
+  std::uint64_t connector_token = 0;
+};
+std::array<std::byte, tcp_hello_size> encode(const tcp_hello &h) noexcept;
+// Errors: as check_header (src/serial.hpp), errc::bad_blob for a zero token.
+result<tcp_hello> parse_hello(std::span<const std::byte> blob) noexcept;
+
+} // namespace rdmadl::detail
+
+#endif // RDMADL_SRC_TCP_FRAME_HPP

@@ -1,0 +1,522 @@
+// SPDX-License-Identifier: MIT
+// Channels over TCP on the host, with no RDMA at all: channels in one
+// process connected over loopback move real bytes (every one checked), and
+// a raw-socket peer that breaks the protocol is failed alone.
+#include <doctest/doctest.h>
+
+#include <arpa/inet.h>
+#include <chrono>
+#include <cstring>
+#include <netinet/in.h>
+#include <string>
+#include <string_view>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <vector>
+
+#include "rdmadl/rdmadl.hpp"
+#include "test_ok.hpp"
+
+using namespace rdmadl;
+using namespace std::chrono_literals;
+
+namespace {
+constexpr int wc_loc_len_err = 1, wc_loc_prot_err = 4, wc_flush_err = 5, wc_rem_inv_req_err = 9,
+              wc_rem_access_err = 10;
+
+channel_options tcp_options(std::size_t peers = 1) {
+  channel_options o;
+  o.peers = peers;
+  o.transport = channel_transport::tcp;
+  o.tcp_address = "127.0.0.1";
+  o.scope_limit = 2000ms;
+  return o;
+}
+
+// A buffer filled with a pattern of seed, registered on pd.
+struct buffer {
+  std::vector<std::byte> bytes;
+  memory_region mr;
+  buffer(const protection_domain &pd, std::size_t n, unsigned seed,
+         rdmadl::access rights = rdmadl::access::local)
+      : bytes(n) {
+    fill(seed);
+    mr = ok(pd.register_memory(bytes, rights));
+  }
+  void fill(unsigned seed) {
+    for (std::size_t i = 0; i < bytes.size(); i++)
+      bytes[i] = static_cast<std::byte>((i * 131 + seed * 7 + (i >> 8)) & 0xff);
+  }
+  bool holds(unsigned seed, std::size_t from = 0, std::size_t len = SIZE_MAX) const {
+    len = std::min(len, bytes.size() - from);
+    for (std::size_t i = from; i < from + len; i++)
+      if (bytes[i] != static_cast<std::byte>((i * 131 + seed * 7 + (i >> 8)) & 0xff))
+        return false;
+    return true;
+  }
+  local_slice all() const { return ok(mr.all()); }
+};
+
+// N multi_channels, each with a peer per other one, connected over TCP.
+std::vector<multi_channel> mesh(std::size_t n, channel_options o = tcp_options()) {
+  o.peers = n - 1;
+  std::vector<multi_channel> mc;
+  std::vector<std::vector<channel_endpoint>> eps;
+  for (std::size_t i = 0; i < n; i++) {
+    mc.push_back(ok(multi_channel::create(o)));
+    eps.push_back(ok(mc[i].channel_endpoints()));
+  }
+  // Node i's peer k is node k (k < i) or node k + 1.
+  auto peer_index = [](std::size_t i, std::size_t j) { return j < i ? j : j - 1; };
+  for (std::size_t i = 0; i < n; i++) {
+    std::vector<channel_endpoint> theirs;
+    for (std::size_t j = 0; j < n; j++)
+      if (j != i)
+        theirs.push_back(eps[j][peer_index(j, i)]);
+    ok(mc[i].connect(theirs));
+  }
+  return mc;
+}
+
+std::pair<channel, channel> pair_of(channel_options o = tcp_options()) {
+  channel a = ok(channel::create(o)), b = ok(channel::create(o));
+  auto ea = ok(a.local_channel_endpoint()), eb = ok(b.local_channel_endpoint());
+  ok(a.connect(eb));
+  ok(b.connect(ea));
+  return {std::move(a), std::move(b)};
+}
+} // namespace
+
+TEST_CASE("channel tcp: a TCP-only channel has a software PD whose regions work") {
+  auto [a, b] = pair_of();
+  CHECK(a.transport() == channel_transport::tcp);
+  CHECK(a.pd());
+  CHECK(a.pd().native_handle() == nullptr);
+  buffer x(a.pd(), 64, 1, rdmadl::access::remote_write);
+  CHECK(x.mr);
+  CHECK(x.mr.lkey() != 0);
+  CHECK(x.mr.native_handle() == nullptr);
+  CHECK(ok(x.mr.remote()).length == 64);
+  CHECK(a.describe().find("peer 0 over TCP") == 0);
+  CHECK(a.base().qp(0) == nullptr);
+  CHECK(a.base().cq() == nullptr);
+  CHECK(a.local_endpoint().error() == std::errc::operation_not_supported);
+}
+
+TEST_CASE("channel tcp: send and receive move every byte, small and large") {
+  auto [a, b] = pair_of();
+  for (std::size_t size : {std::size_t{1}, std::size_t{4096}, std::size_t{1} << 20}) {
+    buffer src(a.pd(), size, 3), dst(b.pd(), size, 0);
+    dst.fill(99);
+    auto s = b.scope();
+    auto h = ok(s.post_recv(0, dst.all()));
+    ok(a.send(src.all(), 5s));
+    auto r = ok(s.wait(h, 5s));
+    CHECK(r.ok());
+    CHECK(r.byte_len == size);
+    CHECK(dst.holds(3));
+  }
+}
+
+TEST_CASE("channel tcp: a send waits for a receive, as RNR, then lands") {
+  auto [a, b] = pair_of();
+  buffer src(a.pd(), 300, 5), dst(b.pd(), 512, 9);
+  auto sa = a.scope();
+  auto hs = ok(sa.post_send(0, src.all()));
+  CHECK(sa.wait(hs, 50ms).error() == errc::timed_out); // no receive yet
+  auto n = ok(b.receive(dst.all(), 5s));
+  CHECK(n == 300);
+  CHECK(dst.holds(5, 0, 300));
+  CHECK(dst.holds(9, 300)); // past the message: untouched
+  CHECK(ok(sa.wait(hs, 5s)).ok());
+}
+
+TEST_CASE("channel tcp: write and read land without the target calling anything") {
+  auto [a, b] = pair_of();
+  buffer target(b.pd(), 8192, 1, rdmadl::access::remote_write | rdmadl::access::remote_read);
+  buffer src(a.pd(), 1000, 2), back(a.pd(), 1000, 0);
+  auto region = ok(target.mr.remote(100, 1000));
+  ok(a.write(src.all(), region, 5s));
+  for (std::size_t i = 0; i < 1000; i++)
+    REQUIRE(target.bytes[100 + i] == src.bytes[i]);
+  CHECK(target.holds(1, 0, 100));
+  CHECK(target.holds(1, 1100));
+  ok(a.read(back.all(), region, 5s));
+  CHECK(back.bytes == src.bytes);
+}
+
+TEST_CASE("channel tcp: an access outside a region fails as RC does and changes nothing") {
+  auto [a, b] = pair_of();
+  buffer target(b.pd(), 4096, 1, rdmadl::access::remote_write);
+  buffer readonly(b.pd(), 4096, 4, rdmadl::access::remote_read);
+  buffer src(a.pd(), 256, 2);
+  auto region = ok(target.mr.remote());
+  SUBCASE("past the end") {
+    remote_region past{region.addr + 4000, region.rkey, 256};
+    auto r = a.write(src.all(), past, 5s);
+    CHECK(r.error() == std::error_code(wc_rem_access_err, wc_category()));
+  }
+  SUBCASE("an unknown key") {
+    remote_region wrong{region.addr, region.rkey + 1000, 256};
+    CHECK(a.write(src.all(), wrong, 5s).error() ==
+          std::error_code(wc_rem_access_err, wc_category()));
+  }
+  SUBCASE("a region without the right") {
+    auto ro = ok(readonly.mr.remote());
+    CHECK(a.write(src.all(), ro, 5s).error() == std::error_code(wc_rem_access_err, wc_category()));
+    CHECK(readonly.holds(4));
+  }
+  SUBCASE("a read of a region without remote read") {
+    buffer into(a.pd(), 256, 0);
+    CHECK(a.read(into.all(), region.slice(0, 256).value(), 5s).error() ==
+          std::error_code(wc_rem_access_err, wc_category()));
+  }
+  CHECK(target.holds(1));
+  // As an RC queue pair after an error completion: the peer is failed.
+  CHECK_FALSE(a.connected());
+  CHECK(a.send(src.all(), 1s).error() == errc::peer_failed);
+}
+
+TEST_CASE("channel tcp: a local slice outside any region fails with a local protection error") {
+  auto [a, b] = pair_of();
+  std::vector<std::byte> raw(64);
+  local_slice bogus{reinterpret_cast<std::uint64_t>(raw.data()), 64, 12345};
+  buffer target(b.pd(), 64, 1, rdmadl::access::remote_write);
+  CHECK(a.write(bogus, ok(target.mr.remote()), 5s).error() ==
+        std::error_code(wc_loc_prot_err, wc_category()));
+  CHECK(target.holds(1));
+}
+
+TEST_CASE("channel tcp: a message longer than the receive fails on both sides") {
+  auto [a, b] = pair_of();
+  buffer src(a.pd(), 200, 1), dst(b.pd(), 100, 7);
+  auto s = b.scope();
+  auto h = ok(s.post_recv(0, dst.all()));
+  CHECK(a.send(src.all(), 5s).error() == std::error_code(wc_rem_inv_req_err, wc_category()));
+  CHECK(ok(s.wait(h, 5s)).status == wc_loc_len_err);
+  CHECK(dst.holds(7));
+}
+
+TEST_CASE("channel tcp: scatter, gather and multicast across a group of four") {
+  auto mc = mesh(4);
+  buffer out(mc[0].pd(), 3 * 4096, 0);
+  // Node 0 writes a part to each of nodes 1..3 (their peer 0 is node 0).
+  std::vector<buffer> remote;
+  remote.reserve(3);
+  for (std::size_t k = 1; k < 4; k++)
+    remote.emplace_back(mc[k].pd(), 4096, 0,
+                        rdmadl::access::remote_write | rdmadl::access::remote_read);
+  buffer parts_src(mc[0].pd(), 3 * 4096, 11);
+  std::vector<multi_channel::part> parts;
+  for (std::size_t k = 0; k < 3; k++)
+    parts.push_back({k, ok(parts_src.mr.slice(k * 4096, 4096)), ok(remote[k].mr.remote())});
+  std::vector<work_result> results(3);
+  ok(mc[0].scatter_write(parts, 5s, results));
+  for (std::size_t k = 0; k < 3; k++) {
+    CHECK(results[k].ok());
+    CHECK(std::memcmp(remote[k].bytes.data(), parts_src.bytes.data() + k * 4096, 4096) == 0);
+  }
+  // Gather them back into out.
+  for (std::size_t k = 0; k < 3; k++)
+    parts[k].buf = ok(out.mr.slice(k * 4096, 4096));
+  ok(mc[0].gather_read(parts, 5s, results));
+  CHECK(out.bytes == parts_src.bytes);
+  // Multicast: the same message to every peer; each receives it.
+  buffer msg(mc[0].pd(), 777, 21);
+  std::vector<buffer> got;
+  got.reserve(3);
+  for (std::size_t k = 1; k < 4; k++)
+    got.emplace_back(mc[k].pd(), 1024, 0);
+  {
+    auto s1 = mc[1].scope();
+    auto s2 = mc[2].scope();
+    auto s3 = mc[3].scope();
+    auto h1 = ok(s1.post_recv(0, got[0].all()));
+    auto h2 = ok(s2.post_recv(0, got[1].all()));
+    auto h3 = ok(s3.post_recv(0, got[2].all()));
+    std::size_t to[] = {0, 1, 2};
+    ok(mc[0].multicast_send(to, msg.all(), 5s, results));
+    CHECK(ok(s1.wait(h1, 5s)).byte_len == 777);
+    CHECK(ok(s2.wait(h2, 5s)).byte_len == 777);
+    CHECK(ok(s3.wait(h3, 5s)).byte_len == 777);
+  }
+  for (auto &g : got)
+    CHECK(std::memcmp(g.bytes.data(), msg.bytes.data(), 777) == 0);
+  // Gather receive: node 0 receives one message from each.
+  std::vector<buffer> srcs;
+  srcs.reserve(3);
+  for (std::size_t k = 1; k < 4; k++)
+    srcs.emplace_back(mc[k].pd(), 500, static_cast<unsigned>(30 + k));
+  buffer rx(mc[0].pd(), 3 * 512, 0);
+  {
+    auto s1 = mc[1].scope();
+    auto s2 = mc[2].scope();
+    auto s3 = mc[3].scope();
+    ok(s1.post_send(0, srcs[0].all()));
+    ok(s2.post_send(0, srcs[1].all()));
+    ok(s3.post_send(0, srcs[2].all()));
+    for (std::size_t k = 0; k < 3; k++)
+      parts[k] = {k, ok(rx.mr.slice(k * 512, 512)), {}};
+    ok(mc[0].gather_receive(parts, 5s, results));
+    for (std::size_t k = 0; k < 3; k++) {
+      CHECK(results[k].byte_len == 500);
+      CHECK(std::memcmp(rx.bytes.data() + k * 512, srcs[k].bytes.data(), 500) == 0);
+    }
+  }
+}
+
+TEST_CASE("channel tcp: a scope's end flushes what did not complete within scope_limit") {
+  auto o = tcp_options();
+  o.scope_limit = 100ms;
+  auto [a, b] = pair_of(o);
+  buffer dst(a.pd(), 64, 0);
+  std::vector<work_result> results(1);
+  multi_channel::part p{0, dst.all(), {}};
+  auto r = a.base().gather_receive({&p, 1}, 50ms, results);
+  CHECK(r.error() == errc::timed_out);
+  CHECK(results[0].status == wc_flush_err);
+  CHECK_FALSE(a.connected());
+  CHECK(a.receive(dst.all(), 10ms).error() == errc::peer_failed);
+  CHECK(a.describe().find("flushed") != std::string::npos);
+}
+
+TEST_CASE("channel tcp: a peer that goes away fails only that peer") {
+  auto mc = mesh(3);
+  buffer dst(mc[0].pd(), 64, 0, rdmadl::access::remote_write), src(mc[2].pd(), 64, 8);
+  buffer other(mc[0].pd(), 64, 0);
+  buffer first(mc[1].pd(), 64, 2);
+  ok(mc[1].write(0, first.all(), ok(dst.mr.remote()), 5s)); // the connection is up
+  {
+    auto s = mc[0].scope();
+    auto h = ok(s.post_recv(0, dst.all())); // from node 1, about to go
+    mc[1] = multi_channel();
+    auto r = ok(s.wait(h, 5s));
+    CHECK_FALSE(r.ok());
+    CHECK(r.peer == 0);
+  }
+  CHECK_FALSE(mc[0].connected(0));
+  CHECK(mc[0].connected(1));
+  INFO(mc[0].describe(0));
+  CHECK(mc[0].describe(0).find("; failed: ") != std::string::npos);
+  auto s = mc[0].scope();
+  auto h = ok(s.post_recv(1, other.all()));
+  auto sent = mc[2].send(0, src.all(), 5s); // node 2's peer 0 is node 0, whose peer 1 it is
+  INFO(mc[2].describe(0), " / ", mc[0].describe(1));
+  REQUIRE(sent);
+  CHECK(ok(s.wait(h, 5s)).ok());
+  CHECK(other.holds(8));
+}
+
+TEST_CASE("channel tcp: automatic falls back to TCP where RDMA cannot work, and says why") {
+  if (stack() == stack_state::ready)
+    return; // a host with a device: the Soft-RoCE tier covers the RDMA side
+  channel_options o;
+  o.tcp_address = "127.0.0.1";
+  static std::vector<std::string> lines; // the log hook's
+  lines.clear();
+  REQUIRE_FALSE(set_log_handler(
+      log_level::warn, [](log_level, std::string_view line, void *) { lines.emplace_back(line); }));
+  auto [a, b] = pair_of(o);
+  (void)set_log_handler(log_level::error, nullptr);
+  REQUIRE(lines.size() == 2); // one fallback on each side
+  CHECK(lines[0].find("multi_channel: peer 0 over TCP: this host has no RDMA: ") == 0);
+  CHECK(a.transport() == channel_transport::tcp);
+  auto why = a.describe();
+  CHECK(why.find("peer 0 over TCP: this host has no RDMA: ") == 0);
+  CHECK(why.size() > 40);
+  buffer src(a.pd(), 128, 6), dst(b.pd(), 128, 0);
+  auto s = b.scope();
+  auto h = ok(s.post_recv(0, dst.all()));
+  ok(a.send(src.all(), 5s));
+  CHECK(ok(s.wait(h, 5s)).byte_len == 128);
+  CHECK(dst.holds(6));
+  o.transport = channel_transport::rdma;
+  CHECK(channel::create(o).error() == std::errc::operation_not_supported);
+}
+
+TEST_CASE("channel tcp: no common transport is a clear error") {
+  auto a = ok(channel::create(tcp_options()));
+  auto e = ok(a.local_channel_endpoint());
+  channel_endpoint rdma_only;
+  rdma_only.caps = channel_endpoint::can_rdma;
+  rdma_only.token = e.token + 1;
+  CHECK(a.connect(rdma_only).error() == errc::no_common_transport);
+  CHECK(std::string(last_error_detail()).find("peer 0") != std::string::npos);
+}
+
+// ---- a raw socket peer ----
+namespace {
+void put(std::vector<std::uint8_t> &b, std::uint64_t v, int n) {
+  for (int i = 0; i < n; i++)
+    b.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+}
+std::vector<std::uint8_t> frame(int op, std::uint32_t len, std::uint64_t wr_id,
+                                std::uint64_t addr = 0, std::uint32_t rkey = 0,
+                                std::uint32_t status = 0) {
+  std::vector<std::uint8_t> b = {static_cast<std::uint8_t>(op), 0, 0, 0};
+  put(b, len, 4);
+  put(b, wr_id, 8);
+  put(b, addr, 8);
+  put(b, rkey, 4);
+  put(b, status, 4);
+  return b;
+}
+
+// A channel whose one peer is a raw socket of the test: the raw side gives
+// the smaller token, so it connects and sends the hello.
+struct raw_peer {
+  channel ch;
+  int fd = -1;
+  raw_peer() {
+    ch = ok(channel::create(tcp_options()));
+    auto mine = ok(ch.local_channel_endpoint());
+    channel_endpoint fake;
+    fake.caps = channel_endpoint::can_tcp;
+    fake.family = 4;
+    fake.port = 9; // never connected to: the raw side connects
+    fake.address = {127, 0, 0, 1};
+    fake.token = 1;
+    REQUIRE(mine.token > 1);
+    ok(ch.connect(fake));
+    fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(mine.port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0);
+    timeval limit{5, 0}; // a read that would hang fails the case instead
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+    std::vector<std::uint8_t> hello = {'R', 'D', 'T', 'H', 1, 0, 0, 0};
+    put(hello, mine.token, 8);
+    put(hello, 1, 8);
+    write_all(hello);
+  }
+  ~raw_peer() {
+    if (fd >= 0)
+      ::close(fd);
+  }
+  void write_all(const std::vector<std::uint8_t> &b) const {
+    REQUIRE(::send(fd, b.data(), b.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(b.size()));
+  }
+  // Reads n bytes (or fewer at EOF).
+  std::vector<std::uint8_t> read_n(std::size_t n) const {
+    std::vector<std::uint8_t> b(n);
+    std::size_t got = 0;
+    while (got < n) {
+      auto r = ::recv(fd, b.data() + got, n - got, 0);
+      if (r <= 0)
+        break;
+      got += static_cast<std::size_t>(r);
+    }
+    b.resize(got);
+    return b;
+  }
+};
+} // namespace
+
+TEST_CASE("channel tcp: a raw peer's malformed frame fails that peer, clearly") {
+  raw_peer raw;
+  buffer dst(raw.ch.pd(), 64, 0);
+  auto s = raw.ch.scope();
+  auto h = ok(s.post_recv(0, dst.all()));
+  auto bad = frame(9, 0, 1); // no such opcode
+  raw.write_all(bad);
+  auto r = ok(s.wait(h, 5s));
+  CHECK(r.status == wc_flush_err);
+  CHECK(raw.ch.describe().find("malformed frame") != std::string::npos);
+  CHECK(dst.holds(0));
+  CHECK(raw.read_n(1).empty()); // the connection is closed
+}
+
+TEST_CASE("channel tcp: a raw peer writing outside a region is refused and nothing moves") {
+  raw_peer raw;
+  buffer target(raw.ch.pd(), 256, 5, rdmadl::access::remote_write | rdmadl::access::remote_read);
+  auto region = ok(target.mr.remote());
+  // Inside: placed and acknowledged.
+  auto in = frame(2, 16, 77, region.addr + 8, region.rkey);
+  in.insert(in.end(), 16, 0xab);
+  raw.write_all(in);
+  auto ack = raw.read_n(32);
+  REQUIRE(ack.size() == 32);
+  CHECK(ack[0] == 5); // ack
+  CHECK(ack[8] == 77);
+  for (std::size_t i = 8; i < 24; i++)
+    CHECK(target.bytes[i] == std::byte{0xab});
+  target.fill(5);
+  // A length past the region's end: nack with remote access error, nothing written.
+  auto out = frame(2, 64, 78, region.addr + 224, region.rkey);
+  out.insert(out.end(), 64, 0xcd);
+  raw.write_all(out);
+  auto nack = raw.read_n(32);
+  REQUIRE(nack.size() == 32);
+  CHECK(nack[0] == 6);
+  CHECK(nack[8] == 78);
+  CHECK(nack[28] == wc_rem_access_err);
+  CHECK(target.holds(5));
+  // A read request past the end: nack too, no bytes leave.
+  raw.write_all(frame(3, 300, 79, region.addr, region.rkey));
+  nack = raw.read_n(32);
+  REQUIRE(nack.size() == 32);
+  CHECK(nack[0] == 6);
+  CHECK(nack[28] == wc_rem_access_err);
+  // The peer is still usable: a good read comes back with the bytes.
+  raw.write_all(frame(3, 8, 80, region.addr, region.rkey));
+  auto resp = raw.read_n(40);
+  REQUIRE(resp.size() == 40);
+  CHECK(resp[0] == 4);
+  CHECK(std::memcmp(resp.data() + 32, target.bytes.data(), 8) == 0);
+}
+
+TEST_CASE("channel tcp: a raw peer that lies or vanishes mid-frame is failed, nothing hangs") {
+  raw_peer raw;
+  buffer dst(raw.ch.pd(), 64, 0);
+  auto s = raw.ch.scope();
+  auto h = ok(s.post_recv(0, dst.all()));
+  SUBCASE("an answer to nothing") {
+    raw.write_all(frame(5, 0, 1234));
+  }
+  SUBCASE("a send that promises more than it sends, then closes") {
+    auto f = frame(1, 64, 1);
+    f.insert(f.end(), 10, 0x11);
+    raw.write_all(f);
+    ::close(raw.fd);
+    raw.fd = -1;
+  }
+  SUBCASE("an ack that carries a length") {
+    raw.write_all(frame(5, 4, 1));
+  }
+  auto r = ok(s.wait(h, 5s));
+  CHECK_FALSE(r.ok());
+  CHECK_FALSE(raw.ch.connected());
+  CHECK_FALSE(raw.ch.describe().empty());
+}
+
+TEST_CASE("channel tcp: an IPv6 address is listened on and given to the peer") {
+  int probe = ::socket(AF_INET6, SOCK_STREAM, 0);
+  sockaddr_in6 lo{};
+  lo.sin6_family = AF_INET6;
+  lo.sin6_addr = in6addr_loopback;
+  const bool v6 = probe >= 0 && ::bind(probe, reinterpret_cast<sockaddr *>(&lo), sizeof lo) == 0;
+  if (probe >= 0)
+    ::close(probe);
+  if (!v6) {
+    MESSAGE("no IPv6 loopback here: skipped");
+    return;
+  }
+  auto o = tcp_options();
+  o.tcp_address = "::1";
+  auto [a, b] = pair_of(o);
+  auto e = ok(a.local_channel_endpoint());
+  CHECK(e.family == 6);
+  CHECK(e.address[15] == 1);
+  buffer target(b.pd(), 512, 1, rdmadl::access::remote_write);
+  buffer src(a.pd(), 512, 2);
+  ok(a.write(src.all(), ok(target.mr.remote()), 5s));
+  CHECK(target.holds(2));
+  CHECK(channel::create([] {
+          auto bad = tcp_options();
+          bad.tcp_address = "not-an-address";
+          return bad;
+        }())
+            .error() == std::errc::invalid_argument);
+}
