@@ -147,6 +147,10 @@ const long knob_default[FAKEPROV_KNOB_COUNT] = {
     [FAKEPROV_LOOPBACK] = 1,
     [FAKEPROV_HOLD_SENDS] = 0,
     [FAKEPROV_MINIMAL_OPS] = 0,
+    [FAKEPROV_MAX_QP] = 64,
+    [FAKEPROV_MAX_CQ] = 64,
+    [FAKEPROV_MAX_MR] = 256,
+    [FAKEPROV_MEMLOCK] = 0,
 };
 long knob[FAKEPROV_KNOB_COUNT];
 int knobs_set;
@@ -499,15 +503,15 @@ static void fill_device_attr(struct ibv_device_attr *a) {
   a->vendor_id = 0xfa4e;
   a->vendor_part_id = 1;
   a->hw_ver = 1;
-  a->max_qp = 64;
+  a->max_qp = (int)k(FAKEPROV_MAX_QP);
   a->max_qp_wr = (int)k(FAKEPROV_MAX_QP_WR);
   a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_PORT_ACTIVE_EVENT |
                         IBV_DEVICE_SRQ_RESIZE | IBV_DEVICE_N_NOTIFY_CQ;
   a->max_sge = (int)k(FAKEPROV_MAX_SGE);
   a->max_sge_rd = (int)k(FAKEPROV_MAX_SGE);
-  a->max_cq = 64;
+  a->max_cq = (int)k(FAKEPROV_MAX_CQ);
   a->max_cqe = (int)k(FAKEPROV_MAX_CQE);
-  a->max_mr = 256;
+  a->max_mr = (int)k(FAKEPROV_MAX_MR);
   a->max_pd = 64;
   a->max_qp_rd_atom = (int)k(FAKEPROV_MAX_QP_RD_ATOM);
   a->max_res_rd_atom = 64 * (int)k(FAKEPROV_MAX_QP_RD_ATOM);
