@@ -212,6 +212,7 @@ result<queue_pair> queue_pair::create(const context &ctx, const protection_domai
                                       const completion_queue &recv_cq, const qp_options &opts) {
   if (!ctx || !pd || !send_cq || !recv_cq || (opts.srq && !*opts.srq))
     return detail::rdma_error(errc::empty_object);
+  detail::clear_error_detail();
   auto n = std::make_shared<detail::qp_node>();
   n->type = opts.type;
   n->qkey = opts.type == qp_type::ud ? opts.qkey : 0;
@@ -234,14 +235,14 @@ result<queue_pair> queue_pair::create(const context &ctx, const protection_domai
         ibv_destroy_qp(qp);
       }
     } else if (!detail::not_offered(errno)) {
-      return detail::rdma_error();
+      return detail::resource_error("ibv_create_qp_ex", "queue pair", "max_qp", dev->max_qp, errno);
     }
   }
   if (!n->qp) {
     ibv_qp_init_attr a = detail::plain(ax);
     n->qp = ibv_create_qp(pd.native_handle(), &a);
     if (!n->qp)
-      return detail::rdma_error();
+      return detail::resource_error("ibv_create_qp", "queue pair", "max_qp", dev->max_qp, errno);
   }
   n->kind = detail::qp_node::owner_kind::verbs;
   n->pd = detail::access::node(pd);
