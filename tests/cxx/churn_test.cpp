@@ -22,8 +22,8 @@
 
 #include "rdmadl/rdmadl.hpp"
 
-#include "../process_counts.hpp"
 #include "fake_provider_case.hpp"
+#include "process_counts.hpp"
 #include "test_ok.hpp"
 
 using namespace rdmadl;

@@ -175,6 +175,8 @@ int main(int argc, char **argv) {
       test_ip = a.s_addr;
   }
   const char *only = argc > 1 ? argv[1] : nullptr;
+  if (argc > 2)
+    churn_cycles = std::atoi(argv[2]);
   struct {
     const char *name;
     bool (*fn)();
@@ -212,6 +214,11 @@ int main(int argc, char **argv) {
       {"cm-multi-channel", check_cm_multi_channel},
       {"cm-accept-deadline", check_cm_accept_deadline},
       {"cm-mesh", check_cm_mesh},
+      {"churn-verbs", check_churn_verbs},
+      {"churn-cm", check_churn_cm},
+      {"churn-cm-channel", check_churn_cm_channel},
+      {"churn-channel", check_churn_channel},
+      {"churn-multi-channel", check_churn_multi_channel},
       {"async-events", check_async_events}, // last: it takes the port down
   };
   for (auto &c : checks) {
