@@ -14,7 +14,7 @@ cxx_checks="peer-exit probe device gid-select memory-bounds rc-send-recv uc-send
   write-imm write-read dmabuf atomics ud-send-recv srq batch-poll comp-channel send-batch
   send-batch-chained endpoint peer-mismatch lifetimes batch-guard prepared poll-session waits-saturate multi-channel mixed-posts
   cm-connect cm-reject cm-ack-timeout cm-multi-channel cm-accept-deadline cm-mesh
-  churn-verbs churn-cm churn-cm-channel churn-channel churn-multi-channel async-events"
+  churn-verbs churn-cm churn-cm-channel churn-channel churn-multi-channel peer-death async-events"
 if [ "$RDMADL_SUITE" = none ]; then
   run cxx-absent cxx_device --absent
   rdmadl-info-guest --check

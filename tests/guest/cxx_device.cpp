@@ -181,7 +181,8 @@ int main(int argc, char **argv) {
     const char *name;
     bool (*fn)();
   } checks[] = {
-      {"peer-exit", check_peer_exit}, // first: forks before this process opens a device
+      {"peer-exit", check_peer_exit},   // first: forks before this process opens a device
+      {"peer-death", check_peer_death}, // forks too
       {"probe", check_probe},
       {"device", check_device},
       {"gid-select", check_gid_select},

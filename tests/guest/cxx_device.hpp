@@ -118,5 +118,7 @@ bool check_churn_cm();
 bool check_churn_cm_channel();
 bool check_churn_channel();
 bool check_churn_multi_channel();
+// cxx_device_peer_death.cpp: peers killed in each phase of a connection.
+bool check_peer_death();
 
 } // namespace cxx_device
