@@ -146,7 +146,9 @@ public:
 
   /// Registers buf (local write always; remote rights only as asked). Errors:
   /// errc::empty_span, errc::memlock_limit / errc::memlock_denied (the
-  /// locked-memory limit: raise it with `ulimit -l`), or the errno.
+  /// locked-memory limit: raise it with `ulimit -l`; ENOMEM, which may also
+  /// be the device's max_mr: last_error_detail() gives both limits), or the
+  /// errno.
   result<memory_region> register_memory(std::span<std::byte> buf,
                                         access rights = access::local) const;
 
