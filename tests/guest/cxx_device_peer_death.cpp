@@ -5,8 +5,8 @@
 //   resolve    the peer's listener is gone when the survivor resolves and
 //              connects to it (channel::create_cm)
 //   handshake  the peer dies the moment its listener has the request
-//   mid-scope  a hub peer dies while the survivor's scope has requests
-//              posted to it and to the other peer
+//   mid-scope  a hub peer dies while the survivor's scope is open with
+//              requests to the other peer posted; then one is posted to it
 //   teardown   the last hub peer dies while the survivor destroys the hub
 // Each time the survivor gets an error for that peer within the configured
 // timeouts (step_timeout, the QP's retries, disconnect_timeout) and the
@@ -202,7 +202,9 @@ bool survive(child &a, child &b, child &gone, child &dies) {
     EXPECT(out && in);
     TRY(r0, sc.post_recv(0, *in));
     TRY(s0, sc.post_send(0, *out));
-    kill(b.pid, SIGKILL);
+    // Dead for good (reaped: its QP is gone) before the send to it is
+    // posted; a SIGKILL alone races with the send on a fast guest.
+    reap(b);
     TRY(s1, sc.post_send(1, *out));
     auto t0 = std::chrono::steady_clock::now();
     auto w1 = sc.wait(*s1, 30s);
