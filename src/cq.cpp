@@ -17,6 +17,7 @@ result<completion_queue> completion_queue::create(const context &ctx, const cq_o
     return detail::rdma_error(errc::empty_object);
   if (opts.channel && !*opts.channel)
     return detail::rdma_error(errc::empty_object);
+  detail::clear_error_detail();
   auto dev = ctx.query_device();
   if (!dev)
     return dev.error();
@@ -39,13 +40,15 @@ result<completion_queue> completion_queue::create(const context &ctx, const cq_o
       n->ex = ex;
       n->cq = ibv_cq_ex_to_cq(ex);
     } else if (!detail::not_offered(errno)) {
-      return detail::rdma_error();
+      return detail::resource_error("ibv_create_cq_ex", "completion queue", "max_cq", dev->max_cq,
+                                    errno);
     }
   }
   if (!n->cq) {
     n->cq = ibv_create_cq(ctx.native_handle(), depth, nullptr, ch, opts.comp_vector);
     if (!n->cq)
-      return detail::rdma_error();
+      return detail::resource_error("ibv_create_cq", "completion queue", "max_cq", dev->max_cq,
+                                    errno);
   }
   return detail::access::make<completion_queue>(std::move(n));
 }

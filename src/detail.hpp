@@ -92,6 +92,13 @@ template <class T> result<T> rdma_error(result<T> r) {
     return r;
   return rdma_error(r.error());
 }
+// resource_error(call, what, limit_name, limit, e): a device object that
+// could not be made (call failed with errno e): rdma_error(e), and when that
+// is e itself, last_error_detail() names the call, the object, the errno and
+// the device's limit: "ibv_create_qp: no queue pair could be created: Cannot
+// allocate memory (errno 12; the device allows max_qp 64 in all)".
+std::error_code resource_error(const char *call, const char *what, const char *limit_name,
+                               long limit, int e) noexcept;
 // Forgets a refusal the caller handled itself (it fell back to another
 // call), so that a later failure is not read as that refusal.
 void forget_refusal() noexcept;

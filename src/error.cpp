@@ -5,6 +5,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <utility>
 
@@ -198,6 +199,18 @@ std::error_code rdma_error(std::error_code ec) noexcept {
     return std::make_error_code(std::errc::operation_not_supported);
   if (auto st = stack_condition(rdmadl_stack_seen()))
     return st;
+  return ec;
+}
+
+std::error_code resource_error(const char *call, const char *what, const char *limit_name,
+                               long limit, int e) noexcept {
+  if (e < 0)
+    e = -e;
+  std::error_code ec = rdma_error(e);
+  if (e && ec == errno_code(e))
+    set_error_detail(format("%s: no %s could be created: %s (errno %d; the device allows %s %ld "
+                            "in all)",
+                            call, what, std::strerror(e), e, limit_name, limit));
   return ec;
 }
 

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "rdmadl_verbs.h"
 
+#include <cstring>
+#include <string>
+#include <sys/resource.h>
 #include <utility>
 
 #include "detail.hpp"
@@ -118,12 +121,37 @@ int access_flags(access rights) noexcept {
 }
 } // namespace
 
+namespace {
+// ibv_reg_mr failed with ENOMEM (errc::memlock_limit: the kernel does not say
+// whether the locked-memory limit or the device's region count ran out) or
+// EPERM (errc::memlock_denied); last_error_detail() gives both limits:
+// "ibv_reg_mr of 16384 bytes: Cannot allocate memory (errno 12): the
+// locked-memory limit RLIMIT_MEMLOCK 65536 bytes (`ulimit -l`) or the
+// device's max_mr 256 is reached".
+status_code pinning_failed(ibv_pd *pd, std::size_t bytes, int e) noexcept {
+  rlimit rl{};
+  std::string limit = "unknown";
+  if (::getrlimit(RLIMIT_MEMLOCK, &rl) == 0)
+    limit = rl.rlim_cur == RLIM_INFINITY
+                ? "unlimited"
+                : std::to_string(static_cast<unsigned long long>(rl.rlim_cur));
+  ibv_device_attr da{};
+  const int max_mr = ibv_query_device(pd->context, &da) == 0 ? da.max_mr : -1;
+  return detail::fail(
+      e == ENOMEM ? errc::memlock_limit : errc::memlock_denied,
+      detail::format("ibv_reg_mr of %zu bytes: %s (errno %d): the locked-memory limit "
+                     "RLIMIT_MEMLOCK %s bytes (`ulimit -l`) or the device's max_mr %d is reached",
+                     bytes, std::strerror(e), e, limit.c_str(), max_mr));
+}
+} // namespace
+
 result<memory_region> protection_domain::register_memory(std::span<std::byte> buf,
                                                          access rights) const {
   if (buf.empty())
     return errc::empty_span;
   if (!n_)
     return detail::rdma_error(errc::empty_object);
+  detail::clear_error_detail();
   auto n = std::make_shared<detail::mr_node>();
   const auto addr = reinterpret_cast<std::uint64_t>(buf.data());
   if (!pd_) { // a software PD: keys from its table's counter
@@ -138,11 +166,10 @@ result<memory_region> protection_domain::register_memory(std::span<std::byte> bu
   errno = 0;
   ibv_mr *mr = ibv_reg_mr(pd_, buf.data(), buf.size(), flags);
   if (!mr) {
-    if (errno == ENOMEM)
-      return errc::memlock_limit;
-    if (errno == EPERM)
-      return errc::memlock_denied;
-    return detail::rdma_error();
+    const int e = errno;
+    if (e == ENOMEM || e == EPERM)
+      return pinning_failed(pd_, buf.size(), e);
+    return detail::rdma_error(e);
   }
   n->mr = mr;
   n->lkey = mr->lkey;

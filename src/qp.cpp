@@ -221,6 +221,7 @@ result<queue_pair> queue_pair::create(const context &ctx, const protection_domai
     return detail::rdma_error(errc::empty_object);
   if (!pd.native_handle()) // a software PD (a channel without a device)
     return std::errc::operation_not_supported;
+  detail::clear_error_detail();
   auto n = std::make_shared<detail::qp_node>();
   n->type = opts.type;
   n->qkey = opts.type == qp_type::ud ? opts.qkey : 0;
@@ -244,14 +245,14 @@ result<queue_pair> queue_pair::create(const context &ctx, const protection_domai
         ibv_destroy_qp(qp);
       }
     } else if (!detail::not_offered(errno)) {
-      return detail::rdma_error();
+      return detail::resource_error("ibv_create_qp_ex", "queue pair", "max_qp", dev->max_qp, errno);
     }
   }
   if (!n->qp) {
     ibv_qp_init_attr a = detail::plain(ax);
     n->qp = ibv_create_qp(pd.native_handle(), &a);
     if (!n->qp)
-      return detail::rdma_error();
+      return detail::resource_error("ibv_create_qp", "queue pair", "max_qp", dev->max_qp, errno);
   }
   n->kind = detail::qp_node::owner_kind::verbs;
   n->pd = detail::access::node(pd);

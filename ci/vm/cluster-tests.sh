@@ -207,6 +207,17 @@ while read -r id kind srv cli port arg <&3; do
       grep -q '^moved .*: ok$' "/tmp/$id.out"
       check "$id:checksum" $?
       ;;
+    # A bulk transfer for the impaired cluster: 4 MiB over RDMA, its
+    # checksum compared end to end (kind bulk, cluster-plan.sh).
+    bulk.*)
+      set -- rdmadl-example-optional-rdma --listen "$port"
+      [ "$role" = server ] || set -- rdmadl-example-optional-rdma --connect "$peer_ip" "$port" --size 4194304
+      prog "$id" optional_rdma "$@"
+      grep -q "^transport: rdma " "/tmp/$id.out"
+      check "$id:transport.rdma" $?
+      grep -q '^moved .*: ok$' "/tmp/$id.out"
+      check "$id:checksum" $?
+      ;;
     # A peer that dies mid-transfer, seen from the sender (peer_death: the
     # receiver is killed) and from the receiver (peer_death_rx).
     peer_death.server) victim "$id" rdmadl-example-optional-rdma --listen "$port" ;;

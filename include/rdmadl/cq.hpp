@@ -115,7 +115,8 @@ RDMADL_CXX_API int other_poll_cq(::ibv_cq *, int, ::ibv_wc *) noexcept;
 class RDMADL_CXX_API completion_queue {
 public:
   /// Creates a queue on ctx. Errors: operation_not_supported,
-  /// errc::empty_object, or the errno.
+  /// errc::empty_object, or the errno (when the device refuses the CQ,
+  /// last_error_detail() names the call and its max_cq).
   static result<completion_queue> create(const context &ctx, const cq_options &opts = {});
 
   /// An empty queue.

@@ -149,7 +149,9 @@ public:
   /// software protection domain the keys come from a counter and nothing is
   /// pinned. Errors:
   /// errc::empty_span, errc::memlock_limit / errc::memlock_denied (the
-  /// locked-memory limit: raise it with `ulimit -l`), or the errno.
+  /// locked-memory limit: raise it with `ulimit -l`; ENOMEM, which may also
+  /// be the device's max_mr: last_error_detail() gives both limits), or the
+  /// errno.
   result<memory_region> register_memory(std::span<std::byte> buf,
                                         access rights = access::local) const;
 

@@ -148,6 +148,9 @@ const long knob_default[FAKEPROV_KNOB_COUNT] = {
     [FAKEPROV_HOLD_SENDS] = 0,
     [FAKEPROV_MINIMAL_OPS] = 0,
     [FAKEPROV_MAX_QP] = 64,
+    [FAKEPROV_MAX_CQ] = 64,
+    [FAKEPROV_MAX_MR] = 256,
+    [FAKEPROV_MEMLOCK] = 0,
 };
 long knob[FAKEPROV_KNOB_COUNT];
 int knobs_set;
@@ -506,9 +509,9 @@ static void fill_device_attr(struct ibv_device_attr *a) {
                         IBV_DEVICE_SRQ_RESIZE | IBV_DEVICE_N_NOTIFY_CQ;
   a->max_sge = (int)k(FAKEPROV_MAX_SGE);
   a->max_sge_rd = (int)k(FAKEPROV_MAX_SGE);
-  a->max_cq = 64;
+  a->max_cq = (int)k(FAKEPROV_MAX_CQ);
   a->max_cqe = (int)k(FAKEPROV_MAX_CQE);
-  a->max_mr = 256;
+  a->max_mr = (int)k(FAKEPROV_MAX_MR);
   a->max_pd = 64;
   a->max_qp_rd_atom = (int)k(FAKEPROV_MAX_QP_RD_ATOM);
   a->max_res_rd_atom = 64 * (int)k(FAKEPROV_MAX_QP_RD_ATOM);

@@ -11,9 +11,9 @@
  * C++; no rdma-core header needed: opcodes, statuses and states are the
  * numeric values of the verbs.h enums.
  *
- * Objects the fake hands out are never freed: a destroyed object stays in a
+ * Objects the fake hands out are not freed: a destroyed object stays in a
  * registry, marked dead, so any later use of it is counted as a violation
- * instead of being undefined behaviour.
+ * instead of being undefined behaviour (until fakeprov_reap()).
  */
 #ifndef RDMADL_TESTS_FAKE_PROVIDER_H
 #define RDMADL_TESTS_FAKE_PROVIDER_H
@@ -125,7 +125,16 @@ enum fakeprov_ex_mode {
    * receive completes at once on its CQ (at most 1024 waiting per CQ), as if                      \
    * its message were there already. */                                                            \
   X(MINIMAL_OPS)                                                                                   \
-  X(MAX_QP) /* 64 */
+  /* Device limits, reported by ibv_query_device and enforced: creating one                        \
+   * more live object than the limit fails with ENOMEM, as a device out of                         \
+   * resources does. */                                                                            \
+  X(MAX_QP) /* 64 */                                                                               \
+  X(MAX_CQ) /* 64 */                                                                               \
+  X(MAX_MR) /* 256 */                                                                              \
+  /* 0: registered bytes are not counted. 1: ibv_reg_mr fails with ENOMEM                          \
+   * when the live regions' bytes would pass RLIMIT_MEMLOCK's soft limit (as                       \
+   * the kernel pins pages for a process without CAP_IPC_LOCK). */                                 \
+  X(MEMLOCK)
 
 /* clang-format off */
 enum fakeprov_knob {
@@ -227,7 +236,8 @@ struct fakeprov_modify_record {
   X(uint32_t, fakeprov_last_qpn, (void))                                                           \
   X(int, fakeprov_held, (uint32_t qpn))                                                            \
   X(int, fakeprov_release, (uint32_t qpn))                                                         \
-  X(unsigned long, fakeprov_calls, (enum fakeprov_op op))
+  X(unsigned long, fakeprov_calls, (enum fakeprov_op op))                                          \
+  X(int, fakeprov_reap, (void))
 
 /* fakeprov_reset: clears scripted failures and completions, the logs, the
  * violation, overrun and call counts, and sets every knob to its default. Live
@@ -261,7 +271,12 @@ struct fakeprov_modify_record {
  * (FAKEPROV_HOLD_SENDS): the ones whose buffers the fake may still touch.
  * fakeprov_release: runs them now, oldest first; returns how many ran.
  * fakeprov_calls: how many times OP was called (failed or not) since the
- * fake was loaded or last reset, e.g. how often the devices were listed. */
+ * fake was loaded or last reset, e.g. how often the devices were listed.
+ * fakeprov_reap: frees the destroyed objects the registry keeps, for a test
+ * that makes thousands (churn) and holds no pointer to them any more: a
+ * later use of one is then undefined instead of a violation. It also empties
+ * the work-request and modify logs (their capacity stays). Returns how many
+ * objects it freed. */
 #define FAKEPROV_DECLARE(ret, name, params) ret name params;
 FAKEPROV_FUNCTIONS(FAKEPROV_DECLARE)
 #undef FAKEPROV_DECLARE

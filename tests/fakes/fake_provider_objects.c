@@ -8,6 +8,24 @@
 #define _GNU_SOURCE
 #include "fake_provider_internal.h"
 
+#include <sys/resource.h>
+
+/* Bytes of the live memory regions (FAKEPROV_MEMLOCK). */
+static uint64_t pinned;
+
+/* ENOMEM when one more object of TYPE would pass the device's limit KNOB. */
+static int over_limit(enum fakeprov_type type, enum fakeprov_knob knob) {
+  return live[type] >= k(knob) ? ENOMEM : 0;
+}
+
+/* ENOMEM when LENGTH more pinned bytes would pass RLIMIT_MEMLOCK. */
+static int over_memlock(size_t length) {
+  struct rlimit rl;
+  if (!k(FAKEPROV_MEMLOCK) || getrlimit(RLIMIT_MEMLOCK, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+    return 0;
+  return pinned + length > rl.rlim_cur ? ENOMEM : 0;
+}
+
 /* ---- PD, MR ---- */
 
 FAKE_API struct ibv_pd *ibv_alloc_pd(struct ibv_context *context) {
@@ -58,7 +76,12 @@ static struct ibv_mr *reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint6
     err = EINVAL;
   if (!err && (!addr || !length))
     err = EINVAL;
+  if (!err)
+    err = over_limit(FAKEPROV_MR, FAKEPROV_MAX_MR);
+  if (!err)
+    err = over_memlock(length);
   if (!err) {
+    pinned += length;
     struct fp_mr *m = new_object(sizeof(*m), FAKEPROV_MR);
     uint32_t n = next_key++;
     m->pd = p;
@@ -100,6 +123,7 @@ FAKE_API int ibv_dereg_mr(struct ibv_mr *mr) {
   if (ALIVE(m, FAKEPROV_MR, "ibv_dereg_mr")) {
     rc = scripted_failure(FAKEPROV_OP_DEREG_MR);
     if (!rc) {
+      pinned -= m->mr.length;
       m->pd->users--;
       m->pd->ctx->children--;
       kill_object(&m->h);
@@ -186,6 +210,8 @@ static struct fp_cq *create_cq(struct ibv_context *context, int cqe, void *cq_co
     return NULL;
   }
   if ((*err = scripted_failure(op)))
+    return NULL;
+  if ((*err = over_limit(FAKEPROV_CQ, FAKEPROV_MAX_CQ)))
     return NULL;
   if (cqe < 1 || (k(FAKEPROV_MAX_CQE) > 0 && cqe > k(FAKEPROV_MAX_CQE))) {
     *err = EINVAL;
@@ -670,6 +696,8 @@ static struct ibv_qp *create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr_ex *a
   if (!err && ex && (a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
       (a->send_ops_flags & ~supported_send_ops(a->qp_type)))
     err = EOPNOTSUPP;
+  if (!err)
+    err = over_limit(FAKEPROV_QP, FAKEPROV_MAX_QP);
   if (err) {
     errno = err;
     return NULL;
@@ -961,4 +989,36 @@ FAKE_API int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
   }
   UNLOCK();
   return rc;
+}
+
+/* ---- reaping ---- */
+
+FAKE_API int fakeprov_reap(void) {
+  LOCK();
+  int n = 0;
+  for (struct fp_hdr **pp = &all; *pp;) {
+    struct fp_hdr *h = *pp;
+    if (!h->dead) {
+      pp = &h->next;
+      continue;
+    }
+    *pp = h->next;
+    if (h->type == FAKEPROV_CQ) {
+      free(((struct fp_cq *)h)->ring);
+    } else if (h->type == FAKEPROV_SRQ) {
+      free(((struct fp_srq *)h)->rq.q);
+    } else if (h->type == FAKEPROV_QP) {
+      struct fp_qp *q = (struct fp_qp *)h;
+      free_inbound(q);
+      free(q->rq.q);
+      free(q->pending);
+      free(q->held);
+      free(q->held_polls);
+    }
+    free(h);
+    n++;
+  }
+  wr_log_len = mod_log_len = 0; /* their records name QPs gone for good */
+  UNLOCK();
+  return n;
 }

@@ -175,11 +175,14 @@ int main(int argc, char **argv) {
       test_ip = a.s_addr;
   }
   const char *only = argc > 1 ? argv[1] : nullptr;
+  if (argc > 2)
+    churn_cycles = std::atoi(argv[2]);
   struct {
     const char *name;
     bool (*fn)();
   } checks[] = {
-      {"peer-exit", check_peer_exit}, // first: forks before this process opens a device
+      {"peer-exit", check_peer_exit},   // first: forks before this process opens a device
+      {"peer-death", check_peer_death}, // forks too
       {"probe", check_probe},
       {"device", check_device},
       {"gid-select", check_gid_select},
@@ -212,6 +215,11 @@ int main(int argc, char **argv) {
       {"cm-multi-channel", check_cm_multi_channel},
       {"cm-accept-deadline", check_cm_accept_deadline},
       {"cm-mesh", check_cm_mesh},
+      {"churn-verbs", check_churn_verbs},
+      {"churn-cm", check_churn_cm},
+      {"churn-cm-channel", check_churn_cm_channel},
+      {"churn-channel", check_churn_channel},
+      {"churn-multi-channel", check_churn_multi_channel},
       {"async-events", check_async_events}, // last: it takes the port down
   };
   for (auto &c : checks) {

@@ -110,5 +110,15 @@ bool check_multi_channel();
 bool check_cm_multi_channel();
 bool check_cm_accept_deadline();
 bool check_cm_mesh();
+// cxx_device_churn.cpp: connect/transfer/disconnect cycles leave nothing
+// behind (churn_cycles of them: 1000, or main's second argument).
+extern int churn_cycles;
+bool check_churn_verbs();
+bool check_churn_cm();
+bool check_churn_cm_channel();
+bool check_churn_channel();
+bool check_churn_multi_channel();
+// cxx_device_peer_death.cpp: peers killed in each phase of a connection.
+bool check_peer_death();
 
 } // namespace cxx_device
