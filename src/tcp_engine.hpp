@@ -160,7 +160,9 @@ private:
     int in_dest = 0;   // where the payload goes (see tcp_engine.cpp)
     int in_status = 0; // the outcome once the payload is in
     bool close_after_output = false;
-    std::string why; // why it failed
+    bool hung_up = false; // poll saw POLLHUP/POLLERR (see wanted())
+    short polled = 0;     // the events the progress thread sleeps on
+    std::string why;      // why it failed
   };
   struct pending_accept {
     int fd = -1;
@@ -172,6 +174,8 @@ private:
   void run() noexcept;
   void wake() noexcept;
   void step(std::size_t p, short revents) noexcept;
+  short wanted(const peer &q) const noexcept;
+  void drive() noexcept;
   void accept_new() noexcept;
   void read_hellos() noexcept;
   bool pump_out(peer &q, std::size_t p) noexcept;
@@ -192,6 +196,8 @@ private:
   std::array<std::uint8_t, 16> addr_{};
   std::uint16_t port_ = 0;
   bool sleeping_ = false, stop_ = false;
+  int app_polling_ = 0;            // application threads inside poll(2) on the sockets
+  std::uint64_t app_calls_ = 0;    // how many times one went in (see run())
   std::vector<std::byte> scratch_; // where a refused payload is read to be dropped
   std::thread thread_;
 };
