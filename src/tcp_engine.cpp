@@ -227,12 +227,12 @@ std::size_t tcp_engine::poll(std::span<tcp_completion> out,
     // sockets (the progress thread keeps them open meanwhile, see run()).
     drive();
     if (done_.empty()) {
-      std::array<pollfd, 64> fds;
+      std::array<pollfd, app_poll_max> fds;
       std::size_t n = 0;
-      for (auto &q : peers_)
-        if (q.st == state::up && n < fds.size())
-          if (short ev = wanted(q))
-            fds[n++] = {q.fd, ev, 0};
+      for (std::size_t p = 0; p < peers_.size() && p < app_poll_max; p++)
+        if (peers_[p].st == state::up)
+          if (short ev = wanted(peers_[p]))
+            fds[n++] = {peers_[p].fd, ev, 0};
       if (n > 0) {
         app_polling_++;
         app_calls_++;
@@ -358,10 +358,13 @@ void tcp_engine::run() noexcept {
       else if (q.st == state::up)
         ev = wanted(q);
       q.polled = ev;
-      if (hands_off && q.st == state::up)
-        q.polled = POLLIN | POLLOUT; // what it would watch: a post need not wake it
-      if ((ev == 0 && q.hung_up) || (hands_off && q.st == state::up))
-        continue; // poll(2) would report the hang-up at once, again and again
+      // Left to a waiting application thread (poll() watches the first
+      // app_poll_max peers); a post need not wake the thread for them.
+      const bool theirs = hands_off && q.st == state::up && p < app_poll_max;
+      if (theirs)
+        q.polled = POLLIN | POLLOUT;
+      if (theirs || (ev == 0 && q.hung_up)) // a hang-up: poll(2) would report it again and again
+        continue;
       fds.push_back({q.fd, ev, 0});
       who.push_back(p);
     }

@@ -174,6 +174,8 @@ private:
     std::size_t off = 0;
   };
 
+  // How many peers (the first ones) a waiting poll() watches itself.
+  static constexpr std::size_t app_poll_max = 64;
   tcp_engine() = default;
   void run() noexcept;
   void wake() noexcept;
