@@ -335,9 +335,11 @@ void tcp_engine::run() noexcept {
     // a millisecond passes with no such wait.
     const bool hands_off = app_calls_ != calls_seen;
     calls_seen = app_calls_;
-    // Work that needs no event: output queued by a post, input a receive unblocked.
+    // Work that needs no event: output queued by a post, input a receive
+    // unblocked (not for the peers a waiting application thread drives).
     for (std::size_t p = 0; p < peers_.size(); p++)
-      step(p, 0);
+      if (!hands_off || peers_[p].st != state::up || p >= app_poll_max)
+        step(p, 0);
     fds.clear();
     who.clear();
     fds.push_back({wake_fd_, POLLIN, 0});
