@@ -16,7 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <shared_mutex>
-#include <vector>
+#include <unordered_map>
 
 #include "rdmadl/memory.hpp"
 
@@ -51,12 +51,15 @@ private:
   bool allows(key_kind kind, std::uint32_t key, std::uint64_t addr, std::uint64_t length,
               rdmadl::access right) const noexcept;
   struct entry {
-    std::uint32_t lkey, rkey;
+    std::uint32_t rkey;
     std::uint64_t addr, length;
     rdmadl::access rights;
   };
+  // Every socket call looks a key up: hashed, not searched (a PD may hold
+  // thousands of regions).
   mutable std::shared_mutex m_;
-  std::vector<entry> entries_;
+  std::unordered_map<std::uint32_t, entry> by_lkey_;
+  std::unordered_map<std::uint32_t, std::uint32_t> lkey_of_rkey_;
   std::atomic<std::uint32_t> next_{1};
 };
 

@@ -181,7 +181,7 @@ void tcp_engine::wake() noexcept {
 
 status_code tcp_engine::post(std::size_t p, int kind, const local_slice &buf,
                              const remote_region *r, std::uint64_t wr_id) noexcept {
-  bool sleeping;
+  bool wake_it = false;
   {
     std::lock_guard lock(m_);
     auto &q = peers_[p];
@@ -194,19 +194,59 @@ status_code tcp_engine::post(std::size_t p, int kind, const local_slice &buf,
       kind == k_recv ? q.rq.pop() : q.sq.pop();
       return {};
     }
-    sleeping = sleeping_;
-    sleeping_ = false;
+    // The fast path: the posting thread moves what it can without blocking
+    // (a request onto an idle socket; for a receive, the send that waited
+    // for it, and its ack), and wakes the thread only when it must now watch
+    // for something it does not (output that would block, input that the
+    // receive unblocked).
+    if (q.st == state::up)
+      kind == k_recv ? step(p, 0) : (void)pump_out(q, p);
+    wake_it = sleeping_ && (wanted(q) & ~q.polled) != 0;
+    if (wake_it)
+      sleeping_ = false;
   }
-  if (sleeping)
+  if (wake_it)
     wake();
   return {};
+}
+
+// Moves what every connected peer's socket takes or has, without blocking.
+void tcp_engine::drive() noexcept {
+  for (std::size_t p = 0; p < peers_.size(); p++)
+    if (peers_[p].st == state::up)
+      step(p, 0);
 }
 
 std::size_t tcp_engine::poll(std::span<tcp_completion> out,
                              std::chrono::microseconds wait) noexcept {
   std::unique_lock lock(m_);
-  if (done_.empty() && wait.count() > 0)
-    cv_.wait_for(lock, wait, [&] { return !done_.empty(); });
+  if (done_.empty() && wait.count() > 0) {
+    // A waiting application thread reads and writes the sockets itself
+    // rather than sleeping until the progress thread has done it: that
+    // saves two thread wake-ups per message. It sleeps in poll(2) on the
+    // sockets (the progress thread keeps them open meanwhile, see run()).
+    drive();
+    if (done_.empty()) {
+      std::array<pollfd, app_poll_max> fds;
+      std::size_t n = 0;
+      for (std::size_t p = 0; p < peers_.size() && p < app_poll_max; p++)
+        if (peers_[p].st == state::up)
+          if (short ev = wanted(peers_[p]))
+            fds[n++] = {peers_[p].fd, ev, 0};
+      if (n > 0) {
+        app_polling_++;
+        app_calls_++;
+        lock.unlock();
+        const auto ms = std::chrono::ceil<std::chrono::milliseconds>(wait).count();
+        (void)::poll(fds.data(), n, static_cast<int>(ms));
+        lock.lock();
+        app_polling_--;
+        drive();
+      } else {
+        cv_.wait_for(lock, wait, [&] { return !done_.empty(); });
+      }
+    }
+  }
   std::size_t n = 0;
   for (; n < out.size() && !done_.empty(); n++) {
     out[n] = done_.front();
@@ -267,18 +307,39 @@ void tcp_engine::fail(std::size_t p, const std::string &why, int head_status,
   q.out_busy = false;
 }
 
+// The events a connected peer's socket is to be watched for: input, unless
+// a send waits for a receive or answers wait to go out (the data would be
+// there at once and poll(2) would spin); output while some is queued.
+short tcp_engine::wanted(const peer &q) const noexcept {
+  const bool stalled =
+      (q.in_payload && q.in_dest == to_nothing) || q.answers.full() || q.close_after_output;
+  short ev = stalled ? 0 : POLLIN;
+  if (q.out_busy || !q.answers.empty() || q.sent < q.sq.size())
+    ev |= POLLOUT;
+  return ev;
+}
+
 void tcp_engine::run() noexcept {
   std::vector<pollfd> fds;
   std::vector<std::size_t> who; // fds[i] is peer who[i] (SIZE_MAX: not a peer)
   fds.reserve(peers_.size() + 18);
   who.reserve(peers_.size() + 18);
   std::unique_lock lock(m_);
+  std::uint64_t calls_seen = app_calls_;
   for (;;) {
     if (stop_)
       return;
-    // Work that needs no event: output queued by a post, input a receive unblocked.
+    // While an application thread keeps waiting on the engine (it moves the
+    // bytes itself, see poll()), the thread keeps its hands off the sockets,
+    // so that a message wakes one thread, not two; it takes them back once
+    // a millisecond passes with no such wait.
+    const bool hands_off = app_calls_ != calls_seen;
+    calls_seen = app_calls_;
+    // Work that needs no event: output queued by a post, input a receive
+    // unblocked (not for the peers a waiting application thread drives).
     for (std::size_t p = 0; p < peers_.size(); p++)
-      step(p, 0);
+      if (!hands_off || peers_[p].st != state::up || p >= app_poll_max)
+        step(p, 0);
     fds.clear();
     who.clear();
     fds.push_back({wake_fd_, POLLIN, 0});
@@ -286,7 +347,7 @@ void tcp_engine::run() noexcept {
     bool waiting = false;
     for (std::size_t p = 0; p < peers_.size(); p++) {
       auto &q = peers_[p];
-      if (q.st == state::dead && q.fd >= 0) {
+      if (q.st == state::dead && q.fd >= 0 && app_polling_ == 0) { // no poll(2) has it
         ::close(q.fd);
         q.fd = -1;
       }
@@ -296,15 +357,16 @@ void tcp_engine::run() noexcept {
       short ev = 0;
       if (q.st == state::connecting || q.st == state::hello)
         ev = POLLOUT;
-      else if (q.st == state::up) {
-        // Not while a send waits for a receive, or answers wait to go out:
-        // the data would be there at once and poll would spin.
-        const bool stalled =
-            (q.in_payload && q.in_dest == to_nothing) || q.answers.full() || q.close_after_output;
-        ev = stalled ? 0 : POLLIN;
-        if (q.out_busy || !q.answers.empty() || q.sent < q.sq.size())
-          ev |= POLLOUT;
-      }
+      else if (q.st == state::up)
+        ev = wanted(q);
+      q.polled = ev;
+      // Left to a waiting application thread (poll() watches the first
+      // app_poll_max peers); a post need not wake the thread for them.
+      const bool theirs = hands_off && q.st == state::up && p < app_poll_max;
+      if (theirs)
+        q.polled = POLLIN | POLLOUT;
+      if (theirs || (ev == 0 && q.hung_up)) // a hang-up: poll(2) would report it again and again
+        continue;
       fds.push_back({q.fd, ev, 0});
       who.push_back(p);
     }
@@ -318,7 +380,7 @@ void tcp_engine::run() noexcept {
     }
     sleeping_ = true;
     lock.unlock();
-    int n = ::poll(fds.data(), fds.size(), -1);
+    int n = ::poll(fds.data(), fds.size(), hands_off ? 1 : -1);
     lock.lock();
     sleeping_ = false;
     if (n < 0)
@@ -396,6 +458,8 @@ void tcp_engine::read_hellos() noexcept {
 
 void tcp_engine::step(std::size_t p, short revents) noexcept {
   auto &q = peers_[p];
+  if (revents & (POLLHUP | POLLERR))
+    q.hung_up = true;
   if (q.st == state::connecting && revents) {
     int err = 0;
     socklen_t len = sizeof err;

@@ -10,9 +10,13 @@
 // the destructor, does it for every peer with non-blocking sockets and one
 // poll(2).
 //
-// Posting (the application's thread) only queues the request in the peer's
-// ring (capacity: the channel's depths; full: ENOMEM, as a full RC queue)
-// and wakes the thread when it sleeps. The thread moves payloads with
+// Posting (the application's thread) queues the request in the peer's ring
+// (capacity: the channel's depths; full: ENOMEM, as a full RC queue) and,
+// when the connection is up, writes what the socket takes at once itself;
+// a waiting poll() reads and answers the sockets itself, sleeping in poll(2)
+// on them. The thread is woken only for what it must newly watch, and keeps
+// off the sockets while an application thread keeps waiting (it takes them
+// back after 1 ms without one). Whoever holds the mutex moves payloads with
 // sendmsg/recv straight between the sockets and the registered buffers, each
 // call inside region_table::use(), so every byte lands inside a region that
 // grants the right, and the region cannot end during the copy. Requests are
@@ -24,8 +28,8 @@
 // failed: its socket is shut, the oldest request completes with
 // IBV_WC_RETRY_EXC_ERR (12) and every other one with IBV_WC_WR_FLUSH_ERR (5),
 // as a failed RC queue pair's; flush() (this side's timeout) flushes all.
-// Other peers are not affected. All state is under one mutex; the thread
-// holds it except while it sleeps in poll(2), and every socket call is
+// Other peers are not affected. All state is under one mutex; no thread
+// holds it while it sleeps in poll(2), and every socket call is
 // non-blocking, so a post never waits for the network.
 #ifndef RDMADL_SRC_TCP_ENGINE_HPP
 #define RDMADL_SRC_TCP_ENGINE_HPP
@@ -160,7 +164,9 @@ private:
     int in_dest = 0;   // where the payload goes (see tcp_engine.cpp)
     int in_status = 0; // the outcome once the payload is in
     bool close_after_output = false;
-    std::string why; // why it failed
+    bool hung_up = false; // poll saw POLLHUP/POLLERR (see wanted())
+    short polled = 0;     // the events the progress thread sleeps on
+    std::string why;      // why it failed
   };
   struct pending_accept {
     int fd = -1;
@@ -168,10 +174,14 @@ private:
     std::size_t off = 0;
   };
 
+  // How many peers (the first ones) a waiting poll() watches itself.
+  static constexpr std::size_t app_poll_max = 64;
   tcp_engine() = default;
   void run() noexcept;
   void wake() noexcept;
   void step(std::size_t p, short revents) noexcept;
+  short wanted(const peer &q) const noexcept;
+  void drive() noexcept;
   void accept_new() noexcept;
   void read_hellos() noexcept;
   bool pump_out(peer &q, std::size_t p) noexcept;
@@ -192,6 +202,8 @@ private:
   std::array<std::uint8_t, 16> addr_{};
   std::uint16_t port_ = 0;
   bool sleeping_ = false, stop_ = false;
+  int app_polling_ = 0;            // application threads inside poll(2) on the sockets
+  std::uint64_t app_calls_ = 0;    // how many times one went in (see run())
   std::vector<std::byte> scratch_; // where a refused payload is read to be dropped
   std::thread thread_;
 };

@@ -5,7 +5,8 @@
 // ends. Prints, per size, the ping-pong round trip (median of ITERS) and the
 // one-way throughput (a window of 16 messages in flight), and the ratios:
 //   tcp-host: SIZE lat plain=US channel=US ratio=R bw plain=MB/s channel=MB/s ratio=R
-// Usage: rdmadl-bench-tcp-host [ITERS]
+// Usage: rdmadl-bench-tcp-host [ITERS [SIZE]] (SIZE: only that one of the three sizes,
+// e.g. to count a size's instructions under callgrind)
 #include <algorithm>
 #include <arpa/inet.h>
 #include <chrono>
@@ -164,7 +165,10 @@ std::pair<double, double> over_channel(std::size_t size, int iters) {
 
 int main(int argc, char **argv) {
   const int iters = argc > 1 ? std::atoi(argv[1]) : 2000;
+  const std::size_t only = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 0;
   for (std::size_t size : {std::size_t{64}, std::size_t{64} << 10, std::size_t{1} << 20}) {
+    if (only && size != only)
+      continue;
     const int n = size >= (std::size_t{1} << 20) ? std::max(iters / 10, 20) : iters;
     auto p = plain(size, n);
     auto c = over_channel(size, n);
