@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <arpa/inet.h>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <ifaddrs.h>
 #include <net/if.h>
@@ -36,9 +37,15 @@ status_code errno_code() noexcept {
   return status_code::from_errno(errno);
 }
 
-void no_delay(int fd) noexcept {
+// TCP_NODELAY, and keepalive probes every secs once idle, count of them
+// unanswered failing the connection (ETIMEDOUT).
+void tune(int fd, int secs, int count) noexcept {
   int one = 1;
   (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  (void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &secs, sizeof secs);
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &secs, sizeof secs);
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
 }
 
 // The host's first non-loopback IPv4 address that is up, else 127.0.0.1.
@@ -135,6 +142,12 @@ tcp_engine::~tcp_engine() {
     ::close(wake_fd_);
 }
 
+void tcp_engine::keep_alive(std::uint8_t ack_timeout, std::uint8_t retry_count) noexcept {
+  const double secs = 4.096e-6 * std::ldexp(1.0, std::min<int>(ack_timeout, 31));
+  probe_secs_ = static_cast<int>(std::clamp(std::ceil(secs), 1.0, 32767.0));
+  probes_ = std::min(retry_count + 1, 127);
+}
+
 void tcp_engine::advertise(channel_endpoint &e) const noexcept {
   e.caps |= channel_endpoint::can_tcp;
   e.family = static_cast<std::uint8_t>(family_);
@@ -160,7 +173,7 @@ status_code tcp_engine::start(std::vector<peer_setup> setups) {
       fail(p, "cannot make a socket: " + std::string(std::strerror(errno)), wc_retry_exc_err);
       continue;
     }
-    no_delay(q.fd);
+    tune(q.fd, probe_secs_, probes_);
     q.hello = encode(tcp_hello{q.setup.theirs, q.setup.mine});
     if (::connect(q.fd, reinterpret_cast<sockaddr *>(&q.setup.addr), q.setup.addr_len) == 0)
       q.st = state::hello;
@@ -354,7 +367,7 @@ void tcp_engine::accept_new() noexcept {
       ::close(fd);
       continue;
     }
-    no_delay(fd);
+    tune(fd, probe_secs_, probes_);
     accepting_.push_back({fd, {}, 0});
   }
 }
