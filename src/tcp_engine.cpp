@@ -280,6 +280,30 @@ void tcp_engine::fail(std::size_t p, const std::string &why, int head_status,
   q.out_busy = false;
 }
 
+// A peer that has left bytes unacknowledged (by TCP) for the probes' whole
+// span is failed as keepalive fails an idle one: its host is gone, and TCP
+// itself would retransmit for many minutes. A peer whose receive window is
+// closed (a send waiting for its receive) still acknowledges the window
+// probes, so it is not failed.
+void tcp_engine::check_acks() noexcept {
+  const unsigned limit_ms = // one interval more than keepalive needs: its ACKs count
+      static_cast<unsigned>(probe_secs_) * static_cast<unsigned>(probes_ + 1) * 1000;
+  for (std::size_t p = 0; p < peers_.size(); p++) {
+    auto &q = peers_[p];
+    if (q.st != state::up || !(q.sent > 0 || q.out_busy))
+      continue;
+    tcp_info ti{};
+    socklen_t len = sizeof ti;
+    if (getsockopt(q.fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0)
+      continue;
+    if (ti.tcpi_unacked > 0 && ti.tcpi_last_ack_recv > limit_ms)
+      fail(p,
+           "it stopped acknowledging (nothing for " + std::to_string(ti.tcpi_last_ack_recv / 1000) +
+               " s)",
+           wc_retry_exc_err);
+  }
+}
+
 void tcp_engine::run() noexcept {
   std::vector<pollfd> fds;
   std::vector<std::size_t> who; // fds[i] is peer who[i] (SIZE_MAX: not a peer)
@@ -329,11 +353,18 @@ void tcp_engine::run() noexcept {
         who.push_back(SIZE_MAX - 2);
       }
     }
+    // With bytes on the wire, wake up once per probe interval to see whether
+    // the peer still acknowledges them (keepalive only covers idle ones).
+    bool unacked = false;
+    for (auto &q : peers_)
+      unacked = unacked || (q.st == state::up && (q.sent > 0 || q.out_busy));
     sleeping_ = true;
     lock.unlock();
-    int n = ::poll(fds.data(), fds.size(), -1);
+    int n = ::poll(fds.data(), fds.size(), unacked ? probe_secs_ * 1000 : -1);
     lock.lock();
     sleeping_ = false;
+    if (unacked)
+      check_acks();
     if (n < 0)
       continue; // EINTR
     if (fds[0].revents) {

@@ -106,7 +106,8 @@ public:
   // queue pair notices it: after retry_count + 1 unanswered TCP keepalive
   // probes, one per 4.096 us * 2^ack_timeout (at least 1 s, the socket
   // option's unit) once the connection is idle. Its requests then fail as
-  // for a reset (IBV_WC_RETRY_EXC_ERR first). Call before start().
+  // for a reset (IBV_WC_RETRY_EXC_ERR first). The same span without a TCP
+  // acknowledgement of bytes in flight fails it too. Call before start().
   void keep_alive(std::uint8_t ack_timeout, std::uint8_t retry_count) noexcept;
   // Takes the peers and starts the progress thread (connections are made
   // there: the side with the smaller token connects). Errors: the errno of
@@ -176,6 +177,7 @@ private:
 
   tcp_engine() = default;
   void run() noexcept;
+  void check_acks() noexcept; // fails a peer that stopped acknowledging (keep_alive())
   void wake() noexcept;
   void step(std::size_t p, short revents) noexcept;
   void accept_new() noexcept;
