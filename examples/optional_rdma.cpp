@@ -1,27 +1,20 @@
 // SPDX-License-Identifier: MIT
-// Optional RDMA in a product: one binary moves a buffer between two nodes over
-// RDMA (rdma_cm, send/receive) when both ends can, and over TCP when either
-// cannot; it says which transport it used and why, and both ends check an
-// FNV-1a checksum of the data.
+// Optional RDMA in a product: one binary, one data path. A transport-neutral
+// channel (channel_transport::automatic) moves a buffer between two nodes
+// over RDMA when both ends can and over TCP when either cannot; it says which
+// transport it used and why, and both ends check an FNV-1a checksum of the
+// data.
 //
 //   rdmadl-example-optional-rdma --listen PORT                        receives
 //   rdmadl-example-optional-rdma --connect HOST PORT [--size BYTES]   sends
 //
-// The ends talk over TCP port PORT first (what each can do, then the
-// checksum); the RDMA connection uses PORT + 1. Exit status: 0 moved and
-// verified, 1 failed, 2 bad usage, 3 the peer was lost mid-transfer and the
-// transport said so (an error completion or a DISCONNECTED event; a "peer
-// lost: " line says which), 4 the peer was only presumed lost after 20 s
-// without a completion (a "peer silent: " line).
-#include <arpa/inet.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <unistd.h>
-
+// Out of band (rdmadl::oob on TCP port PORT) the ends trade their channel
+// endpoint, the byte count and what each can do, then, after the transfer,
+// their checksums. Exit status: 0 moved and verified, 1 failed, 2 bad usage,
+// 3 the peer was lost mid-transfer and the transport said so (an error
+// completion; a "peer lost: " line says which), 4 the peer was only presumed
+// lost after 20 s without a completion (a "peer silent: " line).
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -38,25 +31,12 @@ using namespace std::chrono_literals;
 namespace {
 
 constexpr std::size_t chunk = 64 * 1024;
-
-// What each end tells the other first.
-struct hello {
-  std::uint8_t can_rdma;
-  std::uint64_t size; // the sender's byte count (receiver: 0)
-  char why[247];      // NUL-terminated
-};
+constexpr std::uint16_t max_why = 1024;
 
 struct lost { // thrown when the peer goes away mid-transfer
   std::string what;
   bool silence = false; // presumed, not seen: no completion for 20 s
 };
-
-// A peer that stops answering turns a request in flight into an error
-// completion after (retry_count + 1) transmissions of 4.096 us * 2^ack_timeout
-// each: ~5 s here, well inside the 20 s of silence after which it is only
-// presumed lost, and long enough for a live peer in a slow VM.
-constexpr std::uint8_t ack_timeout = 18; // 1.07 s per transmission
-constexpr std::uint8_t retry_count = 4;
 
 std::uint64_t fnv1a(std::uint64_t h, const std::byte *p, std::size_t n) {
   for (std::size_t i = 0; i < n; i++)
@@ -70,123 +50,149 @@ void fill(std::byte *p, std::size_t n, std::uint64_t off) {
     p[i] = std::byte(((off + i) * 2654435761u) >> 11);
 }
 
-void io(int fd, void *buf, std::size_t n, bool out) {
-  auto *p = static_cast<char *>(buf);
-  while (n > 0) {
-    ssize_t r = out ? send(fd, p, n, MSG_NOSIGNAL) : recv(fd, p, n, 0);
-    if (r <= 0)
-      throw lost{std::string("TCP ") + (out ? "send: " : "receive: ") +
-                 (r == 0 ? "connection closed" : std::strerror(errno))};
-    p += r;
-    n -= static_cast<std::size_t>(r);
-  }
+void put64(std::vector<std::byte> &v, std::uint64_t x) {
+  for (int i = 0; i < 8; i++)
+    v.push_back(std::byte(x >> (8 * i)));
+}
+std::uint64_t get64(const std::byte *p) {
+  std::uint64_t x = 0;
+  for (int i = 0; i < 8; i++)
+    x |= std::uint64_t(std::to_integer<std::uint8_t>(p[i])) << (8 * i);
+  return x;
 }
 
-int tcp_listen_accept(std::uint16_t port) {
-  int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (l < 0 || bind(l, reinterpret_cast<sockaddr *>(&a), sizeof a) || listen(l, 1))
-    return -1;
-  int fd = accept(l, nullptr, nullptr);
-  close(l);
-  return fd;
+// What each end tells the other first: its channel endpoint, the byte count
+// (receiver: 0), the 8 bytes of its memory the peer may read (see waiter)
+// and, as text, what it can do.
+struct hello {
+  channel_endpoint ep;
+  std::uint64_t size = 0;
+  remote_region probe;
+  std::string can;
+};
+std::vector<std::byte> encode(const hello &h) {
+  auto ep = h.ep.serialize();
+  auto pr = h.probe.serialize();
+  std::vector<std::byte> v(ep.begin(), ep.end());
+  put64(v, h.size);
+  v.insert(v.end(), pr.begin(), pr.end());
+  auto n = std::min<std::size_t>(h.can.size(), max_why);
+  v.insert(v.end(), reinterpret_cast<const std::byte *>(h.can.data()),
+           reinterpret_cast<const std::byte *>(h.can.data()) + n);
+  return v;
+}
+result<hello> decode(std::span<const std::byte> b) {
+  constexpr std::size_t fixed =
+      channel_endpoint::serialized_size + 8 + remote_region::serialized_size;
+  if (b.size() < fixed || b.size() > fixed + max_why)
+    return errc::bad_size;
+  hello h;
+  auto ep = channel_endpoint::parse(b.first(channel_endpoint::serialized_size));
+  if (!ep)
+    return ep.error();
+  h.ep = *ep;
+  h.size = get64(b.data() + channel_endpoint::serialized_size);
+  auto pr = remote_region::parse(
+      b.subspan(channel_endpoint::serialized_size + 8, remote_region::serialized_size));
+  if (!pr)
+    return pr.error();
+  h.probe = *pr;
+  h.can.assign(reinterpret_cast<const char *>(b.data() + fixed), b.size() - fixed);
+  return h;
 }
 
-// Connects to host:port, retrying for a minute (the receiver may start later).
-int tcp_connect(const char *host, std::uint16_t port) {
-  addrinfo hints{}, *ai = nullptr;
-  hints.ai_family = AF_INET;
-  hints.ai_socktype = SOCK_STREAM;
-  if (getaddrinfo(host, std::to_string(port).c_str(), &hints, &ai) != 0)
-    return -1;
-  int fd = -1;
-  for (int i = 0; i < 300 && fd < 0; i++) {
-    fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
-      close(fd);
-      fd = -1;
-      usleep(200000);
-    }
-  }
-  freeaddrinfo(ai);
-  return fd;
-}
-
-// Sends (size > 0) or receives the stream over an rdma_cm connection; returns
-// the checksum. Each 64 KiB chunk is answered by a small acknowledgement, so
-// a receive is always posted before the next chunk comes. peer_probe is 8
-// bytes of the peer's memory that this end may read.
-std::uint64_t move_rdma(connection &c, bool sender, std::uint64_t size,
-                        const remote_region &peer_probe) {
-  enum : std::uint64_t { recv_id = 1, send_id = 2, probe_id = 3 };
-  std::vector<std::byte> data(chunk), ack(8), probe(8);
-  auto md = c.pd().register_memory(data).value();
-  auto ma = c.pd().register_memory(ack).value();
-  auto mp = c.pd().register_memory(probe).value();
-  completion wc[1];
-  unsigned got[4] = {}; // completions taken but not yet waited for, by id
-  bool probing = false;
-  auto last = std::chrono::steady_clock::now();
-  // Takes completions until one with wr_id id comes. A lost peer must show as an
-  // error completion, yet while we only wait for the peer's message nothing
-  // of ours is in flight: so after each second without one, we read 8 bytes
-  // of the peer's memory (one read at a time). A live peer's NIC answers
-  // without its program; a dead peer leaves the read unanswered until the
-  // transport gives up. A DISCONNECTED event (the peer's program closed)
-  // counts too. 20 s without a completion other than a probe's is only the
-  // fallback (reported as silence, exit status 4).
-  auto wait_for = [&](std::uint64_t id, const char *what) {
-    while (got[id] == 0) {
-      auto n = c.cq()->poll_wait(wc, 1s);
-      auto now = std::chrono::steady_clock::now();
-      if (n && *n == 1) {
-        if (!wc[0].ok())
-          throw lost{std::string("error completion: ") + wc[0].error().message() + " (status " +
-                     std::to_string(wc[0].status) + ", " +
-                     (wc[0].wr_id == probe_id  ? "probe read"
-                      : wc[0].wr_id == send_id ? "send"
-                                               : "receive") +
-                     ") while waiting for the " + what};
-        if (wc[0].wr_id == probe_id) {
-          probing = false;
-          continue;
+// Waits in scope s for h. A lost peer must show as an error completion, yet
+// while we only wait for the peer's message nothing of ours may be in
+// flight: so after each second without a completion we read the peer's 8
+// probe bytes (one read at a time). A live peer answers without its program
+// (the NIC, or the TCP channel's progress thread); a dead one leaves the
+// read unanswered until the transport gives up. 20 s without a completion
+// other than a probe's is only the fallback (reported as silence).
+class waiter {
+public:
+  waiter(const local_slice &probe, const remote_region &theirs) : buf_(probe), theirs_(theirs) {}
+  void wait(polling_scope &s, work_handle h, const char *what) {
+    auto last = std::chrono::steady_clock::now();
+    for (;;) {
+      if (probing_) {
+        auto p = s.wait(probe_, 0ms);
+        if (p) {
+          probing_ = false;
+          if (!p->ok())
+            fail(*p, "probe read", what);
         }
-        got[wc[0].wr_id]++;
-        last = now;
-        continue;
       }
-      if (c.wait_disconnect(0ms))
-        throw lost{std::string("DISCONNECTED event while waiting for the ") + what};
-      if (now - last > 20s)
+      auto r = s.wait(h, 1s);
+      if (r) {
+        if (!r->ok())
+          fail(*r, what, what);
+        return;
+      }
+      if (std::chrono::steady_clock::now() - last > 20s)
         throw lost{std::string("no completion within 20 s (") + what + ")", true};
-      if (!probing && !c.qp()->post_read(*mp.all(), peer_probe, probe_id))
-        throw lost{"post_read failed"};
-      probing = true;
+      if (!probing_) {
+        auto p = s.post_read(0, buf_, theirs_);
+        if (!p)
+          throw lost{"post_read: " + p.error().message()};
+        probe_ = *p;
+        probing_ = true;
+      }
     }
-    got[id]--;
+  }
+  // A new scope: a probe of the last one is done with it.
+  void new_scope() noexcept { probing_ = false; }
+
+private:
+  [[noreturn]] static void fail(const work_result &r, const char *which, const char *what) {
+    throw lost{"error completion: " + r.error().message() + " (status " + std::to_string(r.status) +
+               ", " + which + ") while waiting for the " + what};
+  }
+  local_slice buf_;
+  remote_region theirs_;
+  work_handle probe_;
+  bool probing_ = false;
+};
+
+// Sends (sender) or receives size bytes; returns the checksum. Each 64 KiB
+// chunk is answered by an 8-byte acknowledgement, posted with the receive
+// of the next chunk, so a receive is always posted before its chunk comes.
+std::uint64_t move(channel &ch, bool sender, std::uint64_t size, const remote_region &peer_probe) {
+  std::vector<std::byte> data(chunk), ack(8), probe(8);
+  auto md = ch.pd().register_memory(data).value();
+  auto ma = ch.pd().register_memory(ack).value();
+  auto mp = ch.pd().register_memory(probe).value();
+  waiter w(*mp.all(), peer_probe);
+  auto posted = [](const result<work_handle> &h) {
+    if (!h)
+      throw lost{"post: " + h.error().message()};
+    return *h;
   };
   std::uint64_t h = 0xcbf29ce484222325ull, done = 0, shown = 0;
-  if (!sender && !c.qp()->post_recv(*md.all(), recv_id))
-    throw lost{"post_recv failed"};
+  auto first = std::min<std::uint64_t>(chunk, size);
+  if (!sender) { // the first chunk
+    auto s = ch.scope();
+    w.new_scope();
+    w.wait(s, posted(s.post_recv(0, *md.slice(0, first))), "chunk");
+  }
   while (done < size) {
     std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(chunk, size - done));
+    auto s = ch.scope();
+    w.new_scope();
     if (sender) {
       fill(data.data(), n, done);
       h = fnv1a(h, data.data(), n);
-      if (!c.qp()->post_recv(*ma.all(), recv_id) || !c.qp()->post_send(*md.slice(0, n), send_id))
-        throw lost{"post failed"};
-      wait_for(send_id, "chunk's completion");
-      wait_for(recv_id, "acknowledgement");
+      auto ha = posted(s.post_recv(0, *ma.all()));
+      w.wait(s, posted(s.post_send(0, *md.slice(0, n))), "chunk's completion");
+      w.wait(s, ha, "acknowledgement");
     } else {
-      wait_for(recv_id, "chunk");
       h = fnv1a(h, data.data(), n);
-      if ((done + n < size && !c.qp()->post_recv(*md.all(), recv_id)) ||
-          !c.qp()->post_send(*ma.all(), send_id))
-        throw lost{"post failed"};
-      wait_for(send_id, "acknowledgement's completion");
+      auto next = std::min<std::uint64_t>(chunk, size - done - n);
+      work_handle hr{};
+      if (next > 0)
+        hr = posted(s.post_recv(0, *md.slice(0, next)));
+      w.wait(s, posted(s.post_send(0, *ma.all())), "acknowledgement's completion");
+      if (next > 0)
+        w.wait(s, hr, "chunk");
     }
     done += n;
     if (done - shown >= (4u << 20)) {
@@ -194,35 +200,6 @@ std::uint64_t move_rdma(connection &c, bool sender, std::uint64_t size,
       std::fflush(stdout);
       shown = done;
     }
-  }
-  while (probing) // the last probe's completion, before its buffer goes
-    if (auto n = c.cq()->poll_wait(wc, 10s); !n || wc[0].wr_id == probe_id)
-      probing = false;
-  return h;
-}
-
-// Each end gives the other 8 bytes of its memory to read (the probe above).
-remote_region trade_probe(int fd, const memory_region &mine) {
-  auto blob = mine.remote().value().serialize();
-  decltype(blob) theirs{};
-  io(fd, blob.data(), blob.size(), true);
-  io(fd, theirs.data(), theirs.size(), false);
-  auto r = remote_region::parse(theirs);
-  if (!r)
-    throw lost{"the peer's probe region: " + r.error().message()};
-  return *r;
-}
-
-std::uint64_t move_tcp(int fd, bool sender, std::uint64_t size) {
-  std::vector<std::byte> data(chunk);
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  for (std::uint64_t done = 0; done < size;) {
-    std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(chunk, size - done));
-    if (sender)
-      fill(data.data(), n, done);
-    io(fd, data.data(), n, sender);
-    h = fnv1a(h, data.data(), n);
-    done += n;
   }
   return h;
 }
@@ -239,7 +216,7 @@ int main(int argc, char **argv) {
   bool sender = argc >= 4 && std::strcmp(argv[1], "--connect") == 0;
   if (!sender && !(argc == 3 && std::strcmp(argv[1], "--listen") == 0))
     return usage();
-  const char *host = sender ? argv[2] : nullptr;
+  const char *host = sender ? argv[2] : "";
   long port = std::strtol(argv[sender ? 3 : 2], nullptr, 10);
   std::uint64_t size = 16u << 20;
   char *end = nullptr;
@@ -247,101 +224,80 @@ int main(int argc, char **argv) {
     size = std::strtoull(argv[5], &end, 10);
   if ((sender && argc != 4 && !end) || (end && *end))
     return usage();
-  if (port < 1 || port > 65534 || size == 0)
+  if (port < 1 || port > 65535 || size == 0)
     return usage();
+  const auto oob_port = static_cast<std::uint16_t>(port);
 
-  // What this end can do: an RDMA device that opens. When RDMA cannot work
-  // here, diagnose() gives the one sentence saying why (and what to do).
-  hello mine{}, theirs{};
-  auto ctx = context::open();
-  mine.can_rdma = ctx ? 1 : 0;
-  mine.size = sender ? size : 0;
-  std::snprintf(mine.why, sizeof mine.why, "%s",
-                ctx ? (std::string("device ") + std::string(ctx->device_name())).c_str()
-                    : std::string(diagnose().sentence).c_str());
-
-  int fd = sender ? tcp_connect(host, static_cast<std::uint16_t>(port))
-                  : tcp_listen_accept(static_cast<std::uint16_t>(port));
-  if (fd < 0) {
-    std::fprintf(stderr, "TCP %s port %ld: %s\n", sender ? "connect to" : "listen on", port,
-                 std::strerror(errno));
+  // RDMA when both ends can, else TCP. A peer that stops answering fails a
+  // request in flight after (retry_count + 1) transmissions of 4.096 us *
+  // 2^ack_timeout each (over TCP: as many keepalive probes, 1 s apart):
+  // ~5 s here, well inside the 20 s of silence after which it is only
+  // presumed lost, and long enough for a live peer in a slow VM.
+  channel_options opts;
+  opts.transport = channel_transport::automatic;
+  opts.connect.transport.ack_timeout = 18; // 1.07 s per transmission
+  opts.connect.transport.retry_count = 4;
+  auto ch = channel::create(opts);
+  if (!ch) {
+    std::fprintf(stderr, "channel: %s\n", ch.error().message().c_str());
     return 1;
   }
-  timeval tmo{30, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof tmo);
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tmo, sizeof tmo);
+  std::vector<std::byte> target(8); // what the peer's probes read
+  auto mt = ch->pd().register_memory(target, access::remote_read);
+  auto ep = ch->local_channel_endpoint();
+  if (!mt || !ep) {
+    std::fprintf(stderr, "set-up: %s\n", (mt ? ep.error() : mt.error()).message().c_str());
+    return 1;
+  }
+  hello mine{*ep, sender ? size : 0, mt->remote().value(), {}};
+  // What this end can do; when RDMA cannot work here, diagnose() gives the
+  // one sentence saying why (and what to do).
+  mine.can = ep->caps & channel_endpoint::can_rdma ? std::string("RDMA")
+                                                   : "no RDMA: " + std::string(diagnose().sentence);
+  auto got = oob::exchange(host, oob_port, !sender, encode(mine), 120s);
+  auto theirs = got ? decode(*got) : result<hello>(got.error());
+  if (!theirs) {
+    std::fprintf(stderr, "out-of-band exchange (port %ld): %s %s\n", port,
+                 theirs.error().message().c_str(), std::string(last_error_detail()).c_str());
+    return 1;
+  }
+  if (!sender)
+    size = theirs->size;
+  if (auto c = ch->connect(theirs->ep); !c) {
+    std::fprintf(stderr, "connect: %s %s\n", c.error().message().c_str(),
+                 std::string(last_error_detail()).c_str());
+    return 1;
+  }
+  const std::string over(name(ch->transport()));
+  std::printf("transport: %s (this end: %s; peer: %s)\n%s\n", over.c_str(), mine.can.c_str(),
+              theirs->can.c_str(), ch->describe().c_str());
+  std::fflush(stdout);
+
+  std::uint64_t h = 0;
+  auto t0 = std::chrono::steady_clock::now();
   try {
-    io(fd, &mine, sizeof mine, true);
-    io(fd, &theirs, sizeof theirs, false);
-    theirs.why[sizeof theirs.why - 1] = '\0';
-    if (!sender)
-      size = theirs.size;
-    bool rdma = mine.can_rdma && theirs.can_rdma;
-    std::printf("transport: %s (this end: %s: %s; peer: %s: %s)\n", rdma ? "rdma" : "tcp",
-                mine.can_rdma ? "RDMA" : "no RDMA", mine.why, theirs.can_rdma ? "RDMA" : "no RDMA",
-                theirs.why);
-    std::fflush(stdout);
-
-    auto t0 = std::chrono::steady_clock::now();
-    std::uint64_t h = 0;
-    cm_options opts;
-    opts.transport.ack_timeout = ack_timeout;
-    opts.transport.retry_count = retry_count;
-    std::vector<std::byte> target(8); // what the peer's probes read
-    if (!rdma) {
-      h = move_tcp(fd, sender, size);
-    } else if (sender) {
-      char ready = 0; // the receiver listens on PORT + 1
-      io(fd, &ready, 1, false);
-      auto conn = connect(host, static_cast<std::uint16_t>(port + 1), opts);
-      if (!conn) {
-        std::fprintf(stderr, "rdma_cm connect: %s\n", conn.error().message().c_str());
-        return 1;
-      }
-      auto mt = conn->pd().register_memory(target, access::remote_read).value();
-      h = move_rdma(*conn, true, size, trade_probe(fd, mt));
-      if (!conn->disconnect(10s))
-        throw lost{"no DISCONNECTED event"};
-    } else {
-      sockaddr_in me{};
-      socklen_t len = sizeof me;
-      char ip[INET_ADDRSTRLEN] = "";
-      getsockname(fd, reinterpret_cast<sockaddr *>(&me), &len);
-      inet_ntop(AF_INET, &me.sin_addr, ip, sizeof ip);
-      auto lst = listener::bind(ip, static_cast<std::uint16_t>(port + 1));
-      if (!lst) {
-        std::fprintf(stderr, "listen on %s: %s\n", ip, lst.error().message().c_str());
-        return 1;
-      }
-      char ready = 1;
-      io(fd, &ready, 1, true);
-      auto req = lst->get_request(30s);
-      auto conn = req ? req->accept(opts) : result<connection>(req.error());
-      if (!conn) {
-        std::fprintf(stderr, "rdma_cm accept: %s\n", conn.error().message().c_str());
-        return 1;
-      }
-      auto mt = conn->pd().register_memory(target, access::remote_read).value();
-      h = move_rdma(*conn, false, size, trade_probe(fd, mt));
-      if (!conn->wait_disconnect(10s))
-        throw lost{"no DISCONNECTED event"};
-    }
-    auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0);
-
-    // Both ends compare checksums; the receiver's verdict decides.
-    std::uint64_t peer_h = 0;
-    io(fd, &h, sizeof h, true);
-    io(fd, &peer_h, sizeof peer_h, false);
-    bool ok = h == peer_h;
-    std::printf("moved %llu bytes over %s in %.0f ms; checksum %016llx (peer %016llx): %s\n",
-                static_cast<unsigned long long>(size), rdma ? "rdma" : "tcp", ms.count(),
-                static_cast<unsigned long long>(h), static_cast<unsigned long long>(peer_h),
-                ok ? "ok" : "MISMATCH");
-    close(fd);
-    return ok ? 0 : 1;
+    h = move(*ch, sender, size, theirs->probe);
   } catch (const lost &e) {
     std::printf("%s: %s\n", e.silence ? "peer silent" : "peer lost", e.what.c_str());
-    close(fd);
     return e.silence ? 4 : 3;
   }
+  auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0);
+
+  // Both ends compare checksums out of band: by then both have every
+  // completion, so neither leaves while the other still needs its channel.
+  std::vector<std::byte> hb;
+  put64(hb, h);
+  auto peer = oob::exchange(host, oob_port, !sender, hb, 60s);
+  if (!peer || peer->size() != 8) {
+    std::fprintf(stderr, "checksum exchange: %s\n",
+                 peer ? "not 8 bytes" : peer.error().message().c_str());
+    return 1;
+  }
+  const std::uint64_t peer_h = get64(peer->data());
+  const bool ok = h == peer_h;
+  std::printf("moved %llu bytes over %s in %.0f ms; checksum %016llx (peer %016llx): %s\n",
+              static_cast<unsigned long long>(size), over.c_str(), ms.count(),
+              static_cast<unsigned long long>(h), static_cast<unsigned long long>(peer_h),
+              ok ? "ok" : "MISMATCH");
+  return ok ? 0 : 1;
 }

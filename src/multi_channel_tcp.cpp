@@ -97,6 +97,7 @@ result<multi_channel> multi_channel::create(const channel_options &opts) {
                                    detail::access::node(s.pd), opts.send_depth, opts.recv_depth);
     if (!e)
       return e.error();
+    (*e)->keep_alive(opts.connect.transport.ack_timeout, opts.connect.transport.retry_count);
     s.tcp = std::move(*e);
   }
   return mc;

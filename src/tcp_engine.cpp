@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <arpa/inet.h>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <ifaddrs.h>
 #include <net/if.h>
@@ -36,9 +37,15 @@ status_code errno_code() noexcept {
   return status_code::from_errno(errno);
 }
 
-void no_delay(int fd) noexcept {
+// TCP_NODELAY, and keepalive probes every secs once idle, count of them
+// unanswered failing the connection (ETIMEDOUT).
+void tune(int fd, int secs, int count) noexcept {
   int one = 1;
   (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  (void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &secs, sizeof secs);
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &secs, sizeof secs);
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
 }
 
 // The host's first non-loopback IPv4 address that is up, else 127.0.0.1.
@@ -135,6 +142,12 @@ tcp_engine::~tcp_engine() {
     ::close(wake_fd_);
 }
 
+void tcp_engine::keep_alive(std::uint8_t ack_timeout, std::uint8_t retry_count) noexcept {
+  const double secs = 4.096e-6 * std::ldexp(1.0, std::min<int>(ack_timeout, 31));
+  probe_secs_ = static_cast<int>(std::clamp(std::ceil(secs), 1.0, 32767.0));
+  probes_ = std::min(retry_count + 1, 127);
+}
+
 void tcp_engine::advertise(channel_endpoint &e) const noexcept {
   e.caps |= channel_endpoint::can_tcp;
   e.family = static_cast<std::uint8_t>(family_);
@@ -160,7 +173,7 @@ status_code tcp_engine::start(std::vector<peer_setup> setups) {
       fail(p, "cannot make a socket: " + std::string(std::strerror(errno)), wc_retry_exc_err);
       continue;
     }
-    no_delay(q.fd);
+    tune(q.fd, probe_secs_, probes_);
     q.hello = encode(tcp_hello{q.setup.theirs, q.setup.mine});
     if (::connect(q.fd, reinterpret_cast<sockaddr *>(&q.setup.addr), q.setup.addr_len) == 0)
       q.st = state::hello;
@@ -319,6 +332,30 @@ short tcp_engine::wanted(const peer &q) const noexcept {
   return ev;
 }
 
+// A peer that has left bytes unacknowledged (by TCP) for the probes' whole
+// span is failed as keepalive fails an idle one: its host is gone, and TCP
+// itself would retransmit for many minutes. A peer whose receive window is
+// closed (a send waiting for its receive) still acknowledges the window
+// probes, so it is not failed.
+void tcp_engine::check_acks() noexcept {
+  const unsigned limit_ms = // one interval more than keepalive needs: its ACKs count
+      static_cast<unsigned>(probe_secs_) * static_cast<unsigned>(probes_ + 1) * 1000;
+  for (std::size_t p = 0; p < peers_.size(); p++) {
+    auto &q = peers_[p];
+    if (q.st != state::up || !(q.sent > 0 || q.out_busy))
+      continue;
+    tcp_info ti{};
+    socklen_t len = sizeof ti;
+    if (getsockopt(q.fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0)
+      continue;
+    if (ti.tcpi_unacked > 0 && ti.tcpi_last_ack_recv > limit_ms)
+      fail(p,
+           "it stopped acknowledging (nothing for " + std::to_string(ti.tcpi_last_ack_recv / 1000) +
+               " s)",
+           wc_retry_exc_err);
+  }
+}
+
 void tcp_engine::run() noexcept {
   std::vector<pollfd> fds;
   std::vector<std::size_t> who; // fds[i] is peer who[i] (SIZE_MAX: not a peer)
@@ -326,6 +363,7 @@ void tcp_engine::run() noexcept {
   who.reserve(peers_.size() + 18);
   std::unique_lock lock(m_);
   std::uint64_t calls_seen = app_calls_;
+  std::chrono::steady_clock::time_point next_ack_check{};
   for (;;) {
     if (stop_)
       return;
@@ -378,11 +416,22 @@ void tcp_engine::run() noexcept {
         who.push_back(SIZE_MAX - 2);
       }
     }
+    // With bytes on the wire, wake up once per probe interval to see whether
+    // the peer still acknowledges them (keepalive only covers idle ones).
+    bool unacked = false;
+    for (auto &q : peers_)
+      unacked = unacked || (q.st == state::up && (q.sent > 0 || q.out_busy));
     sleeping_ = true;
     lock.unlock();
-    int n = ::poll(fds.data(), fds.size(), hands_off ? 1 : -1);
+    int n = ::poll(fds.data(), fds.size(), hands_off ? 1 : unacked ? probe_secs_ * 1000 : -1);
     lock.lock();
     sleeping_ = false;
+    // At most once per probe interval (a waiting application thread makes
+    // this loop turn every millisecond).
+    if (unacked && std::chrono::steady_clock::now() >= next_ack_check) {
+      check_acks();
+      next_ack_check = std::chrono::steady_clock::now() + std::chrono::seconds(probe_secs_);
+    }
     if (n < 0)
       continue; // EINTR
     if (fds[0].revents) {
@@ -416,7 +465,7 @@ void tcp_engine::accept_new() noexcept {
       ::close(fd);
       continue;
     }
-    no_delay(fd);
+    tune(fd, probe_secs_, probes_);
     accepting_.push_back({fd, {}, 0});
   }
 }

@@ -106,6 +106,13 @@ public:
 
   // The address and port peers are to connect to.
   void advertise(channel_endpoint &e) const noexcept;
+  // How a silent peer (its host gone, no FIN or RST) is noticed, as an RC
+  // queue pair notices it: after retry_count + 1 unanswered TCP keepalive
+  // probes, one per 4.096 us * 2^ack_timeout (at least 1 s, the socket
+  // option's unit) once the connection is idle. Its requests then fail as
+  // for a reset (IBV_WC_RETRY_EXC_ERR first). The same span without a TCP
+  // acknowledgement of bytes in flight fails it too. Call before start().
+  void keep_alive(std::uint8_t ack_timeout, std::uint8_t retry_count) noexcept;
   // Takes the peers and starts the progress thread (connections are made
   // there: the side with the smaller token connects). Errors: the errno of
   // the eventfd or the thread.
@@ -178,6 +185,7 @@ private:
   static constexpr std::size_t app_poll_max = 64;
   tcp_engine() = default;
   void run() noexcept;
+  void check_acks() noexcept; // fails a peer that stopped acknowledging (keep_alive())
   void wake() noexcept;
   void step(std::size_t p, short revents) noexcept;
   short wanted(const peer &q) const noexcept;
@@ -201,6 +209,7 @@ private:
   int family_ = 4;
   std::array<std::uint8_t, 16> addr_{};
   std::uint16_t port_ = 0;
+  int probe_secs_ = 1, probes_ = 8; // keep_alive()
   bool sleeping_ = false, stop_ = false;
   int app_polling_ = 0;            // application threads inside poll(2) on the sockets
   std::uint64_t app_calls_ = 0;    // how many times one went in (see run())

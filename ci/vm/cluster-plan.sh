@@ -4,8 +4,8 @@
 # shellcheck shell=bash
 
 # cluster_plan SUITE...: plan lines "ID KIND SERVER CLIENT PORT" for nodes
-# 0..N-1 running SUITE 0..N-1 ("none": no rdma-core). Kind mc names three
-# nodes: SERVER is "R0,R1,R2" (ranks 0 to 2; rank 2 is killed), CLIENT "-".
+# 0..N-1 running SUITE 0..N-1 ("none": no rdma-core). Kinds mc and mca name
+# three nodes: SERVER is "R0,R1,R2" (ranks 0 to 2; rank 2 is killed), CLIENT "-".
 # Every test has ports PORT to PORT+9 to itself.
 #  - every pair of RDMA nodes, in round-robin rounds (with 4 nodes two pairs
 #    run at once): Debian's ibv_rc_pingpong and rping, rc_ops and cm_pingpong
@@ -20,6 +20,10 @@
 #    optional_rdma from node 0 to every other node:
 #    RDMA to an RDMA node, TCP to a node without rdma-core, TCP to the first
 #    RDMA peer when that runs with RDMADL_DISABLE=1;
+#    then a multi_channel with channel_transport::automatic (kind mca, as
+#    mc) over node 0, the first RDMA peer and the first node without
+#    rdma-core, which is killed mid-scope: RDMA between the first two, TCP
+#    with the third;
 #    last, node 0 sends to the first RDMA peer, which the host then kills
 #    (the sender survives).
 cluster_plan() {
@@ -67,6 +71,16 @@ cluster_plan() {
       if [ -z "$first" ]; then first=$j; emit optional_disabled optional_disabled 0 "$j"; fi
     fi
   done
+  # A transport-neutral multi_channel: node 0, the first other RDMA node
+  # and the first node without rdma-core (killed mid-scope).
+  if [ -n "$first" ]; then
+    for ((j = 1; j < n; j++)); do
+      [ "${s[$j]}" = none ] || continue
+      echo "mca.n0-n$first-n$j mca 0,$first,$j - $port"
+      port=$((port + 10))
+      break
+    done
+  fi
   [ -z "$first" ] || emit peer_death peer_death "$first" 0
 }
 
@@ -102,7 +116,7 @@ impair_plan() {
 cluster_sides() {
   local i=0 r
   case $1 in
-    mc) for r in ${2//,/ }; do echo "$r rank$i"; i=$((i + 1)); done ;;
+    mc | mca) for r in ${2//,/ }; do echo "$r rank$i"; i=$((i + 1)); done ;;
     *) echo "$2 server"; echo "$3 client" ;;
   esac
 }
@@ -113,7 +127,7 @@ cluster_killed() {
   case $1 in
     peer_death) echo "$2" ;;
     peer_death_rx) echo "$3" ;;
-    mc) echo "${2##*,}" ;;
+    mc | mca) echo "${2##*,}" ;;
   esac
 }
 
@@ -149,6 +163,12 @@ cluster_owed() {
       "mc_cluster.exit" ;;&
     mc.rank0) echo "mc.kill.live_first" ;;
     mc.*) ;;
+    mca.rank[012]) echo "mc.create mc.register mc.channel_endpoints mc.oob_exchange mc.handshake" \
+      "mc.transport mc.gather_recv mc.multicast mc.scatter_write mc.write.target mc.gather_read" ;;&
+    mca.rank[01]) echo "mc.kill.post mc.kill.no_hang mc.kill.peer_errors mc.kill.live_peer" \
+      "mc_cluster.exit" ;;&
+    mca.rank0) echo "mc.kill.live_first" ;;
+    mca.*) ;;
     *) echo "unknown-kind-$1" ;;
   esac
 }

@@ -9,7 +9,7 @@
 // failed result for every request to it, with its peer index, and still
 // complete their requests to each other.
 //
-//   cxx_mc_cluster --rank R --nodes IP0,IP1,IP2 --port P --kill NODE --id ID
+//   cxx_mc_cluster --rank R --nodes IP0,IP1,IP2 --port P --kill NODE --id ID [--caps C0,C1,C2]
 //
 // oob ports: P+1+a+b for ranks a < b (a listens). NODE is rank 2's cluster
 // node number (for "RDMADL-HOST-KILL NODE"); NODE -1 skips the kill: the
@@ -17,6 +17,13 @@
 // share a node, as in the impaired cluster of ci/vm/README.md). Each check is printed at once as
 // "RDMADL-CHECK ID:mc.NAME PASS|FAIL" (rank 2 dies before it could print
 // later). Exit status: 0 every check passed, 1 one failed, 2 bad usage.
+//
+// With --caps C0,C1,C2 (each "rdma" or "none": whether that rank's node has
+// rdma-core) the channel is transport-neutral (channel_transport::automatic,
+// no context opened here): the ranks trade channel_endpoint blobs and
+// connect(), check mc.transport (transport_of each peer is rdma exactly
+// when both nodes have rdma-core, else tcp) and run the same phases and
+// kill, over RDMA, TCP or both. Check mc.open is then not printed.
 // RDMADL_VM_BREAK=mc.NAME breaks the byte check NAME (see same()).
 #include <unistd.h>
 
@@ -79,7 +86,7 @@ std::string describe(const std::vector<work_result> &rs) {
 
 int usage() {
   std::fprintf(stderr, "usage: cxx_mc_cluster --rank 0|1|2 --nodes IP0,IP1,IP2 --port P "
-                       "--kill NODE --id ID\n");
+                       "--kill NODE --id ID [--caps rdma|none,rdma|none,rdma|none]\n");
   return 2;
 }
 
@@ -87,7 +94,11 @@ int usage() {
 
 int main(int argc, char **argv) {
   long rank = -1, port = 0, kill_node = -1;
-  std::vector<std::string> ip;
+  std::vector<std::string> ip, caps;
+  auto split = [](const std::string &v, std::vector<std::string> &out) {
+    for (std::size_t a = 0, b; a <= v.size(); a = b + 1)
+      out.push_back(v.substr(a, (b = std::min(v.find(',', a), v.size())) - a));
+  };
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
     char *end = nullptr;
@@ -100,15 +111,20 @@ int main(int argc, char **argv) {
     else if (k == "--id")
       id = argv[i + 1];
     else if (k == "--nodes")
-      for (std::size_t a = 0, b; a <= v.size(); a = b + 1)
-        ip.push_back(v.substr(a, (b = std::min(v.find(',', a), v.size())) - a));
+      split(v, ip);
+    else if (k == "--caps")
+      split(v, caps);
     else
       return usage();
     if (end && *end)
       return usage();
   }
-  if (argc != 11 || rank < 0 || rank > 2 || port < 1 || port > 65530 || kill_node < -1 ||
-      ip.size() != 3 || !*id)
+  const bool neutral = !caps.empty();
+  if (argc != (neutral ? 13 : 11) || rank < 0 || rank > 2 || port < 1 || port > 65530 ||
+      kill_node < -1 || ip.size() != 3 || !*id ||
+      (neutral && (caps.size() != 3 || std::count(caps.begin(), caps.end(), "rdma") +
+                                               std::count(caps.begin(), caps.end(), "none") !=
+                                           3)))
     return usage();
   const unsigned me = static_cast<unsigned>(rank);
   unsigned other[2]; // peer index k is rank other[k]
@@ -116,16 +132,21 @@ int main(int argc, char **argv) {
     if (r != me)
       other[k++] = r;
 
-  auto ctx = context::open();
-  if (!check("open", bool(ctx), ctx ? "" : ctx.error().message()))
-    return 1;
   channel_options opts;
   opts.peers = 2;
   // A peer that stops answering fails a request in flight after 5
   // transmissions of 1.07 s each (the default would take minutes).
   opts.connect.transport.ack_timeout = 18;
   opts.connect.transport.retry_count = 4;
-  auto mc = multi_channel::create(*ctx, opts);
+  result<multi_channel> mc = errc::empty_object;
+  if (neutral) {
+    mc = multi_channel::create(opts); // automatic: RDMA when this node can
+  } else {
+    auto ctx = context::open();
+    if (!check("open", bool(ctx), ctx ? "" : ctx.error().message()))
+      return 1;
+    mc = multi_channel::create(*ctx, opts);
+  }
   if (!check("create", bool(mc), mc ? "" : mc.error().message()))
     return 1;
   std::vector<std::byte> mem(16 * slot);
@@ -140,6 +161,12 @@ int main(int argc, char **argv) {
 
   // Out of band: with each peer, our endpoint for it and our window.
   std::vector<endpoint> theirs(2);
+  std::vector<channel_endpoint> theirs_any(2);
+  auto mine_any = neutral ? mc->channel_endpoints()
+                          : result<std::vector<channel_endpoint>>(std::vector<channel_endpoint>{});
+  if (neutral &&
+      !check("channel_endpoints", bool(mine_any), mine_any ? "" : mine_any.error().message()))
+    return 1;
   remote_region window[2];
   std::string why;
   for (unsigned a = 0; a < 3; a++)
@@ -147,31 +174,65 @@ int main(int argc, char **argv) {
       if (me != a && me != b)
         continue;
       unsigned k = me == a ? (b == other[0] ? 0 : 1) : (a == other[0] ? 0 : 1);
-      endpoint ep = mc->local_endpoint(k).value();
-      auto blob = serialize_endpoints({&ep, 1});
+      std::vector<std::byte> blob;
+      if (neutral) {
+        blob = serialize_channel_endpoints({&(*mine_any)[k], 1});
+      } else {
+        endpoint ep = mc->local_endpoint(k).value();
+        blob = serialize_endpoints({&ep, 1});
+      }
       auto w = mr->remote(4 * slot, 3 * slot).value().serialize();
       blob.insert(blob.end(), w.begin(), w.end());
       auto got =
           oob::exchange(ip[a], static_cast<std::uint16_t>(port + 1 + a + b), me == a, blob, 300s);
-      auto eps =
-          got && got->size() > w.size()
-              ? parse_endpoints(std::span(*got).first(got->size() - w.size()))
-              : result<std::vector<endpoint>>(got ? make_error_code(errc::bad_size) : got.error());
-      auto reg = eps ? remote_region::parse(std::span(*got).last(w.size()))
-                     : result<remote_region>(eps.error());
-      if (!reg || eps->size() != 1) {
+      std::size_t count = 0;
+      std::error_code err = got ? std::error_code() : got.error();
+      if (got && got->size() <= w.size())
+        err = make_error_code(errc::bad_size);
+      if (!err) {
+        auto list = std::span(*got).first(got->size() - w.size());
+        if (neutral) {
+          auto eps = parse_channel_endpoints(list);
+          err = eps ? std::error_code() : eps.error();
+          count = eps ? eps->size() : 0;
+          if (count == 1)
+            theirs_any[k] = (*eps)[0];
+        } else {
+          auto eps = parse_endpoints(list);
+          err = eps ? std::error_code() : eps.error();
+          count = eps ? eps->size() : 0;
+          if (count == 1)
+            theirs[k] = (*eps)[0];
+        }
+      }
+      auto reg =
+          !err ? remote_region::parse(std::span(*got).last(w.size())) : result<remote_region>(err);
+      if (!reg || count != 1) {
         why += "with rank " + std::to_string(me == a ? b : a) + ": " +
                (reg ? std::string("not one endpoint") : reg.error().message()) + "; ";
         continue;
       }
-      theirs[k] = (*eps)[0];
       window[k] = *reg;
     }
   if (!check("oob_exchange", why.empty(), why))
     return 1;
-  auto hs = mc->handshake(theirs);
+  auto hs = neutral ? mc->connect(theirs_any) : mc->handshake(theirs);
   if (!check("handshake", bool(hs), hs ? "" : hs.error().message()))
     return 1;
+  if (neutral) {
+    // RDMA exactly between two nodes with rdma-core; TCP wherever one lacks it.
+    std::string got;
+    bool ok = true;
+    for (unsigned k = 0; k < 2; k++) {
+      auto want = caps[me] == "rdma" && caps[other[k]] == "rdma" ? channel_transport::rdma
+                                                                 : channel_transport::tcp;
+      ok = ok && mc->transport_of(k) == want;
+      got += " [rank " + std::to_string(other[k]) + ": " + std::string(name(mc->transport_of(k))) +
+             ", want " + std::string(name(want)) + "]";
+      std::printf("mc: rank %u: %s\n", me, mc->describe(k).c_str());
+    }
+    check("transport", ok, "transports" + got);
+  }
 
   // Runs one phase in a scope: post(scope) posts, then everything is waited for.
   auto phase = [&](const char *name, auto post) -> std::vector<work_result> {
