@@ -207,6 +207,8 @@ status_code tcp_engine::post(std::size_t p, int kind, const local_slice &buf,
       kind == k_recv ? q.rq.pop() : q.sq.pop();
       return {};
     }
+    if (kind == k_recv) // the peer may send one more (told once the connection is up)
+      q.credit_owed++;
     // The fast path: the posting thread moves what it can without blocking
     // (a request onto an idle socket; for a receive, the send that waited
     // for it, and its ack), and wakes the thread only when it must now watch
@@ -318,6 +320,12 @@ void tcp_engine::fail(std::size_t p, const std::string &why, int head_status,
   }
   q.answers.clear();
   q.out_busy = false;
+  q.credits = 0;
+  q.credit_owed = 0;
+}
+
+bool tcp_engine::sendable(const peer &q) noexcept {
+  return q.sent < q.sq.size() && (q.sq[q.sent].kind != k_send || q.credits > 0);
 }
 
 // The events a connected peer's socket is to be watched for: input, unless
@@ -327,7 +335,7 @@ short tcp_engine::wanted(const peer &q) const noexcept {
   const bool stalled =
       (q.in_payload && q.in_dest == to_nothing) || q.answers.full() || q.close_after_output;
   short ev = stalled ? 0 : POLLIN;
-  if (q.out_busy || !q.answers.empty() || q.sent < q.sq.size())
+  if (q.out_busy || !q.answers.empty() || q.credit_owed > 0 || sendable(q))
     ev |= POLLOUT;
   return ev;
 }
@@ -543,6 +551,7 @@ bool tcp_engine::pump_out(peer &q, std::size_t p) noexcept {
       if (!q.answers.empty()) {
         q.out_f = q.answers.front().f;
         q.out_is_answer = true;
+        q.out_is_credit = false;
         if (q.out_f.op == tcp_op::read_response) {
           // Served only if the region still grants it (the check is redone per call).
           q.out_key = q.out_f.rkey;
@@ -554,9 +563,15 @@ bool tcp_engine::pump_out(peer &q, std::size_t p) noexcept {
                                 rdmadl::access::remote_read, [] {}))
             q.out_f = tcp_frame{tcp_op::nack, 0, q.out_f.wr_id, 0, 0, wc_rem_access_err};
         }
-      } else if (q.sent < q.sq.size()) {
+      } else if (q.credit_owed > 0) { // receives posted here since the last one
+        q.out_f = tcp_frame{tcp_op::credit, q.credit_owed, 0, 0, 0, 0};
+        q.credit_owed = 0;
+        q.out_is_answer = false;
+        q.out_is_credit = true;
+      } else if (sendable(q)) {
         const op &o = q.sq[q.sent];
         q.out_is_answer = false;
+        q.out_is_credit = false;
         q.out_f = tcp_frame{};
         q.out_f.wr_id = o.wr_id;
         q.out_f.length = o.buf.length;
@@ -565,6 +580,7 @@ bool tcp_engine::pump_out(peer &q, std::size_t p) noexcept {
         q.out_addr = o.buf.addr;
         if (o.kind == k_send) {
           q.out_f.op = tcp_op::send;
+          q.credits--;
         } else {
           q.out_f.op = o.kind == k_write ? tcp_op::write : tcp_op::read_request;
           q.out_f.addr = o.raddr;
@@ -623,7 +639,7 @@ bool tcp_engine::pump_out(peer &q, std::size_t p) noexcept {
     q.out_busy = false;
     if (q.out_is_answer)
       q.answers.pop();
-    else
+    else if (!q.out_is_credit)
       q.sent++;
   }
 }
@@ -752,6 +768,11 @@ bool tcp_engine::begin_payload(peer &q, std::size_t p) noexcept {
                     : to_drop;
     if (q.in_dest == to_drop)
       q.in_status = wc_rem_access_err;
+    return true;
+  case tcp_op::credit: // the peer posted receives: that many sends may go
+    q.credits += f.length;
+    q.in_payload = false;
+    q.in_off = 0;
     return true;
   case tcp_op::read_request:
     q.answers.push(answer{tcp_frame{tcp_op::read_response, f.length, f.wr_id, f.addr, f.rkey, 0}});

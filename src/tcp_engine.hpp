@@ -68,6 +68,7 @@ public:
   bool empty() const noexcept { return n_ == 0; }
   std::size_t size() const noexcept { return n_; }
   T &operator[](std::size_t i) noexcept { return v_[(h_ + i) % v_.size()]; }
+  const T &operator[](std::size_t i) const noexcept { return v_[(h_ + i) % v_.size()]; }
   T &front() noexcept { return v_[h_]; }
   void push(const T &t) noexcept {
     v_[(h_ + n_) % v_.size()] = t;
@@ -152,8 +153,13 @@ private:
     std::size_t sent = 0;
     fifo<op> rq;          // receives
     fifo<answer> answers; // owed to the peer, in order
+    // Flow control of sends (tcp_frame.hpp): receives the peer has posted
+    // and this side has not yet used, and receives posted here that the
+    // peer has not yet been told of.
+    std::uint64_t credits = 0;
+    std::uint32_t credit_owed = 0;
     // output: the frame on its way out
-    bool out_busy = false, out_is_answer = false;
+    bool out_busy = false, out_is_answer = false, out_is_credit = false;
     std::array<std::byte, tcp_header_size> out_hdr{};
     std::size_t out_off = 0;
     tcp_frame out_f;
@@ -189,6 +195,8 @@ private:
   void wake() noexcept;
   void step(std::size_t p, short revents) noexcept;
   short wanted(const peer &q) const noexcept;
+  // Whether the next request may go out: not a send without a credit.
+  static bool sendable(const peer &q) noexcept;
   void drive() noexcept;
   void accept_new() noexcept;
   void read_hellos() noexcept;

@@ -25,7 +25,8 @@ result<tcp_frame> parse_frame(std::span<const std::byte> b) noexcept {
   if (b.size() != tcp_header_size)
     return errc::bad_size;
   const auto op = static_cast<std::uint8_t>(b[0]);
-  if (op < static_cast<std::uint8_t>(tcp_op::send) || op > static_cast<std::uint8_t>(tcp_op::nack))
+  if (op < static_cast<std::uint8_t>(tcp_op::send) ||
+      op > static_cast<std::uint8_t>(tcp_op::credit))
     return errc::bad_magic;
   if (!zero_bytes(b, 1, 3))
     return errc::bad_blob;
@@ -42,6 +43,8 @@ result<tcp_frame> parse_frame(std::span<const std::byte> b) noexcept {
   if (f.op == tcp_op::nack ? f.status == 0 || f.status > tcp_max_status : f.status != 0)
     return errc::bad_blob;
   if ((f.op == tcp_op::ack || f.op == tcp_op::nack) && f.length != 0)
+    return errc::bad_blob;
+  if (f.op == tcp_op::credit && f.length == 0)
     return errc::bad_blob;
   return f;
 }

@@ -9,7 +9,11 @@
 // remote address, rkey, status) and, for send, write and read-response,
 // length payload bytes. A request is answered in order: send and write by
 // an ack (placed) or a nack (its status), a read request by a read response
-// carrying the bytes, or a nack.
+// carrying the bytes, or a nack. A credit frame (length: how many) tells the
+// peer that this side has posted that many more receives: a side sends a
+// send only against a credit, so a send never waits in the stream for a
+// receive and holds up the answers behind it (RC keeps a requester's and a
+// responder's traffic apart in the same way).
 #ifndef RDMADL_SRC_TCP_FRAME_HPP
 #define RDMADL_SRC_TCP_FRAME_HPP
 
@@ -22,11 +26,19 @@
 
 namespace rdmadl::detail {
 
-enum class tcp_op : std::uint8_t { send = 1, write, read_request, read_response, ack, nack };
+enum class tcp_op : std::uint8_t {
+  send = 1,
+  write,
+  read_request,
+  read_response,
+  ack,
+  nack,
+  credit
+};
 
 struct tcp_frame {
   tcp_op op = tcp_op::ack;
-  std::uint32_t length = 0; // payload bytes (read request: the bytes asked for)
+  std::uint32_t length = 0; // payload bytes (read request: the bytes asked for; credit: receives)
   std::uint64_t wr_id = 0;  // the initiator's, echoed in the answer
   std::uint64_t addr = 0;   // write, read request: the target address
   std::uint32_t rkey = 0;   // write, read request: the target region's key
@@ -47,9 +59,9 @@ std::array<std::byte, tcp_header_size> encode(const tcp_frame &f) noexcept;
 // Parses a header; accepts exactly what encode() writes for a well-formed
 // frame: a known opcode, zero flags and reserved bytes, and no field the
 // opcode does not use (ack and nack carry no length, address or key; only a
-// nack has a status, 1 to tcp_max_status; a write or read names a range that
-// does not wrap). Errors: errc::bad_size (not tcp_header_size bytes),
-// errc::bad_magic (unknown opcode), errc::bad_blob (any other field).
+// nack has a status, 1 to tcp_max_status; a credit has a length of at least
+// 1; a write or read names a range that does not wrap). Errors: errc::bad_size (not tcp_header_size
+// bytes), errc::bad_magic (unknown opcode), errc::bad_blob (any other field).
 result<tcp_frame> parse_frame(std::span<const std::byte> header) noexcept;
 
 struct tcp_hello {

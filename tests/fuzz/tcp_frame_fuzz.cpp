@@ -25,6 +25,7 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
   add(encode(tcp_frame{tcp_op::write, 16, 7, 0x7f0000001000ull, 0x100001, 0}));
   add(encode(tcp_frame{tcp_op::nack, 0, 7, 0, 0, 10}));
   add(encode(tcp_frame{tcp_op::read_request, 4096, 8, 0x1000, 3, 0}));
+  add(encode(tcp_frame{tcp_op::credit, 2, 0, 0, 0, 0}));
   rdmadl_fuzz::write_seed("tcp-frame-0", s.data(), s.size());
   return 0;
 }
@@ -71,6 +72,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
       rdmadl_fuzz::fail("an accepted remote range wraps");
     if ((f->op == tcp_op::nack) != (f->status != 0))
       rdmadl_fuzz::fail("a status outside a nack, or a nack without one");
+    if (f->op == tcp_op::credit && f->length == 0)
+      rdmadl_fuzz::fail("a credit for no receive");
   }
   return 0;
 }
