@@ -753,7 +753,7 @@ bool tcp_engine::begin_payload(peer &q, std::size_t p) noexcept {
   switch (f.op) {
   case tcp_op::send:
     if (q.rq.empty())
-      return true; // RNR: wait for a receive, reading nothing more meanwhile
+      return true; // a send without a credit (a peer that breaks the flow control): wait
     if (f.length > q.rq.front().buf.length) {
       q.in_status = wc_loc_len_err;
       q.in_dest = to_drop;

@@ -20,9 +20,11 @@
 // sendmsg/recv straight between the sockets and the registered buffers, each
 // call inside region_table::use(), so every byte lands inside a region that
 // grants the right, and the region cannot end during the copy. Requests are
-// answered in order (TCP keeps it): a send waits, RNR-like, for a posted
-// receive (the thread stops reading that socket meanwhile), a send or write
-// completes on the peer's ack (placement), a read on its response.
+// answered in order (TCP keeps it): a send waits, RNR-like, on the sending
+// side until the peer has announced a posted receive (a credit frame, see
+// tcp_frame.hpp), so no send ever stops the reading of a connection and the
+// answers behind it; a send or write completes on the peer's ack
+// (placement), a read on its response.
 //
 // A peer that closes, resets, or sends a malformed or inconsistent frame is
 // failed: its socket is shut, the oldest request completes with
