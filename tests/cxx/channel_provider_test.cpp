@@ -636,6 +636,29 @@ TEST_CASE("channel: a peer whose request timed out or failed is no longer connec
   CHECK_FALSE(none.connected(0));
 }
 
+TEST_CASE("channel: an error completion of no open request fails the peer of its queue pair") {
+  // A request of the caller's own on one peer's queue pair (qp()), with a
+  // bad rkey: its error completion is taken by the channel's next poll, for
+  // another peer's request, which finds the failed peer by QP number.
+  for (const bool in_scope : {false, true}) {
+    star s;
+    const std::size_t bad_peer = in_scope ? 2 : 1, good = in_scope ? 0 : 2;
+    auto bad = s.peer_remote(bad_peer, 0, 4);
+    bad.rkey ^= 0x5a5a;
+    ok(s.hub.qp(bad_peer)->post_write(s.hub_at(0, 4), bad, 0xdead));
+    if (in_scope) {
+      auto sc = s.hub.scope();
+      auto h = ok(sc.post_write(good, s.hub_at(0, 4), s.peer_remote(good, 0, 4)));
+      CHECK(ok(sc.wait(h, 1s)).ok());
+    } else {
+      ok(s.hub.write(good, s.hub_at(0, 4), s.peer_remote(good, 0, 4), 1s));
+    }
+    CHECK_FALSE(s.hub.connected(bad_peer));
+    CHECK(s.hub.connected(good));
+    CHECK(s.hub.connected(3 - bad_peer - good));
+  }
+}
+
 TEST_CASE("channel: local_endpoints() has peer i's endpoint at entry i, or is an error") {
   start();
   {
@@ -867,6 +890,6 @@ TEST_CASE("channel: over TCP, the warm data path allocates nothing") {
 #ifndef RDMADL_TEST_NO_NEW_COUNT
   CHECK(after - warm == 0);
 #else
-  CHECK(after == warm); // nothing counts: the replacement is not linked
+  CHECK(after == warm);                   // nothing counts: the replacement is not linked
 #endif
 }
