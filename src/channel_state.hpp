@@ -113,6 +113,23 @@ struct channel_state {
     for (std::size_t p = 0; p < qps.size(); p++)
       peer_of_qpn.emplace(qps[p].qp_num(), static_cast<std::uint32_t>(p));
   }
+  // Takes the busy flag and opens a scope's bookkeeping; false when busy.
+  bool open_scope() noexcept {
+    bool expected = false;
+    if (!scope_open.compare_exchange_strong(expected, true, std::memory_order_acquire,
+                                            std::memory_order_relaxed)) [[unlikely]]
+      return false;
+    begin();
+    return true;
+  }
+  // Ends the open scope: settle(), then the slots are cleared (capacity
+  // kept for the next scope) and the busy flag released.
+  void end_scope() {
+    settle();
+    pending.clear();
+    order.clear();
+    scope_open.store(false, std::memory_order_release);
+  }
   // Opens a scope's bookkeeping (the caller owns scope_open).
   void begin() noexcept {
     pending.clear();
@@ -132,14 +149,20 @@ struct channel_state {
     return work_result{s.peer, base + i, s.status, s.byte_len};
   }
   // Records a posted request (capacity is kept across scopes).
-  std::uint64_t add(std::size_t peer) {
+  [[gnu::always_inline]] std::uint64_t add(std::size_t peer) {
     std::uint64_t id = base + pending.size();
     next_id = id + 1;
+    if (pending.size() == pending.capacity()) [[unlikely]]
+      grow();
     pending.push_back({static_cast<std::uint32_t>(peer), false, 0, 0});
-    if (order.capacity() < pending.size()) [[unlikely]]
-      order.reserve(pending.capacity()); // so complete() never allocates
     outstanding++;
     return id;
+  }
+  // Doubles the slots' capacity, and order's with it, so that complete()
+  // never allocates.
+  [[gnu::noinline, gnu::cold]] void grow() {
+    pending.reserve(std::max<std::size_t>(16, 2 * pending.capacity()));
+    order.reserve(pending.capacity());
   }
   // Marks peer failed (its queue pair is, or is being put, in the error state).
   void fail(std::size_t peer) noexcept {

@@ -475,30 +475,52 @@ struct each_peer {
 };
 } // namespace
 
+namespace {
+// Posts one request of the open scope of s (checks, post, slot); its id in *id.
+[[gnu::always_inline]] inline status_code post_in_scope(detail::channel_state &s, std::size_t peer,
+                                                        int k, const local_slice &buf,
+                                                        const remote_region *r, std::uint64_t *id) {
+  if (peer >= s.failed.size()) [[unlikely]]
+    return errc::no_such_peer;
+  if (s.failed[peer]) [[unlikely]]
+    return errc::peer_failed;
+  *id = s.base + s.pending.size();
+  if (auto posted = post_one(s, peer, k, buf, r, *id); !posted) [[unlikely]]
+    return posted.error();
+  s.add(peer);
+  return {};
+}
+} // namespace
+
+// The batch forms run a scope of their own on the state directly (no
+// polling_scope, so no shared_ptr copy): the same busy flag, slots and end.
 template <class PartAt>
 result<void> multi_channel::run(std::size_t n, int k, const PartAt &part_at,
                                 std::chrono::milliseconds timeout, std::span<work_result> results,
                                 std::uint32_t *byte_len) {
   if (!results.empty() && results.size() < n)
     return errc::short_results;
-  if (n == 1 && results.empty() && s_) {
+  if (!s_) [[unlikely]]
+    return detail::rdma_error(errc::empty_object);
+  auto &s = *s_;
+  if (n == 1 && results.empty()) {
     one_part p = part_at(0);
-    return run_one(*s_, p.peer, k, *p.buf, p.remote, timeout, byte_len);
+    return run_one(s, p.peer, k, *p.buf, p.remote, timeout, byte_len);
   }
-  auto sc = scope();
+  if (!s.open_scope()) [[unlikely]]
+    return errc::channel_busy;
+  struct end_scope {
+    detail::channel_state &s;
+    ~end_scope() { s.end_scope(); }
+  } ender{s};
   status_code err;
   std::size_t posted = 0;
   for (; posted < n; posted++) {
     one_part p = part_at(posted);
-    auto h = sc.post(p.peer, k, *p.buf, p.remote);
-    if (!h) {
-      err = h.error();
+    std::uint64_t id = 0;
+    if (err = post_in_scope(s, p.peer, k, *p.buf, p.remote, &id); !err.ok()) [[unlikely]]
       break;
-    }
   }
-  if (!sc.err_.ok())
-    return sc.err_;
-  auto &s = *s_;
   if (err.ok())
     err = s.drain(timeout);
   if (!err.ok() || !results.empty())
@@ -590,21 +612,15 @@ polling_scope::polling_scope(std::shared_ptr<detail::channel_state> s) noexcept 
     err_ = detail::rdma_error(errc::empty_object);
     return;
   }
-  bool expected = false;
-  owner_ = s_->scope_open.compare_exchange_strong(expected, true);
+  owner_ = s_->open_scope();
   if (!owner_)
     err_ = errc::channel_busy;
-  else
-    s_->begin();
 }
 
 polling_scope::~polling_scope() {
   if (!owner_)
     return;
-  s_->settle();
-  s_->pending.clear(); // capacity kept for the next scope
-  s_->order.clear();
-  s_->scope_open.store(false);
+  s_->end_scope();
 }
 
 std::size_t polling_scope::pending() const noexcept {
@@ -613,17 +629,11 @@ std::size_t polling_scope::pending() const noexcept {
 
 result<work_handle> polling_scope::post(std::size_t peer, int k, const local_slice &buf,
                                         const remote_region *r) {
-  if (!err_.ok())
+  if (!err_.ok()) [[unlikely]]
     return err_;
-  auto &s = *s_;
-  if (peer >= s.failed.size())
-    return errc::no_such_peer;
-  if (s.failed[peer])
-    return errc::peer_failed;
-  std::uint64_t id = s.base + s.pending.size();
-  if (auto posted = post_one(s, peer, k, buf, r, id); !posted)
-    return posted.error();
-  s.add(peer);
+  std::uint64_t id = 0;
+  if (auto st = post_in_scope(*s_, peer, k, buf, r, &id); !st.ok()) [[unlikely]]
+    return st;
   return work_handle{id};
 }
 
