@@ -4,8 +4,8 @@
 // multi_channel_cm.cpp, which hands it the queue pairs, PD and CQ).
 //
 // The data path allocates nothing once warm: a scope's slots (16 bytes: the
-// peer, a done flag, the status and byte count) and its completion order
-// live in vectors that are cleared, not freed, when the scope ends; a
+// peer, its place in completion order, the status and byte count) live in
+// a vector that is cleared, not freed, when the scope ends; a
 // completion finds its slot in O(1) (wr_id - base is the slot's index), and
 // an error completion of no open request its peer in O(1) (by QP number).
 //
@@ -92,12 +92,11 @@ struct channel_state {
   // work_result is made from it when asked for (result()).
   struct slot {
     std::uint32_t peer;
-    bool done;
+    std::uint32_t done; // 0: pending; else its place in completion order, from 1
     int status;
     std::uint32_t byte_len;
   };
-  std::vector<slot> pending;        // posted in the open scope (slot i has id base + i)
-  std::vector<std::uint32_t> order; // indices in pending of what completed, in order
+  std::vector<slot> pending; // posted in the open scope (slot i has id base + i)
   std::uint64_t next_id = 1;
   std::uint64_t base = 1;              // the id of the open scope's first slot
   std::size_t outstanding = 0;         // slots of pending not yet done
@@ -127,13 +126,11 @@ struct channel_state {
   void end_scope() {
     settle();
     pending.clear();
-    order.clear();
     scope_open.store(false, std::memory_order_release);
   }
   // Opens a scope's bookkeeping (the caller owns scope_open).
   void begin() noexcept {
     pending.clear();
-    order.clear();
     base = next_id;
     outstanding = 0;
     first_failed = SIZE_MAX;
@@ -152,17 +149,9 @@ struct channel_state {
   [[gnu::always_inline]] std::uint64_t add(std::size_t peer) {
     std::uint64_t id = base + pending.size();
     next_id = id + 1;
-    if (pending.size() == pending.capacity()) [[unlikely]]
-      grow();
-    pending.push_back({static_cast<std::uint32_t>(peer), false, 0, 0});
+    pending.push_back({static_cast<std::uint32_t>(peer), 0, 0, 0});
     outstanding++;
     return id;
-  }
-  // Doubles the slots' capacity, and order's with it, so that complete()
-  // never allocates.
-  [[gnu::noinline, gnu::cold]] void grow() {
-    pending.reserve(std::max<std::size_t>(16, 2 * pending.capacity()));
-    order.reserve(pending.capacity());
   }
   // Marks peer failed (its queue pair is, or is being put, in the error state).
   void fail(std::size_t peer) noexcept {
@@ -196,14 +185,12 @@ struct channel_state {
   }
   // Marks s (not done yet) done with this outcome.
   void complete(slot &s, int status, std::uint32_t byte_len) noexcept {
-    s.done = true;
+    s.done = static_cast<std::uint32_t>(pending.size() - outstanding) + 1; // completed so far + 1
     s.status = status;
     s.byte_len = byte_len;
     outstanding--;
-    const auto i = static_cast<std::uint32_t>(&s - pending.data());
     if (status != 0 && first_failed == SIZE_MAX)
-      first_failed = i;
-    order.push_back(i); // within capacity: reserved by add()
+      first_failed = static_cast<std::size_t>(&s - pending.data());
   }
   // Marks s (if of the open scope and not done yet) done with this outcome.
   void record(slot *s, int status, std::uint32_t byte_len) noexcept {

@@ -682,9 +682,9 @@ result<std::vector<work_result>> polling_scope::wait_all(std::chrono::millisecon
   if (auto st = s.drain(detail::deadline(timeout)); !st.ok())
     return st;
   std::vector<work_result> all;
-  all.reserve(s.order.size());
-  for (std::uint32_t i : s.order)
-    all.push_back(s.result(i));
+  all.resize(s.pending.size()); // every slot is done: in completion order
+  for (std::size_t i = 0; i < s.pending.size(); i++)
+    all[s.pending[i].done - 1] = s.result(i);
   return all;
 }
 

@@ -354,6 +354,25 @@ TEST_CASE("channel: a post that fails in a scope leaves the earlier request to b
   CHECK(wr_log(s.qpn(1)).empty());
 }
 
+TEST_CASE("channel: wait_all() gives the scope's results in completion order, not post order") {
+  star s;
+  auto sc = s.hub.scope();
+  auto hr = ok(sc.post_recv(0, s.hub_at(0, 8))); // completes once peer 0 sends
+  auto hw = ok(sc.post_write(1, s.hub_at(16, 8), s.peer_remote(1, 0, 8)));
+  CHECK(ok(sc.wait(hw, 1s)).ok());
+  CHECK(sc.pending() == 1);
+  put(s.peer_bytes(0, 0), "from p0!");
+  ok(s.peer[0].send(s.peer_at(0, 0, 8), 1s));
+  auto all = ok(sc.wait_all(1s));
+  REQUIRE(all.size() == 2);
+  CHECK(all[0].id == hw.id);
+  CHECK(all[0].peer == 1);
+  CHECK(all[1].id == hr.id);
+  CHECK(all[1].peer == 0);
+  CHECK(all[1].byte_len == 8);
+  CHECK(has(s.hub_bytes(0), "from p0!"));
+}
+
 TEST_CASE("channel: a scope that returns early completes its work; the buffer is not touched "
           "afterwards") {
   star s;
