@@ -3,9 +3,11 @@
 // was connected (out of band in multi_channel.cpp, or through rdma_cm in
 // multi_channel_cm.cpp, which hands it the queue pairs, PD and CQ).
 //
-// The data path allocates nothing once warm: a scope's slots and results
-// live in vectors that are cleared, not freed, when the scope ends, and a
-// completion finds its slot in O(1) (wr_id - base is the slot's index).
+// The data path allocates nothing once warm: a scope's slots (16 bytes: the
+// peer, its place in completion order, the status and byte count) live in
+// a vector that is cleared, not freed, when the scope ends; a
+// completion finds its slot in O(1) (wr_id - base is the slot's index), and
+// an error completion of no open request its peer in O(1) (by QP number).
 //
 // The state is shared: a multi_channel and each of its open polling scopes
 // hold it, so a channel moved or destroyed while a scope is open leaves the
@@ -32,6 +34,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "detail.hpp"
@@ -85,24 +88,49 @@ struct channel_state {
   std::vector<std::uint8_t> failed; // by peer: its queue pair is in the error state
   std::size_t failed_peers = 0;
   std::atomic<bool> scope_open{false};
+  // A request of the open scope: slot i has id base + i. 16 bytes, the
+  // work_result is made from it when asked for (result()).
   struct slot {
-    std::uint64_t id;
-    std::size_t peer;
-    bool done;
-    work_result r;
+    std::uint32_t peer;
+    std::uint32_t done; // 0: pending; else its place in completion order, from 1
+    int status;
+    std::uint32_t byte_len;
   };
-  std::vector<slot> pending;         // posted in the open scope (slot i has id base + i)
-  std::vector<work_result> finished; // completed in the open scope, in order
+  std::vector<slot> pending; // posted in the open scope (slot i has id base + i)
   std::uint64_t next_id = 1;
   std::uint64_t base = 1;              // the id of the open scope's first slot
   std::size_t outstanding = 0;         // slots of pending not yet done
-  std::size_t first_failed = SIZE_MAX; // index in finished of the first error completion
+  std::size_t first_failed = SIZE_MAX; // index in pending of the first error completion
   std::array<completion, 16> wc;       // poll_some's buffer (not rebuilt per poll)
+  // Peer by QP number (note_error's lookup), filled by index_qps().
+  std::unordered_map<std::uint32_t, std::uint32_t> peer_of_qpn;
 
+  // Fills peer_of_qpn from qps; called once the queue pairs are in place.
+  void index_qps() {
+    peer_of_qpn.clear();
+    peer_of_qpn.reserve(qps.size());
+    for (std::size_t p = 0; p < qps.size(); p++)
+      peer_of_qpn.emplace(qps[p].qp_num(), static_cast<std::uint32_t>(p));
+  }
+  // Takes the busy flag and opens a scope's bookkeeping; false when busy.
+  bool open_scope() noexcept {
+    bool expected = false;
+    if (!scope_open.compare_exchange_strong(expected, true, std::memory_order_acquire,
+                                            std::memory_order_relaxed)) [[unlikely]]
+      return false;
+    begin();
+    return true;
+  }
+  // Ends the open scope: settle(), then the slots are cleared (capacity
+  // kept for the next scope) and the busy flag released.
+  void end_scope() {
+    settle();
+    pending.clear();
+    scope_open.store(false, std::memory_order_release);
+  }
   // Opens a scope's bookkeeping (the caller owns scope_open).
   void begin() noexcept {
     pending.clear();
-    finished.clear();
     base = next_id;
     outstanding = 0;
     first_failed = SIZE_MAX;
@@ -112,11 +140,16 @@ struct channel_state {
     std::uint64_t i = id - base; // wraps to huge for ids of earlier scopes
     return i < pending.size() ? &pending[static_cast<std::size_t>(i)] : nullptr;
   }
+  // The outcome of slot i of the open scope.
+  work_result result(std::size_t i) const noexcept {
+    const slot &s = pending[i];
+    return work_result{s.peer, base + i, s.status, s.byte_len};
+  }
   // Records a posted request (capacity is kept across scopes).
-  std::uint64_t add(std::size_t peer) {
+  [[gnu::always_inline]] std::uint64_t add(std::size_t peer) {
     std::uint64_t id = base + pending.size();
     next_id = id + 1;
-    pending.push_back({id, peer, false, work_result{peer, id, 0, 0}});
+    pending.push_back({static_cast<std::uint32_t>(peer), 0, 0, 0});
     outstanding++;
     return id;
   }
@@ -128,13 +161,10 @@ struct channel_state {
     }
   }
   // Marks the peer of an error completion failed (found by its QP number:
-  // the completion may be of no open request).
+  // the completion may be of no open request), in O(1) whatever the peers.
   void note_error(const completion &c) noexcept {
-    for (std::size_t p = 0; p < qps.size(); p++)
-      if (qps[p].qp_num() == c.qp_num) {
-        fail(p);
-        return;
-      }
+    if (auto it = peer_of_qpn.find(c.qp_num); it != peer_of_qpn.end())
+      fail(it->second);
   }
   // Takes what the CQ has; marks the matching slots done. A completion that
   // matches no slot (of a scope that ended on a poll error) is dropped.
@@ -148,27 +178,24 @@ struct channel_state {
       slot *s = find(wc[i].wr_id);
       if (!wc[i].ok())
         s && !s->done ? fail(s->peer) : note_error(wc[i]);
-      if (!s || s->done)
-        continue;
-      s->done = true;
-      outstanding--;
-      s->r = work_result{s->peer, s->id, wc[i].status, wc[i].byte_len};
-      if (!s->r.ok() && first_failed == SIZE_MAX)
-        first_failed = finished.size();
-      finished.push_back(s->r);
+      if (s && !s->done)
+        complete(*s, wc[i].status, wc[i].byte_len);
     }
     return {};
   }
-  // Marks s (if of the open scope and not done yet) done with this outcome.
-  void record(slot *s, int status, std::uint32_t byte_len) {
-    if (!s || s->done)
-      return;
-    s->done = true;
+  // Marks s (not done yet) done with this outcome.
+  void complete(slot &s, int status, std::uint32_t byte_len) noexcept {
+    s.done = static_cast<std::uint32_t>(pending.size() - outstanding) + 1; // completed so far + 1
+    s.status = status;
+    s.byte_len = byte_len;
     outstanding--;
-    s->r = work_result{s->peer, s->id, status, byte_len};
-    if (!s->r.ok() && first_failed == SIZE_MAX)
-      first_failed = finished.size();
-    finished.push_back(s->r);
+    if (status != 0 && first_failed == SIZE_MAX)
+      first_failed = static_cast<std::size_t>(&s - pending.data());
+  }
+  // Marks s (if of the open scope and not done yet) done with this outcome.
+  void record(slot *s, int status, std::uint32_t byte_len) noexcept {
+    if (s && !s->done)
+      complete(*s, status, byte_len);
   }
   // poll_some() of a channel with a TCP engine: the CQ if there is one,
   // then the engine's ring (waiting a little for it when there is no CQ to

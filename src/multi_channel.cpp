@@ -195,6 +195,7 @@ result<multi_channel> multi_channel::create(const context &ctx, const channel_op
       return qp.error();
     s->qps.push_back(std::move(*qp));
   }
+  s->index_qps();
   s->failed.assign(opts.peers, 0);
   s->conn = opts.connect;
   s->limit = opts.scope_limit;
@@ -303,15 +304,36 @@ constexpr int wc_flush_err = 5; // IBV_WC_WR_FLUSH_ERR
   }
 }
 
-// Polls s's CQ until the completion of id arrives (true, copied to *out)
-// or deadline passes (false); other completions are dropped, as a scope
-// drops what is not its own. The clock is read only once a poll comes back
-// without it.
+// What a blocking request's completion says.
+struct outcome {
+  int status = 0;
+  std::uint32_t byte_len = 0;
+};
+
+// Looks for id's completion among the n that s's last CQ poll took (true,
+// its outcome in *out); error completions of other requests mark their peer
+// failed, the rest are dropped, as a scope drops what is not its own.
+[[gnu::always_inline]] inline bool take_id(detail::channel_state &s, std::size_t n,
+                                           std::uint64_t id, outcome *out) noexcept {
+  for (std::size_t i = 0; i < n; i++) {
+    if (s.wc[i].wr_id == id) {
+      *out = {s.wc[i].status, s.wc[i].byte_len};
+      return true;
+    }
+    if (!s.wc[i].ok())
+      s.note_error(s.wc[i]);
+  }
+  return false;
+}
+
+// Polls s's CQ until the completion of id arrives (true, its outcome in
+// *out) or deadline passes (false). The clock is read only once a poll
+// comes back without it.
 [[gnu::noinline, gnu::cold]] result<bool>
-await_id_mixed(detail::channel_state &s, std::uint64_t id, completion *out,
+await_id_mixed(detail::channel_state &s, std::uint64_t id, outcome *out,
                std::chrono::milliseconds timeout) noexcept;
-result<bool> await_id(detail::channel_state &s, std::uint64_t id, completion *out,
-                      std::chrono::milliseconds timeout) noexcept {
+[[gnu::noinline]] result<bool> await_id(detail::channel_state &s, std::uint64_t id, outcome *out,
+                                        std::chrono::milliseconds timeout) noexcept {
   if (s.tcp) [[unlikely]]
     return await_id_mixed(s, id, out, timeout);
   clock::time_point deadline{};
@@ -320,14 +342,8 @@ result<bool> await_id(detail::channel_state &s, std::uint64_t id, completion *ou
     auto n = s.cq.poll(s.wc);
     if (!n)
       return n.error();
-    for (std::size_t i = 0; i < *n; i++) {
-      if (s.wc[i].wr_id == id) {
-        *out = s.wc[i];
-        return true;
-      }
-      if (!s.wc[i].ok())
-        s.note_error(s.wc[i]);
-    }
+    if (take_id(s, *n, id, out))
+      return true;
     if (!timed) {
       deadline = detail::deadline(timeout);
       timed = true;
@@ -339,7 +355,7 @@ result<bool> await_id(detail::channel_state &s, std::uint64_t id, completion *ou
 
 // await_id() of a channel with a TCP engine: the CQ (if any) and the
 // engine's ring.
-result<bool> await_id_mixed(detail::channel_state &s, std::uint64_t id, completion *out,
+result<bool> await_id_mixed(detail::channel_state &s, std::uint64_t id, outcome *out,
                             std::chrono::milliseconds timeout) noexcept {
   const auto deadline = detail::deadline(timeout);
   for (;;) {
@@ -347,14 +363,8 @@ result<bool> await_id_mixed(detail::channel_state &s, std::uint64_t id, completi
       auto n = s.cq.poll(s.wc);
       if (!n)
         return n.error();
-      for (std::size_t i = 0; i < *n; i++) {
-        if (s.wc[i].wr_id == id) {
-          *out = s.wc[i];
-          return true;
-        }
-        if (!s.wc[i].ok())
-          s.note_error(s.wc[i]);
-      }
+      if (take_id(s, *n, id, out))
+        return true;
     }
     const auto wait = s.cq ? std::chrono::microseconds(0) : s.tcp_wait;
     const std::size_t n = s.tcp->poll(s.twc, wait);
@@ -363,10 +373,7 @@ result<bool> await_id_mixed(detail::channel_state &s, std::uint64_t id, completi
       if (s.twc[i].status)
         s.fail(s.twc[i].peer);
       if (s.twc[i].wr_id == id) {
-        *out = completion{};
-        out->wr_id = id;
-        out->status = s.twc[i].status;
-        out->byte_len = s.twc[i].byte_len;
+        *out = {s.twc[i].status, s.twc[i].byte_len};
         found = true; // the rest of this batch is dropped, as the CQ path drops it
       }
     }
@@ -377,49 +384,76 @@ result<bool> await_id_mixed(detail::channel_state &s, std::uint64_t id, completi
   }
 }
 
-// One request, awaited, with a scope's guarantees (exclusive; what has not
-// completed in time is flushed before the return) but without its slots: a
-// blocking send/receive/write/read costs little more than post and poll.
-result<void> run_one(detail::channel_state &s, std::size_t peer, int k, const local_slice &buf,
-                     const remote_region *r, std::chrono::milliseconds timeout,
-                     std::uint32_t *byte_len) {
-  bool expected = false;
-  if (!s.scope_open.compare_exchange_strong(expected, true))
-    return errc::channel_busy;
-  struct close_scope {
-    std::atomic<bool> &open;
-    ~close_scope() { open.store(false); }
-  } closer{s.scope_open};
-  if (peer >= s.failed.size())
-    return errc::no_such_peer;
-  if (s.failed[peer])
-    return errc::peer_failed;
-  const std::uint64_t id = s.next_id++; // below every later scope's base
-  if (auto posted = post_one(s, peer, k, buf, r, id); !posted)
-    return posted.error();
-  completion c;
-  auto got = await_id(s, id, &c, timeout);
+// run_one() once its request is posted and its first poll did not find it
+// (got false), or failed (got's error): awaits it as a scope of its own would.
+[[gnu::noinline]] result<void> run_one_rest(detail::channel_state &s, std::size_t peer,
+                                            std::uint64_t id, result<bool> got,
+                                            std::chrono::milliseconds timeout,
+                                            std::uint32_t *byte_len) noexcept {
+  outcome o;
+  if (got)
+    got = await_id(s, id, &o, timeout);
   if (got && *got) {
-    if (!c.ok()) {
+    if (o.status != 0) {
       s.fail(peer); // RC: an error completion leaves the queue pair in error
-      return c.error();
+      return std::error_code(o.status, wc_category());
     }
     if (byte_len)
-      *byte_len = c.byte_len;
+      *byte_len = o.byte_len;
     return {};
   }
   // Poll error or timeout: as a scope's end, wait up to scope_limit more,
   // then move the queue pair to the error state and take the flush.
   status_code err = got ? status_code(errc::timed_out) : got.error();
-  auto more = got ? await_id(s, id, &c, s.limit) : result<bool>(false);
+  auto more = got ? await_id(s, id, &o, s.limit) : result<bool>(false);
   if (!more || !*more) {
     s.fail(peer);
     s.to_error(peer);
-    (void)await_id(s, id, &c, s.limit);
-  } else if (!c.ok()) {
+    (void)await_id(s, id, &o, s.limit);
+  } else if (o.status != 0) {
     s.fail(peer);
   }
   return err;
+}
+
+// One request, awaited, with a scope's guarantees (exclusive; what has not
+// completed in time is flushed before the return) but without its slots: a
+// blocking send/receive/write/read costs little more than post and poll.
+// Inline in each blocking form, down to the first poll, which normally
+// has the completion.
+[[gnu::always_inline]] inline result<void>
+run_one(detail::channel_state &s, std::size_t peer, int k, const local_slice &buf,
+        const remote_region *r, std::chrono::milliseconds timeout, std::uint32_t *byte_len) {
+  bool expected = false;
+  if (!s.scope_open.compare_exchange_strong(expected, true, std::memory_order_acquire,
+                                            std::memory_order_relaxed)) [[unlikely]]
+    return errc::channel_busy;
+  struct close_scope {
+    std::atomic<bool> &open;
+    ~close_scope() { open.store(false, std::memory_order_release); }
+  } closer{s.scope_open};
+  if (peer >= s.failed.size()) [[unlikely]]
+    return errc::no_such_peer;
+  if (s.failed[peer]) [[unlikely]]
+    return errc::peer_failed;
+  const std::uint64_t id = s.next_id++; // below every later scope's base
+  if (auto posted = post_one(s, peer, k, buf, r, id); !posted) [[unlikely]]
+    return posted.error();
+  if (s.tcp) [[unlikely]]
+    return run_one_rest(s, peer, id, false, timeout, byte_len);
+  auto n = s.cq.poll(s.wc);
+  if (!n) [[unlikely]]
+    return run_one_rest(s, peer, id, n.error(), timeout, byte_len);
+  outcome o;
+  if (!take_id(s, *n, id, &o))
+    return run_one_rest(s, peer, id, false, timeout, byte_len);
+  if (o.status != 0) [[unlikely]] {
+    s.fail(peer); // RC: an error completion leaves the queue pair in error
+    return std::error_code(o.status, wc_category());
+  }
+  if (byte_len)
+    *byte_len = o.byte_len;
+  return {};
 }
 
 struct one_part {
@@ -441,64 +475,96 @@ struct each_peer {
 };
 } // namespace
 
+namespace {
+// Posts one request of the open scope of s (checks, post, slot); its id in *id.
+[[gnu::always_inline]] inline status_code post_in_scope(detail::channel_state &s, std::size_t peer,
+                                                        int k, const local_slice &buf,
+                                                        const remote_region *r, std::uint64_t *id) {
+  if (peer >= s.failed.size()) [[unlikely]]
+    return errc::no_such_peer;
+  if (s.failed[peer]) [[unlikely]]
+    return errc::peer_failed;
+  *id = s.base + s.pending.size();
+  if (auto posted = post_one(s, peer, k, buf, r, *id); !posted) [[unlikely]]
+    return posted.error();
+  s.add(peer);
+  return {};
+}
+} // namespace
+
+// The batch forms run a scope of their own on the state directly (no
+// polling_scope, so no shared_ptr copy): the same busy flag, slots and end.
 template <class PartAt>
 result<void> multi_channel::run(std::size_t n, int k, const PartAt &part_at,
                                 std::chrono::milliseconds timeout, std::span<work_result> results,
                                 std::uint32_t *byte_len) {
   if (!results.empty() && results.size() < n)
     return errc::short_results;
-  if (n == 1 && results.empty() && s_) {
+  if (!s_) [[unlikely]]
+    return detail::rdma_error(errc::empty_object);
+  auto &s = *s_;
+  if (n == 1 && results.empty()) {
     one_part p = part_at(0);
-    return run_one(*s_, p.peer, k, *p.buf, p.remote, timeout, byte_len);
+    return run_one(s, p.peer, k, *p.buf, p.remote, timeout, byte_len);
   }
-  auto sc = scope();
+  if (!s.open_scope()) [[unlikely]]
+    return errc::channel_busy;
+  struct end_scope {
+    detail::channel_state &s;
+    ~end_scope() { s.end_scope(); }
+  } ender{s};
   status_code err;
   std::size_t posted = 0;
   for (; posted < n; posted++) {
     one_part p = part_at(posted);
-    auto h = sc.post(p.peer, k, *p.buf, p.remote);
-    if (!h) {
-      err = h.error();
+    std::uint64_t id = 0;
+    if (err = post_in_scope(s, p.peer, k, *p.buf, p.remote, &id); !err.ok()) [[unlikely]]
       break;
-    }
   }
-  if (!sc.err_.ok())
-    return sc.err_;
-  auto &s = *s_;
   if (err.ok())
     err = s.drain(timeout);
   if (!err.ok() || !results.empty())
     s.settle(); // what the scope's end would do, so every outcome is known
   // Slot i is part i: this scope posted nothing else.
   for (std::size_t i = 0; i < results.size() && i < n; i++)
-    results[i] = i < posted ? s.pending[i].r : work_result{part_at(i).peer, 0, wc_flush_err, 0};
+    results[i] = i < posted ? s.result(i) : work_result{part_at(i).peer, 0, wc_flush_err, 0};
   if (!err.ok())
     return err;
-  if (s.first_failed < s.finished.size())
-    return s.finished[s.first_failed].error();
+  if (s.first_failed < s.pending.size())
+    return s.result(s.first_failed).error();
   if (byte_len)
-    *byte_len = s.pending[0].r.byte_len;
+    *byte_len = s.pending[0].byte_len;
   return {};
 }
 
+// The blocking forms go straight to run_one() (inline); run() answers for
+// an empty channel.
 result<void> multi_channel::send(std::size_t peer, const local_slice &buf,
                                  std::chrono::milliseconds timeout) {
-  return run(1, k_send, one_part{peer, &buf, nullptr}, timeout, {});
+  if (!s_) [[unlikely]]
+    return run(1, k_send, one_part{peer, &buf, nullptr}, timeout, {});
+  return run_one(*s_, peer, k_send, buf, nullptr, timeout, nullptr);
 }
 result<std::uint32_t> multi_channel::receive(std::size_t peer, const local_slice &buf,
                                              std::chrono::milliseconds timeout) {
   std::uint32_t len = 0;
-  if (auto r = run(1, k_recv, one_part{peer, &buf, nullptr}, timeout, {}, &len); !r)
+  if (!s_) [[unlikely]]
+    return run(1, k_recv, one_part{peer, &buf, nullptr}, timeout, {}, &len).error();
+  if (auto r = run_one(*s_, peer, k_recv, buf, nullptr, timeout, &len); !r)
     return r.error();
   return len;
 }
 result<void> multi_channel::write(std::size_t peer, const local_slice &buf,
                                   const remote_region &dst, std::chrono::milliseconds timeout) {
-  return run(1, k_write, one_part{peer, &buf, &dst}, timeout, {});
+  if (!s_) [[unlikely]]
+    return run(1, k_write, one_part{peer, &buf, &dst}, timeout, {});
+  return run_one(*s_, peer, k_write, buf, &dst, timeout, nullptr);
 }
 result<void> multi_channel::read(std::size_t peer, const local_slice &buf, const remote_region &src,
                                  std::chrono::milliseconds timeout) {
-  return run(1, k_read, one_part{peer, &buf, &src}, timeout, {});
+  if (!s_) [[unlikely]]
+    return run(1, k_read, one_part{peer, &buf, &src}, timeout, {});
+  return run_one(*s_, peer, k_read, buf, &src, timeout, nullptr);
 }
 result<void> multi_channel::scatter_send(std::span<const part> parts,
                                          std::chrono::milliseconds timeout,
@@ -546,40 +612,29 @@ polling_scope::polling_scope(std::shared_ptr<detail::channel_state> s) noexcept 
     err_ = detail::rdma_error(errc::empty_object);
     return;
   }
-  bool expected = false;
-  owner_ = s_->scope_open.compare_exchange_strong(expected, true);
+  owner_ = s_->open_scope();
   if (!owner_)
     err_ = errc::channel_busy;
-  else
-    s_->begin();
 }
 
 polling_scope::~polling_scope() {
   if (!owner_)
     return;
-  s_->settle();
-  s_->pending.clear(); // capacity kept for the next scope
-  s_->finished.clear();
-  s_->scope_open.store(false);
+  s_->end_scope();
 }
 
 std::size_t polling_scope::pending() const noexcept {
   return owner_ ? s_->outstanding : 0;
 }
 
-result<work_handle> polling_scope::post(std::size_t peer, int k, const local_slice &buf,
-                                        const remote_region *r) {
-  if (!err_.ok())
+// Inline in each post_*: the kind is then a constant, its switch gone.
+[[gnu::always_inline]] inline result<work_handle>
+polling_scope::post(std::size_t peer, int k, const local_slice &buf, const remote_region *r) {
+  if (!err_.ok()) [[unlikely]]
     return err_;
-  auto &s = *s_;
-  if (peer >= s.failed.size())
-    return errc::no_such_peer;
-  if (s.failed[peer])
-    return errc::peer_failed;
-  std::uint64_t id = s.base + s.pending.size();
-  if (auto posted = post_one(s, peer, k, buf, r, id); !posted)
-    return posted.error();
-  s.add(peer);
+  std::uint64_t id = 0;
+  if (auto st = post_in_scope(*s_, peer, k, buf, r, &id); !st.ok()) [[unlikely]]
+    return st;
   return work_handle{id};
 }
 
@@ -617,7 +672,7 @@ result<work_result> polling_scope::wait(work_handle h, std::chrono::milliseconds
         return errc::timed_out;
     }
   }
-  return s.pending[index].r;
+  return s.result(index);
 }
 
 result<std::vector<work_result>> polling_scope::wait_all(std::chrono::milliseconds timeout) {
@@ -626,7 +681,11 @@ result<std::vector<work_result>> polling_scope::wait_all(std::chrono::millisecon
   auto &s = *s_;
   if (auto st = s.drain(detail::deadline(timeout)); !st.ok())
     return st;
-  return s.finished;
+  std::vector<work_result> all;
+  all.resize(s.pending.size()); // every slot is done: in completion order
+  for (std::size_t i = 0; i < s.pending.size(); i++)
+    all[s.pending[i].done - 1] = s.result(i);
+  return all;
 }
 
 } // namespace rdmadl

@@ -206,6 +206,7 @@ result<multi_channel> multi_channel::create_cm(listener *from, const cm_channel_
     s->pd = std::move(g->pd);
     s->cq = std::move(g->cq);
     s->qps = std::move(g->qps);
+    s->index_qps();
     s->failed.assign(total, 0);
     s->limit = o.channel.scope_limit;
     s->connected = true;

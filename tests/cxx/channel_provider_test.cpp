@@ -354,6 +354,25 @@ TEST_CASE("channel: a post that fails in a scope leaves the earlier request to b
   CHECK(wr_log(s.qpn(1)).empty());
 }
 
+TEST_CASE("channel: wait_all() gives the scope's results in completion order, not post order") {
+  star s;
+  auto sc = s.hub.scope();
+  auto hr = ok(sc.post_recv(0, s.hub_at(0, 8))); // completes once peer 0 sends
+  auto hw = ok(sc.post_write(1, s.hub_at(16, 8), s.peer_remote(1, 0, 8)));
+  CHECK(ok(sc.wait(hw, 1s)).ok());
+  CHECK(sc.pending() == 1);
+  put(s.peer_bytes(0, 0), "from p0!");
+  ok(s.peer[0].send(s.peer_at(0, 0, 8), 1s));
+  auto all = ok(sc.wait_all(1s));
+  REQUIRE(all.size() == 2);
+  CHECK(all[0].id == hw.id);
+  CHECK(all[0].peer == 1);
+  CHECK(all[1].id == hr.id);
+  CHECK(all[1].peer == 0);
+  CHECK(all[1].byte_len == 8);
+  CHECK(has(s.hub_bytes(0), "from p0!"));
+}
+
 TEST_CASE("channel: a scope that returns early completes its work; the buffer is not touched "
           "afterwards") {
   star s;
@@ -636,6 +655,29 @@ TEST_CASE("channel: a peer whose request timed out or failed is no longer connec
   CHECK_FALSE(none.connected(0));
 }
 
+TEST_CASE("channel: an error completion of no open request fails the peer of its queue pair") {
+  // A request of the caller's own on one peer's queue pair (qp()), with a
+  // bad rkey: its error completion is taken by the channel's next poll, for
+  // another peer's request, which finds the failed peer by QP number.
+  for (const bool in_scope : {false, true}) {
+    star s;
+    const std::size_t bad_peer = in_scope ? 2 : 1, good = in_scope ? 0 : 2;
+    auto bad = s.peer_remote(bad_peer, 0, 4);
+    bad.rkey ^= 0x5a5a;
+    ok(s.hub.qp(bad_peer)->post_write(s.hub_at(0, 4), bad, 0xdead));
+    if (in_scope) {
+      auto sc = s.hub.scope();
+      auto h = ok(sc.post_write(good, s.hub_at(0, 4), s.peer_remote(good, 0, 4)));
+      CHECK(ok(sc.wait(h, 1s)).ok());
+    } else {
+      ok(s.hub.write(good, s.hub_at(0, 4), s.peer_remote(good, 0, 4), 1s));
+    }
+    CHECK_FALSE(s.hub.connected(bad_peer));
+    CHECK(s.hub.connected(good));
+    CHECK(s.hub.connected(3 - bad_peer - good));
+  }
+}
+
 TEST_CASE("channel: local_endpoints() has peer i's endpoint at entry i, or is an error") {
   start();
   {
@@ -867,6 +909,6 @@ TEST_CASE("channel: over TCP, the warm data path allocates nothing") {
 #ifndef RDMADL_TEST_NO_NEW_COUNT
   CHECK(after - warm == 0);
 #else
-  CHECK(after == warm); // nothing counts: the replacement is not linked
+  CHECK(after == warm);                   // nothing counts: the replacement is not linked
 #endif
 }
