@@ -168,9 +168,7 @@ struct channel_state {
   }
   // Takes what the CQ has; marks the matching slots done. A completion that
   // matches no slot (of a scope that ended on a poll error) is dropped.
-  status_code poll_some() noexcept {
-    if (tcp) [[unlikely]]
-      return poll_mixed();
+  status_code poll_cq() noexcept {
     auto n = cq.poll(wc);
     if (!n)
       return n.error();
@@ -178,10 +176,15 @@ struct channel_state {
       slot *s = find(wc[i].wr_id);
       if (!wc[i].ok())
         s && !s->done ? fail(s->peer) : note_error(wc[i]);
-      if (s && !s->done)
-        complete(*s, wc[i].status, wc[i].byte_len);
+      record(s, wc[i].status, wc[i].byte_len);
     }
     return {};
+  }
+  // poll_cq(), and with a TCP engine its completions too.
+  status_code poll_some() noexcept {
+    if (tcp) [[unlikely]]
+      return poll_mixed();
+    return poll_cq();
   }
   // Marks s (not done yet) done with this outcome.
   void complete(slot &s, int status, std::uint32_t byte_len) noexcept {

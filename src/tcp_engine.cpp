@@ -853,17 +853,9 @@ bool tcp_engine::finish_frame(peer &q, std::size_t p) noexcept {
 }
 
 status_code channel_state::poll_mixed() noexcept {
-  if (cq) {
-    auto n = cq.poll(wc);
-    if (!n)
-      return n.error();
-    for (std::size_t i = 0; i < *n; i++) {
-      slot *s = find(wc[i].wr_id);
-      if (!wc[i].ok())
-        s && !s->done ? fail(s->peer) : note_error(wc[i]);
-      record(s, wc[i].status, wc[i].byte_len);
-    }
-  }
+  if (cq)
+    if (auto st = poll_cq(); !st.ok())
+      return st;
   const std::size_t n = tcp->poll(twc, cq ? std::chrono::microseconds(0) : tcp_wait);
   for (std::size_t i = 0; i < n; i++) {
     if (twc[i].status)
