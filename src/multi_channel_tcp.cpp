@@ -12,9 +12,12 @@
 #include "channel_state.hpp"
 #include "detail.hpp"
 #include "nodes.hpp"
+#include "rdmadl/loader.h"
 #include "rdmadl/multi_channel.hpp"
 #include "rdmadl/runtime.hpp"
 
+// The loader's log (loader/libs.h, a C header this C++ file cannot include):
+// it filters by level itself.
 extern "C" void rdmadl_log_emit(int level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
@@ -189,7 +192,7 @@ result<void> multi_channel::connect(std::span<const channel_endpoint> remote) {
     for (std::size_t i = 0; i < n; i++)
       if (setups[i].tcp) {
         s.over_tcp[i] = 1;
-        rdmadl_log_emit(1, "multi_channel: %s", why[i].c_str());
+        rdmadl_log_emit(RDMADL_LOG_WARN, "multi_channel: %s", why[i].c_str());
       }
     if (auto st = s.tcp->start(std::move(setups)); !st.ok())
       return st;
