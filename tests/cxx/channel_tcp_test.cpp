@@ -406,7 +406,7 @@ struct raw_peer {
     REQUIRE(::connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0);
     timeval limit{5, 0}; // a read that would hang fails the case instead
     ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
-    std::vector<std::uint8_t> hello = {'R', 'D', 'T', 'H', 1, 0, 0, 0};
+    std::vector<std::uint8_t> hello = {'R', 'D', 'T', 'H', 2, 0, 0, 0};
     put(hello, mine.token, 8);
     put(hello, 1, 8);
     write_all(hello);
