@@ -218,9 +218,9 @@ status_code tcp_engine::post(std::size_t p, int kind, const local_slice &buf,
     // for something it does not (output that would block, input that the
     // receive unblocked).
     if (q.st == state::up) {
-      in_post_ = true;
+      hold_out_ = true;
       kind == k_recv ? step(p, 0) : (void)pump_out(q, p);
-      in_post_ = false;
+      hold_out_ = false;
     }
     wake_it = sleeping_ && (wanted(q) & ~q.polled) != 0;
     if (wake_it)
@@ -246,8 +246,16 @@ std::size_t tcp_engine::poll(std::span<tcp_completion> out,
     // rather than sleeping until the progress thread has done it: that
     // saves two thread wake-ups per message. It sleeps in poll(2) on the
     // sockets (the progress thread keeps them open meanwhile, see run()).
+    // What it reads is answered when it next posts or sleeps (next_batch()).
+    // Every such call counts as a wait (run()), whether or not it sleeps: a
+    // thread that finds its completions ready each time still drives the
+    // sockets, and the progress thread stays off them.
+    app_calls_++;
+    hold_out_ = true;
     drive();
+    hold_out_ = false;
     if (done_.empty()) {
+      drive(); // it sleeps: what the first pass held goes out (no recv(2): drained)
       std::array<pollfd, app_poll_max> fds;
       std::array<std::size_t, app_poll_max> who;
       std::size_t n = 0;
@@ -259,7 +267,6 @@ std::size_t tcp_engine::poll(std::span<tcp_completion> out,
           }
       if (n > 0) {
         app_polling_++;
-        app_calls_++;
         lock.unlock();
         const auto ms = std::chrono::ceil<std::chrono::milliseconds>(wait).count();
         (void)::poll(fds.data(), n, static_cast<int>(ms));
@@ -268,7 +275,9 @@ std::size_t tcp_engine::poll(std::span<tcp_completion> out,
         for (std::size_t i = 0; i < n; i++)
           if (fds[i].revents)
             note_input(peers_[who[i]], fds[i].revents);
+        hold_out_ = true;
         drive();
+        hold_out_ = false;
       } else {
         cv_.wait_for(lock, wait, [&] { return !done_.empty(); });
       }
@@ -579,15 +588,22 @@ void tcp_engine::step(std::size_t p, short revents) noexcept {
 // Answers and requests leave their queues here ("on the wire": no answer to
 // a request can come before its bytes went). False once the peer failed.
 bool tcp_engine::next_batch(peer &q, std::size_t p) noexcept {
-  // An application's post holds back the answers and credits it produced
-  // (a receive posted: the credit, and the ack of a send it placed) while
-  // the progress thread ticks (run(): an application thread keeps waiting
-  // on the engine): they ride on the next request, or go before that
-  // thread next sleeps in poll(), or from the progress thread within about
-  // a millisecond. In a blocking ping-pong the ack then reaches the peer
-  // together with the next message, one wake-up instead of two.
-  if (in_post_ && ticking_ && !sendable(q, q.sent))
-    return true;
+  // An application thread (a post, or a poll() that returns to it) holds
+  // back the acks and credits it produced (a receive posted: its credit; a
+  // send placed: its ack) while the progress thread ticks (run(): an
+  // application thread keeps waiting on the engine): they ride on its next
+  // request, or go before it next sleeps in poll(), or from the progress
+  // thread within about a millisecond (a turn that finds no application
+  // wait steps every peer). In a blocking ping-pong an ack then reaches the
+  // peer with the next message, one wake-up instead of two; in a stream,
+  // acks and credits go together. A read response is never held.
+  if (hold_out_ && ticking_ && !sendable(q, q.sent)) {
+    bool response = false;
+    for (std::size_t i = 0; i < q.answers.size(); i++)
+      response = response || q.answers[i].f.op == tcp_op::read_response;
+    if (!response)
+      return true;
+  }
   q.out_hlen = 0;
   q.out_off = 0;
   tcp_frame f;
@@ -717,8 +733,10 @@ int tcp_engine::fill_in(peer &q, std::size_t p, bool &drained) noexcept {
     q.in_drained = drained;
     return 1;
   }
-  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+    q.in_drained = errno != EINTR;
     return 0;
+  }
   fail(p,
        n == 0 ? std::string(q.in_payload ? "it closed the connection inside a frame"
                                          : "it closed the connection")
@@ -800,7 +818,9 @@ bool tcp_engine::pump_in(peer &q, std::size_t p) noexcept {
         break;
       }
       // Moves len bytes to the destination, from from (the read-ahead
-      // buffer) or, if null, from the socket (n: what recv(2) gave).
+      // buffer) or, if null, from the socket (n: what recvmsg(2) gave), and
+      // what follows them into the read-ahead buffer (empty then): the
+      // next headers come with the payload's end.
       ssize_t n = -1;
       int err = 0;
       auto move = [&](const std::byte *from, std::size_t len) {
@@ -809,7 +829,12 @@ bool tcp_engine::pump_in(peer &q, std::size_t p) noexcept {
           std::memcpy(to, from, len);
           n = static_cast<ssize_t>(len);
         } else {
-          n = ::recv(q.fd, to, len, 0);
+          q.in_beg = q.in_end = 0;
+          iovec iov[2] = {{to, len}, {q.inbuf.data(), q.inbuf.size()}};
+          msghdr mh{};
+          mh.msg_iov = iov;
+          mh.msg_iovlen = 2;
+          n = ::recvmsg(q.fd, &mh, 0);
           err = errno;
         }
       };
@@ -842,15 +867,22 @@ bool tcp_engine::pump_in(peer &q, std::size_t p) noexcept {
         return false;
       }
       if (n < 0) {
-        if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR)
+        if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR) {
+          q.in_drained = err != EINTR;
           return true;
+        }
         fail(p, "the connection failed: " + std::string(std::strerror(err)), wc_retry_exc_err);
         return false;
       }
-      if (direct)
-        q.in_drained = drained = static_cast<std::size_t>(n) < len;
-      else
+      if (direct) {
+        q.in_drained = drained = static_cast<std::size_t>(n) < len + q.inbuf.size();
+        if (static_cast<std::size_t>(n) > len) { // the next frames, read ahead
+          q.in_end = static_cast<std::size_t>(n) - len;
+          n = static_cast<ssize_t>(len);
+        }
+      } else {
         q.in_beg += static_cast<std::size_t>(n);
+      }
       q.in_done += static_cast<std::uint32_t>(n);
       if (q.in_done < q.in_f.payload())
         continue;

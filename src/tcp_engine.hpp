@@ -256,9 +256,9 @@ private:
   int probe_secs_ = 1, probes_ = 8; // keep_alive()
   bool sleeping_ = false, stop_ = false;
   bool ticking_ = false;           // the progress thread sleeps 1 ms at a time (see run())
-  bool in_post_ = false;           // post() is moving bytes (see next_batch())
+  bool hold_out_ = false;          // an application thread moves bytes (see next_batch())
   int app_polling_ = 0;            // application threads inside poll(2) on the sockets
-  std::uint64_t app_calls_ = 0;    // how many times one went in (see run())
+  std::uint64_t app_calls_ = 0;    // how many waiting poll() calls there were (see run())
   std::vector<std::byte> scratch_; // where a refused payload is read to be dropped
   std::thread thread_;
 };
