@@ -21,7 +21,7 @@
 // call inside region_table::use(), so every byte lands inside a region that
 // grants the right, and the region cannot end during the copy. Small
 // frames are read several to a recv(2) through a per-peer read-ahead
-// buffer (16 KiB; copied from there to their place inside use() too), and
+// buffer (4 KiB; copied from there to their place inside use() too), and
 // written several to a sendmsg(2) (answers, credits riding in the headers,
 // then requests). Requests are answered in order (TCP keeps it): a send
 // waits, RNR-like, on the sending side until the peer has announced a
@@ -216,7 +216,7 @@ private:
 
   // The read-ahead buffer of a TCP peer (pump_in()); a payload at least
   // half its size, once the buffer is empty, goes straight to its place.
-  static constexpr std::size_t tcp_read_ahead = 16 * 1024;
+  static constexpr std::size_t tcp_read_ahead = 4 * 1024;
   // How many peers (the first ones) a waiting poll() watches itself.
   static constexpr std::size_t app_poll_max = 64;
   tcp_engine() = default;
