@@ -18,11 +18,10 @@
 #   docs      the reference manual: Doxygen over the public headers, no
 #             warning (every public entity documented); the man page renders
 #   shared    the same with BUILD_SHARED_LIBS=ON (librdmadl.so: exports, install)
-#   clang     clang++ -Werror build (benchmarks included) + host tests and the
-#             parser fuzz targets
-#   asan      ASan+UBSan build + host tests (no benchmarks: no test runs them)
-#   tsan      TSan build + host tests (16 threads racing into initialisation;
-#             no benchmarks)
+#   clang     clang++ -Werror build (benchmarks and guest programs included) +
+#             host tests and the parser fuzz targets
+#   asan      ASan+UBSan build + host tests
+#   tsan      TSan build + host tests (16 threads racing into initialisation)
 #   deb       the Debian packages (ci/build-deb.sh): built, lintian, Depends,
 #             consumers built from them
 #   vm        Soft-RoCE VMs: rc28 28.0, rc32 32.0 (built from source), bullseye
@@ -30,8 +29,10 @@
 #             65.0 and an image without rdma-core (ci/test-vm.sh), two
 #             single-node boots at a time; then the clusters. It first waits
 #             for the background image and perftest builds and fails if they did.
-# "Past gcc" means shared, clang, asan and tsan: they leave out only the two
-# tests that configure rdmadl again (the same test whatever the tier's flags).
+# Past gcc, the tiers leave out the install tests that gcc (and, for
+# install.consumer, shared) already ran, and the sanitizer tiers build no
+# program that no host test runs: the benchmarks and most guest programs
+# (see "What each tier leaves out" below).
 # Options: --skip-vm (local iteration only; CI never skips), --only TIER.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -169,18 +170,23 @@ tier gcc build_and_test gcc gcc g++ ""
 [ $run_vm = 0 ] || bg_start vm-perftest vm_perftest
 tier headers ci/check-headers.sh build/gcc
 tier docs ci/build-docs.sh build/docs
-# Past gcc: no install.fetchcontent/install.defaults (they configure rdmadl
-# again from its source, whatever this build's flags: the gcc tier runs them);
-# the sanitizer tiers build no benchmarks (no test runs them; gcc and clang
-# build them with -Werror).
-once=-DRDMADL_TEST_RECONFIGURE=OFF nobench=-DRDMADL_BUILD_BENCH=OFF
+# What each tier leaves out (tests/CMakeLists.txt, tests/guest/CMakeLists.txt):
+# past gcc, install.fetchcontent/install.defaults (they configure rdmadl again
+# from its source whatever the tier's flags: the gcc tier runs them); clang and
+# the sanitizers, install.consumer too (gcc and shared install and consume
+# each kind of librdmadl); the sanitizer tiers also build no benchmarks and
+# none of the guest programs no host test runs (nothing would run them there;
+# gcc and clang build them all with -Werror).
+once=-DRDMADL_TEST_RECONFIGURE=OFF noinst=-DRDMADL_TEST_INSTALL=OFF
+unrun=(-DRDMADL_BUILD_BENCH=OFF -DRDMADL_GUEST_BUILD_ALL=OFF)
 tier shared build_and_test shared gcc g++ "" -- -DBUILD_SHARED_LIBS=ON $once
-tier clang build_and_test clang clang clang++ "" -- $once
+tier clang build_and_test clang clang clang++ "" -- $once $noinst
 supp=$root/tests/lsan.supp
 tier asan build_and_test asan gcc g++ "-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 LSAN_OPTIONS=suppressions=$supp \
-  -- $once $nobench
-tier tsan build_and_test tsan clang clang++ "-fsanitize=thread" TSAN_OPTIONS=halt_on_error=1 -- $once $nobench
+  -- $once $noinst "${unrun[@]}"
+tier tsan build_and_test tsan clang clang++ "-fsanitize=thread" TSAN_OPTIONS=halt_on_error=1 \
+  -- $once $noinst "${unrun[@]}"
 tier deb ci/build-deb.sh --out build/deb
 if [ $skip_vm = 0 ]; then
   tier vm vm_tier
