@@ -123,7 +123,7 @@ if [ $skip_vm = 1 ] || { [ -n "$only" ] && [ "$only" != vm ]; }; then run_vm=0; 
 declare -A bg_pid=()
 bg_start() { # NAME CMD...: runs CMD in the background into $log/NAME.log
   local name=$1; shift
-  rm -f "$log/$name.status"
+  rm -f "$log/$name.status"; : >"$log/$name.log"
   ( "$@" >"$log/$name.log" 2>&1; echo $? >"$log/$name.status" ) </dev/null &
   bg_pid[$name]=$!
 }
