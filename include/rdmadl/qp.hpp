@@ -373,7 +373,8 @@ public:
   /// Creates a QP on pd using send_cq/recv_cq. Selects the port and GID now
   /// (see qp_options). Errors: operation_not_supported, errc::empty_object,
   /// errc::no_active_port, errc::no_such_gid, or the errno (when the device
-  /// refuses the QP, last_error_detail() names the call and its max_qp).
+  /// refuses the QP, last_error_detail() names the call and its max_qp, and
+  /// for EAGAIN the rdma cgroup's rdma.max).
   static result<queue_pair> create(const context &ctx, const protection_domain &pd,
                                    const completion_queue &send_cq, const completion_queue &recv_cq,
                                    const qp_options &opts = {});
