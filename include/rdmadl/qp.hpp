@@ -92,6 +92,13 @@ struct qp_options {
 /// A peer that stopped answering turns into an error completion
 /// (IBV_WC_RETRY_EXC_ERR) after retry_count + 1 transmissions of
 /// 4.096 us * 2^ack_timeout each (the defaults: 7 times 67 ms).
+///
+/// retry_count bounds the retransmissions between two acknowledgements of
+/// the peer, not per packet, and Soft-RoCE asks for one per message (or per
+/// 64 packets): every packet of a message that is lost or reordered costs a
+/// retry. The library posts messages as given; on a lossy path keep work
+/// requests to a few MTUs (at MTU 1024 and 5% loss a 64 KiB send needs ~4.5
+/// retries and fails, 4 KiB sends ~0.3: ci/vm/README.md, "Impaired frames").
 struct transport_options {
   /// Each transmission waits 4.096 us * 2^ack_timeout for its
   /// acknowledgement (0 to 31). rdma_cm paths set it through
