@@ -42,8 +42,6 @@
 #   RDMADL_VM_IMPAIR         the impair cluster's hub profiles, "NAME:SPEC ..."
 #                            (default: drop1 and drop5, README.md)
 #   RDMADL_VM_IMPAIR_SEED    the hub's seed for them (default 1)
-#   RDMADL_VM_IMPAIR_BULK=1  add the 4 MiB bulk transfer to the impaired cluster (it
-#                            fails today: ci/vm/README.md, "Impaired frames")
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
