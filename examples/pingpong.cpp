@@ -16,23 +16,46 @@
 using namespace rdmadl;
 using namespace std::chrono_literals;
 
+// Waits for one completion; on failure says which step of which round trip
+// and why (a timeout, or the completion's status), so a failed run is not
+// just "FAILED".
+static bool await(completion_queue &cq, const char *what, int i) {
+  completion wc[1];
+  auto n = cq.poll_wait(wc, 5s);
+  if (n && wc[0].ok())
+    return true;
+  std::error_code ec = !n ? n.error() : wc[0].error();
+  std::fprintf(stderr, "round trip %d: %s: %s\n", i, what, ec.message().c_str());
+  return false;
+}
+
+// Posts one work request; on failure says which and why.
+static bool posted(result<void> r, const char *what, int i) {
+  if (!r)
+    std::fprintf(stderr, "round trip %d: post %s: %s\n", i, what, r.error().message().c_str());
+  return bool(r);
+}
+
 // Receives one message into buf, then sends it back; n times.
 static bool bounce(connection &c, std::span<std::byte> buf, int n, bool first_send) {
   auto mr = c.pd().register_memory(buf).value();
   auto s = *mr.all();
-  completion wc[1];
-  if (!first_send && !c.qp()->post_recv(s, 1))
+  auto &cq = *c.cq();
+  if (!first_send && !posted(c.qp()->post_recv(s, 1), "receive", 0))
     return false;
   for (int i = 0; i < n; i++) {
     if (first_send) {
-      if (!c.qp()->post_recv(s, 1) || !c.qp()->post_send(s, 2) || !c.cq()->poll_wait(wc, 5s) ||
-          !wc[0].ok() || !c.cq()->poll_wait(wc, 5s) || !wc[0].ok())
+      // The two completions come in either order; both must be good.
+      if (!posted(c.qp()->post_recv(s, 1), "receive", i) ||
+          !posted(c.qp()->post_send(s, 2), "send", i) || !await(cq, "first completion", i) ||
+          !await(cq, "second completion", i))
         return false;
     } else {
       // The next receive is posted before answering, so the peer's next
       // message never meets an empty receive queue (an RNR retry).
-      if (!c.cq()->poll_wait(wc, 5s) || !wc[0].ok() || (i + 1 < n && !c.qp()->post_recv(s, 1)) ||
-          !c.qp()->post_send(s, 2) || !c.cq()->poll_wait(wc, 5s) || !wc[0].ok())
+      if (!await(cq, "receive", i) ||
+          (i + 1 < n && !posted(c.qp()->post_recv(s, 1), "receive", i + 1)) ||
+          !posted(c.qp()->post_send(s, 2), "send", i) || !await(cq, "send", i))
         return false;
     }
   }
@@ -46,8 +69,13 @@ static bool serve(listener &lst, int n, std::chrono::seconds wait) {
   auto conn = req ? req->accept() : result<connection>(req.error());
   if (!conn)
     std::fprintf(stderr, "accept: %s\n", conn.error().message().c_str());
-  return conn && bounce(*conn, sbuf, n, false) && conn->wait_disconnect(10s) &&
-         std::memcmp(sbuf, "ping", 4) == 0;
+  if (!conn || !bounce(*conn, sbuf, n, false))
+    return false;
+  if (auto d = conn->wait_disconnect(10s); !d) {
+    std::fprintf(stderr, "the client's disconnect: %s\n", d.error().message().c_str());
+    return false;
+  }
+  return std::memcmp(sbuf, "ping", 4) == 0;
 }
 
 // The client's side; retries the connection for up to TRIES seconds (a server
@@ -72,7 +100,10 @@ static bool ping(const char *ip, std::uint16_t port, int n, int tries) {
   auto t0 = std::chrono::steady_clock::now();
   bool ok = bounce(*conn, cbuf, n, true);
   auto us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0);
-  ok = conn->disconnect(10s) && ok && std::memcmp(cbuf, "ping", 4) == 0;
+  auto disc = conn->disconnect(10s);
+  if (!disc)
+    std::fprintf(stderr, "disconnect: %s\n", disc.error().message().c_str());
+  ok = disc && ok && std::memcmp(cbuf, "ping", 4) == 0;
   std::printf("%d round trips: %.2f us each\n", n, us.count() / n);
   return ok;
 }
