@@ -538,9 +538,8 @@ status_code detail::channel_core::post_slow(std::size_t peer, int k, const local
     return errc::peer_failed;
   if (nslots == slot_cap) {
     const std::size_t cap = slot_cap ? slot_cap * 2 : 16;
-    std::unique_ptr<slot[]> more(new slot[cap]);
-    std::copy(slots.get(), slots.get() + nslots, more.get());
-    slots = std::move(more);
+    slot_store.resize(cap); // (through operator new, which the tests count)
+    slots = slot_store.data();
     slot_cap = cap;
   }
   const std::uint64_t i = base + nslots;

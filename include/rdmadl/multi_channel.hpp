@@ -202,7 +202,8 @@ struct RDMADL_CXX_API channel_core {
   std::vector<std::uint8_t> failed; ///< by peer: its queue pair is in the error state
   std::size_t failed_peers = 0;
   std::atomic<std::uint8_t> busy{0}; ///< k_open, k_orphan
-  std::unique_ptr<slot[]> slots;     ///< the open scope's requests (capacity kept)
+  std::vector<slot> slot_store;      ///< the slots' storage (capacity kept across scopes)
+  slot *slots = nullptr;             ///< slot_store.data(): the open scope's requests
   std::size_t nslots = 0, slot_cap = 0;
   std::uint64_t next_id = 1;           ///< the next blocking call's, or scope's base
   std::uint64_t base = 1;              ///< the id of the open scope's first slot
@@ -268,7 +269,7 @@ struct RDMADL_CXX_API channel_core {
     s.status = status;
     s.byte_len = byte_len;
     if (status != 0 && first_failed == SIZE_MAX) [[unlikely]]
-      first_failed = static_cast<std::size_t>(&s - slots.get());
+      first_failed = static_cast<std::size_t>(&s - slots);
   }
   /// Marks s (if of the open scope and not done yet) done with this outcome.
   void record(slot *s, int status, std::uint32_t byte_len) noexcept {
