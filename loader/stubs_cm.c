@@ -13,6 +13,14 @@
  * drop-in, which holds every stub, asks the loaded objects' version
  * requirements instead (load.c). Otherwise the first rdma_* call loads
  * librdmacm (rdmadl_resolve_slow), like a lazy library.
+ *
+ * A shared librdmadl compiles its loader with RDMADL_CM_FIRST_USE, which
+ * leaves the marker out: librdmadl.so holds cm.cpp and with it every stub
+ * it calls, whether or not its program ever makes a cm object, so the
+ * marker would load librdmacm into every program linked to it. There the
+ * C++ API's first rdma_* call loads it, thread-safely, as above. (A static
+ * librdmadl.a keeps the marker: the linker brings it in only with the cm
+ * objects a program uses.)
  */
 #include <stdarg.h>
 
@@ -21,7 +29,9 @@
 #include "str_tables.h"
 #include "stubs.h"
 
+#ifndef RDMADL_CM_FIRST_USE
 RDMADL_HIDDEN const char rdmadl_cm_linked = 1;
+#endif
 
 #define RDMADL_ROW_IBV(...)
 #define RDMADL_ROW_CM(...) __VA_ARGS__

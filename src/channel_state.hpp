@@ -5,13 +5,17 @@
 //
 // The data path allocates nothing once warm: a scope's slots (16 bytes: the
 // peer, its place in completion order, the status and byte count) live in
-// a vector that is cleared, not freed, when the scope ends; a
-// completion finds its slot in O(1) (wr_id - base is the slot's index), and
-// an error completion of no open request its peer in O(1) (by QP number).
+// an array kept, not freed, when the scope ends; a completion finds its
+// slot in O(1) (wr_id - base is the slot's index), and an error completion
+// of no open request its peer in O(1) (by QP number). That part, and the
+// queue pairs and CQ it uses, is channel_core (rdmadl/multi_channel.hpp):
+// polling_scope's posts and waits are inline in the caller.
 //
-// The state is shared: a multi_channel and each of its open polling scopes
-// hold it, so a channel moved or destroyed while a scope is open leaves the
-// scope working on the same queue pairs, freed when the last holder ends.
+// The channel holds the state by a shared_ptr, an open scope by a plain
+// pointer: a channel moved keeps the same state; a channel destroyed while
+// a scope is open leaves its reference in the state (channel_core::orphan)
+// for the scope's end to drop, so the scope keeps working on the same
+// queue pairs until then.
 //
 // A peer whose queue pair went to the error state (an error completion, or
 // a flush this side asked for after a timeout) is marked failed: RC cannot
@@ -21,8 +25,8 @@
 // A transport-neutral channel (multi_channel::create(opts)) may have peers
 // over TCP: tcp is then set (its engine, src/tcp_engine.hpp) and over_tcp
 // says which peers; their completions come from the engine's ring beside
-// the CQ. An RDMA-only channel pays one predictable branch (tcp is null) per
-// post and per poll.
+// the CQ. An RDMA-only channel pays one predictable branch (over_tcp is
+// empty) per post and per poll.
 #ifndef RDMADL_SRC_CHANNEL_STATE_HPP
 #define RDMADL_SRC_CHANNEL_STATE_HPP
 
@@ -42,8 +46,6 @@
 #include "tcp_engine.hpp"
 
 namespace rdmadl::detail {
-
-enum channel_op { k_send, k_recv, k_write, k_read };
 
 // The queue depths of a channel of peers queue pairs on one CQ of dev.
 struct channel_depths {
@@ -77,31 +79,10 @@ inline result<channel_depths> plan_depths(const device_attr &dev, std::size_t pe
   return d;
 }
 
-struct channel_state {
-  context ctx;
-  protection_domain pd;
-  completion_queue cq;
-  std::vector<queue_pair> qps;
-  connect_options conn;
-  std::chrono::milliseconds limit{10000};
-  bool connected = false;
-  std::vector<std::uint8_t> failed; // by peer: its queue pair is in the error state
-  std::size_t failed_peers = 0;
-  std::atomic<bool> scope_open{false};
-  // A request of the open scope: slot i has id base + i. 16 bytes, the
-  // work_result is made from it when asked for (result()).
-  struct slot {
-    std::uint32_t peer;
-    std::uint32_t done; // 0: pending; else its place in completion order, from 1
-    int status;
-    std::uint32_t byte_len;
-  };
-  std::vector<slot> pending; // posted in the open scope (slot i has id base + i)
-  std::uint64_t next_id = 1;
-  std::uint64_t base = 1;              // the id of the open scope's first slot
-  std::size_t outstanding = 0;         // slots of pending not yet done
-  std::size_t first_failed = SIZE_MAX; // index in pending of the first error completion
-  std::array<completion, 16> wc;       // poll_some's buffer (not rebuilt per poll)
+// The fast path's part (the queue pairs, CQ, slots, busy word) is
+// channel_core, in rdmadl/multi_channel.hpp, so that polling_scope's posts
+// and waits are inline in the caller.
+struct channel_state : channel_core {
   // Peer by QP number (note_error's lookup), filled by index_qps().
   std::unordered_map<std::uint32_t, std::uint32_t> peer_of_qpn;
 
@@ -112,99 +93,6 @@ struct channel_state {
     for (std::size_t p = 0; p < qps.size(); p++)
       peer_of_qpn.emplace(qps[p].qp_num(), static_cast<std::uint32_t>(p));
   }
-  // Takes the busy flag and opens a scope's bookkeeping; false when busy.
-  bool open_scope() noexcept {
-    bool expected = false;
-    if (!scope_open.compare_exchange_strong(expected, true, std::memory_order_acquire,
-                                            std::memory_order_relaxed)) [[unlikely]]
-      return false;
-    begin();
-    return true;
-  }
-  // Ends the open scope: settle(), then the slots are cleared (capacity
-  // kept for the next scope) and the busy flag released.
-  void end_scope() {
-    settle();
-    pending.clear();
-    scope_open.store(false, std::memory_order_release);
-  }
-  // Opens a scope's bookkeeping (the caller owns scope_open).
-  void begin() noexcept {
-    pending.clear();
-    base = next_id;
-    outstanding = 0;
-    first_failed = SIZE_MAX;
-  }
-  // The slot of id, or nullptr when id is not of the open scope.
-  slot *find(std::uint64_t id) noexcept {
-    std::uint64_t i = id - base; // wraps to huge for ids of earlier scopes
-    return i < pending.size() ? &pending[static_cast<std::size_t>(i)] : nullptr;
-  }
-  // The outcome of slot i of the open scope.
-  work_result result(std::size_t i) const noexcept {
-    const slot &s = pending[i];
-    return work_result{s.peer, base + i, s.status, s.byte_len};
-  }
-  // Records a posted request (capacity is kept across scopes).
-  [[gnu::always_inline]] std::uint64_t add(std::size_t peer) {
-    std::uint64_t id = base + pending.size();
-    next_id = id + 1;
-    pending.push_back({static_cast<std::uint32_t>(peer), 0, 0, 0});
-    outstanding++;
-    return id;
-  }
-  // Marks peer failed (its queue pair is, or is being put, in the error state).
-  void fail(std::size_t peer) noexcept {
-    if (peer < failed.size() && !failed[peer]) {
-      failed[peer] = 1;
-      failed_peers++;
-    }
-  }
-  // Marks the peer of an error completion failed (found by its QP number:
-  // the completion may be of no open request), in O(1) whatever the peers.
-  void note_error(const completion &c) noexcept {
-    if (auto it = peer_of_qpn.find(c.qp_num); it != peer_of_qpn.end())
-      fail(it->second);
-  }
-  // Takes what the CQ has; marks the matching slots done. A completion that
-  // matches no slot (of a scope that ended on a poll error) is dropped.
-  status_code poll_cq() noexcept {
-    auto n = cq.poll(wc);
-    if (!n)
-      return n.error();
-    for (std::size_t i = 0; i < *n; i++) {
-      slot *s = find(wc[i].wr_id);
-      if (!wc[i].ok())
-        s && !s->done ? fail(s->peer) : note_error(wc[i]);
-      record(s, wc[i].status, wc[i].byte_len);
-    }
-    return {};
-  }
-  // poll_cq(), and with a TCP engine its completions too.
-  status_code poll_some() noexcept {
-    if (tcp) [[unlikely]]
-      return poll_mixed();
-    return poll_cq();
-  }
-  // Marks s (not done yet) done with this outcome.
-  void complete(slot &s, int status, std::uint32_t byte_len) noexcept {
-    s.done = static_cast<std::uint32_t>(pending.size() - outstanding) + 1; // completed so far + 1
-    s.status = status;
-    s.byte_len = byte_len;
-    outstanding--;
-    if (status != 0 && first_failed == SIZE_MAX)
-      first_failed = static_cast<std::size_t>(&s - pending.data());
-  }
-  // Marks s (if of the open scope and not done yet) done with this outcome.
-  void record(slot *s, int status, std::uint32_t byte_len) noexcept {
-    if (s && !s->done)
-      complete(*s, status, byte_len);
-  }
-  // poll_some() of a channel with a TCP engine: the CQ if there is one,
-  // then the engine's ring (waiting a little for it when there is no CQ to
-  // poll, so a waiting scope does not spin against the progress thread).
-  // In tcp_engine.cpp: out of line, the RDMA path's code stays as it was.
-  [[gnu::noinline, gnu::cold]] status_code poll_mixed() noexcept;
   // What a timeout does to peer: its queue pair (or TCP connection) goes to
   // the error state, which flushes what it still has.
   void to_error(std::size_t peer) noexcept {
@@ -213,7 +101,7 @@ struct channel_state {
     else
       (void)qps[peer].to_error();
   }
-  bool all_done() const noexcept { return outstanding == 0; }
+  bool all_done() const noexcept { return ndone == nslots; }
   // Polls until everything pending is done or timeout passes (the clock is
   // read only when the first poll leaves something pending).
   status_code drain(std::chrono::milliseconds timeout) noexcept {
@@ -233,15 +121,15 @@ struct channel_state {
     }
     return {};
   }
-  // What a scope's end does: waits up to limit; then moves the queue pairs
-  // of what is still pending to the error state and takes the flushed
-  // completions (up to limit again).
-  void settle();
+  // poll_some() of a channel with a TCP engine: the CQ if there is one,
+  // then the engine's ring (waiting a little for it when there is no CQ to
+  // poll, so a waiting scope does not spin against the progress thread).
+  // In tcp_engine.cpp; channel_core::poll_tcp() calls it.
+  [[gnu::noinline, gnu::cold]] status_code poll_mixed() noexcept;
 
   // The TCP side of a transport-neutral channel (null otherwise): the
   // engine, which peers use it, and per peer why it is on its transport.
   std::unique_ptr<tcp_engine> tcp;
-  std::vector<std::uint8_t> over_tcp;
   std::vector<std::string> why;
   std::vector<std::uint64_t> tokens; // what channel_endpoints() gives each peer
   channel_transport allowed = channel_transport::rdma;

@@ -156,8 +156,42 @@ result<std::vector<channel_endpoint>> parse_channel_endpoints(std::span<const st
 
 multi_channel::multi_channel() noexcept = default;
 multi_channel::multi_channel(multi_channel &&) noexcept = default;
-multi_channel &multi_channel::operator=(multi_channel &&) noexcept = default;
-multi_channel::~multi_channel() = default;
+multi_channel &multi_channel::operator=(multi_channel &&o) noexcept {
+  if (this != &o) {
+    release();
+    s_ = std::move(o.s_);
+  }
+  return *this;
+}
+multi_channel::~multi_channel() {
+  release();
+}
+
+// The open scope holds the state by a plain pointer: with one open, the
+// channel's reference goes into the state (orphan), and k_orphan tells the
+// scope's end to drop it. Whichever of the two sees the other's mark last
+// frees the state.
+void multi_channel::release() noexcept {
+  if (!s_)
+    return;
+  detail::channel_state *s = s_.get();
+  s->orphan = std::move(s_);
+  if (!(s->busy.fetch_or(detail::channel_core::k_orphan, std::memory_order_acq_rel) &
+        detail::channel_core::k_open))
+    s->drop_orphan(); // no scope open: freed now (or by the state's other holders)
+}
+
+polling_scope multi_channel::scope() noexcept {
+  return polling_scope(s_.get());
+}
+
+detail::channel_core::channel_core() noexcept = default;
+detail::channel_core::~channel_core() = default;
+
+void detail::channel_core::drop_orphan() noexcept {
+  std::shared_ptr<channel_state> last = std::move(orphan);
+  last.reset(); // may destroy *this: nothing touches it after
+}
 
 result<multi_channel> multi_channel::create(const context &ctx, const channel_options &opts) {
   if (!ctx)
@@ -424,14 +458,16 @@ result<bool> await_id_mixed(detail::channel_state &s, std::uint64_t id, outcome 
 [[gnu::always_inline]] inline result<void>
 run_one(detail::channel_state &s, std::size_t peer, int k, const local_slice &buf,
         const remote_region *r, std::chrono::milliseconds timeout, std::uint32_t *byte_len) {
-  bool expected = false;
-  if (!s.scope_open.compare_exchange_strong(expected, true, std::memory_order_acquire,
-                                            std::memory_order_relaxed)) [[unlikely]]
+  std::uint8_t expected = 0;
+  if (!s.busy.compare_exchange_strong(expected, detail::channel_core::k_open,
+                                      std::memory_order_acquire, std::memory_order_relaxed))
+      [[unlikely]]
     return errc::channel_busy;
+  // (No k_orphan can appear meanwhile: the channel is inside this call.)
   struct close_scope {
-    std::atomic<bool> &open;
-    ~close_scope() { open.store(false, std::memory_order_release); }
-  } closer{s.scope_open};
+    std::atomic<std::uint8_t> &busy;
+    ~close_scope() { busy.store(0, std::memory_order_release); }
+  } closer{s.busy};
   if (peer >= s.failed.size()) [[unlikely]]
     return errc::no_such_peer;
   if (s.failed[peer]) [[unlikely]]
@@ -476,21 +512,71 @@ struct each_peer {
 } // namespace
 
 namespace {
-// Posts one request of the open scope of s (checks, post, slot); its id in *id.
-[[gnu::always_inline]] inline status_code post_in_scope(detail::channel_state &s, std::size_t peer,
-                                                        int k, const local_slice &buf,
-                                                        const remote_region *r, std::uint64_t *id) {
-  if (peer >= s.failed.size()) [[unlikely]]
-    return errc::no_such_peer;
-  if (s.failed[peer]) [[unlikely]]
-    return errc::peer_failed;
-  *id = s.base + s.pending.size();
-  if (auto posted = post_one(s, peer, k, buf, r, *id); !posted) [[unlikely]]
-    return posted.error();
-  s.add(peer);
-  return {};
+// Posts parts 0..n-1 in the open scope of s, each of kind K; the count
+// posted in *posted, the first post's error returned.
+template <int K, class PartAt>
+[[gnu::always_inline]] inline status_code post_parts(detail::channel_state &s, std::size_t n,
+                                                     const PartAt &part_at, std::size_t *posted) {
+  std::size_t i = 0;
+  status_code err;
+  for (; i < n; i++) {
+    one_part p = part_at(i);
+    std::uint64_t id = 0;
+    if (err = s.post<K>(p.peer, *p.buf, p.remote, &id); !err.ok()) [[unlikely]]
+      break;
+  }
+  *posted = i;
+  return err;
 }
 } // namespace
+
+status_code detail::channel_core::post_slow(std::size_t peer, int k, const local_slice &buf,
+                                            const remote_region *r, std::uint64_t *id) {
+  if (peer >= failed.size()) [[unlikely]]
+    return errc::no_such_peer;
+  if (failed[peer]) [[unlikely]]
+    return errc::peer_failed;
+  if (nslots == slot_cap) {
+    const std::size_t cap = slot_cap ? slot_cap * 2 : 16;
+    slot_store.resize(cap); // (through operator new, which the tests count)
+    slots = slot_store.data();
+    slot_cap = cap;
+  }
+  const std::uint64_t i = base + nslots;
+  if (auto posted = post_one(static_cast<channel_state &>(*this), peer, k, buf, r, i); !posted)
+      [[unlikely]]
+    return posted.error();
+  slots[nslots++] = {static_cast<std::uint32_t>(peer), 0, 0, 0};
+  *id = i;
+  return {};
+}
+
+void detail::channel_core::error_completion(slot *s, const completion &c) noexcept {
+  s && !s->done ? fail(s->peer) : note_error(c);
+  record(s, c.status, c.byte_len);
+}
+
+void detail::channel_core::note_error(const completion &c) noexcept {
+  auto &m = static_cast<channel_state *>(this)->peer_of_qpn;
+  if (auto it = m.find(c.qp_num); it != m.end())
+    fail(it->second);
+}
+
+status_code detail::channel_core::poll_tcp() noexcept {
+  return static_cast<channel_state *>(this)->poll_mixed();
+}
+
+status_code detail::channel_core::await_slot(std::size_t i,
+                                             std::chrono::milliseconds timeout) noexcept {
+  const auto deadline = detail::deadline(timeout);
+  while (!slots[i].done) {
+    if (auto st = poll_some(); !st.ok())
+      return st;
+    if (!slots[i].done && detail::expired(deadline))
+      return errc::timed_out;
+  }
+  return {};
+}
 
 // The batch forms run a scope of their own on the state directly (no
 // polling_scope, so no shared_ptr copy): the same busy flag, slots and end.
@@ -513,27 +599,39 @@ result<void> multi_channel::run(std::size_t n, int k, const PartAt &part_at,
     detail::channel_state &s;
     ~end_scope() { s.end_scope(); }
   } ender{s};
-  status_code err;
   std::size_t posted = 0;
-  for (; posted < n; posted++) {
-    one_part p = part_at(posted);
-    std::uint64_t id = 0;
-    if (err = post_in_scope(s, p.peer, k, *p.buf, p.remote, &id); !err.ok()) [[unlikely]]
-      break;
+  status_code err;
+  switch (k) {
+  case k_send:
+    err = post_parts<k_send>(s, n, part_at, &posted);
+    break;
+  case k_recv:
+    err = post_parts<k_recv>(s, n, part_at, &posted);
+    break;
+  case k_write:
+    err = post_parts<k_write>(s, n, part_at, &posted);
+    break;
+  default:
+    err = post_parts<k_read>(s, n, part_at, &posted);
+    break;
   }
   if (err.ok())
     err = s.drain(timeout);
-  if (!err.ok() || !results.empty())
+  if (!err.ok()) [[unlikely]]
     s.settle(); // what the scope's end would do, so every outcome is known
   // Slot i is part i: this scope posted nothing else.
-  for (std::size_t i = 0; i < results.size() && i < n; i++)
-    results[i] = i < posted ? s.result(i) : work_result{part_at(i).peer, 0, wc_flush_err, 0};
+  if (!results.empty()) {
+    for (std::size_t i = 0; i < posted; i++)
+      results[i] = s.outcome(i);
+    for (std::size_t i = posted; i < n; i++)
+      results[i] = work_result{part_at(i).peer, 0, wc_flush_err, 0};
+  }
   if (!err.ok())
     return err;
-  if (s.first_failed < s.pending.size())
-    return s.result(s.first_failed).error();
+  if (s.first_failed != SIZE_MAX) [[unlikely]]
+    return s.outcome(s.first_failed).error();
   if (byte_len)
-    *byte_len = s.pending[0].byte_len;
+    *byte_len = s.slots[0].byte_len;
   return {};
 }
 
@@ -592,99 +690,43 @@ result<void> multi_channel::multicast_send(std::span<const std::size_t> to, cons
   return run(to.size(), k_send, each_peer{to, &buf}, timeout, results);
 }
 
-void detail::channel_state::settle() {
-  if (drain(limit).ok())
+void detail::channel_core::settle() noexcept {
+  auto &st = static_cast<channel_state &>(*this);
+  if (st.drain(limit).ok())
     return;
   // Whatever has not completed: its queue pair goes to the error state, so
   // the NIC stops and flushes it; take the flushed completions.
-  for (const auto &p : pending)
+  for (std::size_t i = 0; i < nslots; i++) {
+    const slot &p = slots[i];
     if (!p.done && !failed[p.peer]) {
       fail(p.peer);
-      to_error(p.peer);
+      st.to_error(p.peer);
     }
-  (void)drain(detail::deadline(limit));
+  }
+  (void)st.drain(detail::deadline(limit));
 }
 
 // ---- polling_scope ----
 
-polling_scope::polling_scope(std::shared_ptr<detail::channel_state> s) noexcept : s_(std::move(s)) {
-  if (!s_) {
+polling_scope::polling_scope(detail::channel_core *s) noexcept {
+  if (!s)
     err_ = detail::rdma_error(errc::empty_object);
-    return;
-  }
-  owner_ = s_->open_scope();
-  if (!owner_)
+  else if (!s->open_scope())
     err_ = errc::channel_busy;
-}
-
-polling_scope::~polling_scope() {
-  if (!owner_)
-    return;
-  s_->end_scope();
-}
-
-std::size_t polling_scope::pending() const noexcept {
-  return owner_ ? s_->outstanding : 0;
-}
-
-// Inline in each post_*: the kind is then a constant, its switch gone.
-[[gnu::always_inline]] inline result<work_handle>
-polling_scope::post(std::size_t peer, int k, const local_slice &buf, const remote_region *r) {
-  if (!err_.ok()) [[unlikely]]
-    return err_;
-  std::uint64_t id = 0;
-  if (auto st = post_in_scope(*s_, peer, k, buf, r, &id); !st.ok()) [[unlikely]]
-    return st;
-  return work_handle{id};
-}
-
-result<work_handle> polling_scope::post_send(std::size_t peer, const local_slice &buf) {
-  return post(peer, k_send, buf, nullptr);
-}
-result<work_handle> polling_scope::post_recv(std::size_t peer, const local_slice &buf) {
-  return post(peer, k_recv, buf, nullptr);
-}
-result<work_handle> polling_scope::post_write(std::size_t peer, const local_slice &buf,
-                                              const remote_region &dst) {
-  return post(peer, k_write, buf, &dst);
-}
-result<work_handle> polling_scope::post_read(std::size_t peer, const local_slice &buf,
-                                             const remote_region &src) {
-  return post(peer, k_read, buf, &src);
-}
-
-result<work_result> polling_scope::wait(work_handle h, std::chrono::milliseconds timeout) {
-  if (!err_.ok())
-    return err_;
-  auto &s = *s_;
-  auto *slot = s.find(h.id);
-  if (!slot)
-    return errc::unknown_handle;
-  std::size_t index = static_cast<std::size_t>(slot - s.pending.data());
-  if (!s.pending[index].done) { // the clock is read only if one poll is not enough
-    if (auto st = s.poll_some(); !st.ok())
-      return st;
-    auto deadline = s.pending[index].done ? clock::time_point{} : detail::deadline(timeout);
-    while (!s.pending[index].done) {
-      if (auto st = s.poll_some(); !st.ok())
-        return st;
-      if (!s.pending[index].done && detail::expired(deadline))
-        return errc::timed_out;
-    }
-  }
-  return s.result(index);
+  else
+    s_ = s;
 }
 
 result<std::vector<work_result>> polling_scope::wait_all(std::chrono::milliseconds timeout) {
-  if (!err_.ok())
+  if (!s_)
     return err_;
-  auto &s = *s_;
+  auto &s = static_cast<detail::channel_state &>(*s_);
   if (auto st = s.drain(detail::deadline(timeout)); !st.ok())
     return st;
   std::vector<work_result> all;
-  all.resize(s.pending.size()); // every slot is done: in completion order
-  for (std::size_t i = 0; i < s.pending.size(); i++)
-    all[s.pending[i].done - 1] = s.result(i);
+  all.resize(s.nslots); // every slot is done: in completion order
+  for (std::size_t i = 0; i < s.nslots; i++)
+    all[s.slots[i].done - 1] = s.outcome(i);
   return all;
 }
 

@@ -41,6 +41,14 @@ bool take(completion_queue &cq, std::size_t want) {
   }
   return true;
 }
+
+// Runs op iters times; how many succeeded.
+template <class Op> [[gnu::noinline]] long loop(long iters, const Op &op) {
+  long good = 0;
+  for (long i = 0; i < iters; i++)
+    good += op();
+  return good;
+}
 } // namespace
 
 int main(int argc, char **argv) {
@@ -74,33 +82,36 @@ int main(int argc, char **argv) {
   std::size_t m = 0;
   while (m < modes.size() && modes[m] != mode)
     m++;
+  // Each mode's loop is a function of its own, so that what the compiler
+  // inlines into one variant (a channel's inline scope) does not change
+  // the registers and code of the other.
   long good = 0;
-  for (long i = 0; i < iters; i++) {
-    bool ok = false;
-    if (m == 0) {
-      ok = q0.post_write(s, dst, 1) && take(cq, 1);
-    } else if (m == 1) {
-      ok = bool(mc.write(0, s, dst, 1s));
-    } else if (m == 2) {
-      ok = q0.post_recv(r, 1) && q0.post_send(s, 2) && take(cq, 2);
-    } else if (m == 3) {
+  if (m == 0) {
+    good = loop(iters, [&] { return q0.post_write(s, dst, 1) && take(cq, 1); });
+  } else if (m == 1) {
+    good = loop(iters, [&] { return bool(mc.write(0, s, dst, 1s)); });
+  } else if (m == 2) {
+    good = loop(iters, [&] { return q0.post_recv(r, 1) && q0.post_send(s, 2) && take(cq, 2); });
+  } else if (m == 3) {
+    good = loop(iters, [&] {
       auto sc = mc.scope();
       auto hr = sc.post_recv(0, r);
       auto hs = sc.post_send(0, s);
-      if (hr && hs) {
-        auto wr = sc.wait(*hr, 1s), ws = sc.wait(*hs, 1s);
-        ok = wr && wr->ok() && ws && ws->ok();
-      }
-    } else if (m == 4) {
-      ok = q0.post_write(s, dst, 1) && q1.post_write(s, dst, 2) && q2.post_write(s, dst, 3) &&
-           take(cq, 3);
-    } else if (m == 5) {
-      ok = bool(mc.scatter_write(parts, 1s, res));
-    } else {
-      std::fprintf(stderr, "rdmadl-bench-channel-host: unknown mode\n");
-      return 2;
-    }
-    good += ok;
+      if (!hr || !hs)
+        return false;
+      auto wr = sc.wait(*hr, 1s), ws = sc.wait(*hs, 1s);
+      return wr && wr->ok() && ws && ws->ok();
+    });
+  } else if (m == 4) {
+    good = loop(iters, [&] {
+      return q0.post_write(s, dst, 1) && q1.post_write(s, dst, 2) && q2.post_write(s, dst, 3) &&
+             take(cq, 3);
+    });
+  } else if (m == 5) {
+    good = loop(iters, [&] { return bool(mc.scatter_write(parts, 1s, res)); });
+  } else {
+    std::fprintf(stderr, "rdmadl-bench-channel-host: unknown mode\n");
+    return 2;
   }
   std::printf("iters %ld %s\n", iters, good == iters ? "ok" : "FAILED");
   return good == iters ? 0 : 1;

@@ -141,6 +141,14 @@ multi_channel make(const context &ctx, std::size_t peers) {
 }
 } // namespace
 
+// Runs op iters times; how many succeeded.
+template <class Op> [[gnu::noinline]] long loop(long iters, const Op &op) {
+  long good = 0;
+  for (long i = 0; i < iters; i++)
+    good += op();
+  return good;
+}
+
 int main(int argc, char **argv) {
   alarm(600); // default action: killed, the runner reports it
   if (argc != 4) {
@@ -181,19 +189,26 @@ int main(int argc, char **argv) {
   std::vector<work_result> res(n);
   completion_queue &cq = *mc.cq();
   std::array<completion, 16> wc;
+  // Each mode's loop is a function of its own (loop()), so that what the
+  // compiler inlines into one (a polling scope) does not change the
+  // registers and code of another (the raw loop).
   long good = 0;
   t0 = std::chrono::steady_clock::now();
-  for (long it = 0; it < iters; it++) {
-    bool ok = true;
-    if (mode == "scatter") {
-      ok = bool(mc.scatter_write(parts, 1s, res));
-    } else if (mode == "gather") {
-      ok = bool(mc.gather_read(parts, 1s, res));
-    } else if (mode == "scope") {
+  if (mode == "scatter") {
+    good = loop(iters, [&] { return bool(mc.scatter_write(parts, 1s, res)); });
+  } else if (mode == "gather") {
+    good = loop(iters, [&] { return bool(mc.gather_read(parts, 1s, res)); });
+  } else if (mode == "scope") {
+    good = loop(iters, [&] {
+      bool ok = true;
       auto sc = mc.scope();
       for (std::size_t i = 0; i < n && ok; i++)
         ok = bool(sc.post_write(i, s, dst));
-    } else if (mode == "qp") {
+      return ok;
+    });
+  } else if (mode == "qp") {
+    good = loop(iters, [&] {
+      bool ok = true;
       for (std::size_t i = 0; i < n && ok; i++)
         ok = bool(mc.qp(i)->post_write(s, dst, i));
       for (std::size_t want = n; ok && want;) {
@@ -204,11 +219,11 @@ int main(int argc, char **argv) {
         if (ok)
           want -= *got;
       }
-    } else {
-      std::fprintf(stderr, "rdmadl-bench-scaling: unknown mode\n");
-      return 2;
-    }
-    good += ok;
+      return ok;
+    });
+  } else {
+    std::fprintf(stderr, "rdmadl-bench-scaling: unknown mode\n");
+    return 2;
   }
   long long ns = elapsed_ns(t0);
   std::printf("iters %ld %s\nns %lld\n", iters, good == iters ? "ok" : "FAILED", ns);

@@ -41,7 +41,9 @@
 #define RDMADL_MULTI_CHANNEL_HPP
 
 #include <array>
+#include <atomic>
 #include <chrono>
+#include <climits>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -163,9 +165,190 @@ class multi_channel;
 class listener;
 struct cm_channel_options;
 struct cm_peer_event;
+class polling_scope;
 namespace detail {
 struct channel_state;
-}
+
+enum channel_op { k_send, k_recv, k_write, k_read };
+
+/// The part of a channel's state that the inline data path (polling_scope's
+/// post_* and wait) reads; the rest is channel_state, private to the
+/// library. Not an API: its layout follows the library's version, and only
+/// the library makes one.
+///
+/// The busy word: k_open while a scope or a blocking call runs; k_orphan
+/// once the channel is gone while a scope is open, the state then holding
+/// the channel's reference to itself (orphan) until the scope's end drops
+/// it. So a scope holds the state by a plain pointer: no reference count
+/// is touched per scope.
+struct RDMADL_CXX_API channel_core {
+  static constexpr std::uint8_t k_open = 1, k_orphan = 2;
+  /// A request of the open scope: slot i has id base + i. 16 bytes; the
+  /// work_result is made from it when asked for (outcome()).
+  struct slot {
+    std::uint32_t peer;
+    std::uint32_t done; ///< 0: pending; else its place in completion order, from 1
+    int status;
+    std::uint32_t byte_len;
+  };
+
+  context ctx;
+  protection_domain pd;
+  completion_queue cq;
+  std::vector<queue_pair> qps;
+  connect_options conn;
+  std::chrono::milliseconds limit{10000};
+  bool connected = false;
+  std::vector<std::uint8_t> failed; ///< by peer: its queue pair is in the error state
+  std::size_t failed_peers = 0;
+  std::atomic<std::uint8_t> busy{0}; ///< k_open, k_orphan
+  std::vector<slot> slot_store;      ///< the slots' storage (capacity kept across scopes)
+  slot *slots = nullptr;             ///< slot_store.data(): the open scope's requests
+  std::size_t nslots = 0, slot_cap = 0;
+  std::uint64_t next_id = 1;           ///< the next blocking call's, or scope's base
+  std::uint64_t base = 1;              ///< the id of the open scope's first slot
+  std::size_t ndone = 0;               ///< slots done
+  std::size_t first_failed = SIZE_MAX; ///< index of the first error completion
+  std::array<completion, 16> wc;       ///< the poll buffer (not rebuilt per poll)
+  /// By peer, with a TCP transport (transport-neutral channels only; empty
+  /// otherwise, which is what the inline path tests).
+  std::vector<std::uint8_t> over_tcp;
+  std::shared_ptr<channel_state> orphan; ///< see busy
+
+  channel_core() noexcept;
+  channel_core(const channel_core &) = delete;
+  channel_core &operator=(const channel_core &) = delete;
+  ~channel_core();
+
+  /// Takes the busy word and opens a scope's bookkeeping; false when busy.
+  bool open_scope() noexcept {
+    std::uint8_t expected = 0;
+    if (!busy.compare_exchange_strong(expected, k_open, std::memory_order_acquire,
+                                      std::memory_order_relaxed)) [[unlikely]]
+      return false;
+    nslots = 0;
+    base = next_id;
+    ndone = 0;
+    first_failed = SIZE_MAX;
+    return true;
+  }
+  /// Ends the open scope: settle() what is pending, clear the slots, release
+  /// the busy word; if the channel is gone meanwhile, frees the state (this
+  /// object: nothing may touch it after).
+  void end_scope() noexcept {
+    if (ndone != nslots) [[unlikely]]
+      settle();
+    next_id = base + nslots; // below every later scope's base
+    nslots = 0;
+    // (An exchange: one instruction where a fetch_and that returns the old
+    // value is a compare-and-swap loop. Clearing k_orphan too is harmless:
+    // this end then frees the state.)
+    if (busy.exchange(0, std::memory_order_acq_rel) & k_orphan) [[unlikely]]
+      drop_orphan();
+  }
+  /// The slot of id, or nullptr when id is not of the open scope.
+  slot *find(std::uint64_t id) noexcept {
+    std::uint64_t i = id - base; // wraps to huge for ids of earlier scopes
+    return i < nslots ? &slots[static_cast<std::size_t>(i)] : nullptr;
+  }
+  /// The outcome of slot i of the open scope.
+  work_result outcome(std::size_t i) const noexcept {
+    const slot &s = slots[i];
+    return work_result{s.peer, base + i, s.status, s.byte_len};
+  }
+  /// Marks peer failed (its queue pair is, or is being put, in the error state).
+  void fail(std::size_t peer) noexcept {
+    if (peer < failed.size() && !failed[peer]) {
+      failed[peer] = 1;
+      failed_peers++;
+    }
+  }
+  /// Marks s (not done yet) done with this outcome.
+  void complete(slot &s, int status, std::uint32_t byte_len) noexcept {
+    s.done = static_cast<std::uint32_t>(++ndone); // its place in completion order
+    s.status = status;
+    s.byte_len = byte_len;
+    if (status != 0 && first_failed == SIZE_MAX) [[unlikely]]
+      first_failed = static_cast<std::size_t>(&s - slots);
+  }
+  /// Marks s (if of the open scope and not done yet) done with this outcome.
+  void record(slot *s, int status, std::uint32_t byte_len) noexcept {
+    if (s && !s->done)
+      complete(*s, status, byte_len);
+  }
+  /// Takes what the CQ has; marks the matching slots done. A completion
+  /// that matches no slot (of an earlier scope or blocking call) is dropped;
+  /// an error one marks its peer failed.
+  [[gnu::always_inline]] status_code poll_cq() noexcept {
+    auto n = cq.poll(wc);
+    if (!n) [[unlikely]]
+      return n.error();
+    for (std::size_t i = 0; i < *n; i++) {
+      const completion &c = wc[i];
+      slot *s = find(c.wr_id);
+      if (c.status != 0) [[unlikely]]
+        error_completion(s, c);
+      else if (s && !s->done) [[likely]]
+        complete(*s, 0, c.byte_len);
+    }
+    return {};
+  }
+  /// poll_cq(), and with a TCP engine its completions too.
+  [[gnu::always_inline]] status_code poll_some() noexcept {
+    if (!over_tcp.empty()) [[unlikely]]
+      return poll_tcp();
+    return poll_cq();
+  }
+  /// Posts one request of kind K on peer's queue pair and gives it the next
+  /// slot of the open scope; its id in *id. The checks, TCP peers and a
+  /// full slot array go out of line (post_slow).
+  template <int K>
+  [[gnu::always_inline]] status_code post(std::size_t peer, const local_slice &buf,
+                                          const remote_region *r, std::uint64_t *id) {
+    if (peer >= failed.size() || failed[peer] || !over_tcp.empty() || nslots == slot_cap)
+        [[unlikely]]
+      return post_slow(peer, K, buf, r, id);
+    const std::uint64_t i = base + nslots;
+    queue_pair &qp = qps[peer];
+    result<void> posted;
+    if constexpr (K == k_send)
+      posted = qp.post_send(buf, i);
+    else if constexpr (K == k_recv)
+      posted = qp.post_recv(buf, i);
+    else if constexpr (K == k_write)
+      posted = qp.post_write(buf, *r, i);
+    else
+      posted = qp.post_read(buf, *r, i);
+    if (!posted) [[unlikely]]
+      return posted.error();
+    slots[nslots++] = {static_cast<std::uint32_t>(peer), 0, 0, 0};
+    *id = i;
+    return {};
+  }
+
+  /// @name Out of line (multi_channel.cpp)
+  /**@{*/
+  /// post() with its checks: errc::no_such_peer, errc::peer_failed, a TCP
+  /// peer, the slot array grown.
+  status_code post_slow(std::size_t peer, int k, const local_slice &buf, const remote_region *r,
+                        std::uint64_t *id);
+  /// An error completion: marks its peer failed and its slot (if any) done.
+  void error_completion(slot *s, const completion &c) noexcept;
+  /// Marks the peer of an error completion failed (by its QP number).
+  void note_error(const completion &c) noexcept;
+  /// poll_some() of a channel with TCP peers (channel_state::poll_mixed).
+  status_code poll_tcp() noexcept;
+  /// Polls until slot i is done or timeout passes.
+  status_code await_slot(std::size_t i, std::chrono::milliseconds timeout) noexcept;
+  /// What a scope's end does with what is pending: waits up to limit; then
+  /// moves their queue pairs to the error state and takes the flushed
+  /// completions (up to limit again).
+  void settle() noexcept;
+  /// Frees the state the channel left to its open scope.
+  void drop_orphan() noexcept;
+  /**@}*/
+};
+} // namespace detail
 
 /// Tracks the requests posted through it. Its end (destructor) waits for every
 /// pending request; what has not completed within channel_options::scope_limit
@@ -173,10 +356,14 @@ struct channel_state;
 /// taken, so when the scope is gone the NIC no longer touches any buffer
 /// named in it. One scope per channel at a time; not copied or moved.
 ///
-/// A scope shares the channel's state: the multi_channel it came from may be
-/// moved or destroyed while the scope is open; the scope keeps working and
-/// its end still waits for (or flushes) what it posted, after which the
-/// queue pairs, CQ and PD are released if the channel is gone.
+/// The multi_channel it came from may be moved or destroyed while the scope
+/// is open; the scope keeps working and its end still waits for (or
+/// flushes) what it posted, after which the queue pairs, CQ and PD are
+/// released if the channel is gone.
+///
+/// Posting and waiting are inline down to the provider's post and poll
+/// functions; only the unusual (an error, a TCP peer, a wait that one poll
+/// does not end) leaves the header.
 class RDMADL_CXX_API polling_scope {
 public:
   /// @name Posting one request to peer
@@ -187,37 +374,73 @@ public:
   /// errors of queue_pair's post_* of the same name.
   /**@{*/
   /// Sends buf.
-  result<work_handle> post_send(std::size_t peer, const local_slice &buf);
+  [[gnu::always_inline]] result<work_handle> post_send(std::size_t peer, const local_slice &buf) {
+    return post<detail::k_send>(peer, buf, nullptr);
+  }
   /// Posts buf as a receive (its byte_len is in the work_result).
-  result<work_handle> post_recv(std::size_t peer, const local_slice &buf);
+  [[gnu::always_inline]] result<work_handle> post_recv(std::size_t peer, const local_slice &buf) {
+    return post<detail::k_recv>(peer, buf, nullptr);
+  }
   /// Writes buf to dst.
-  result<work_handle> post_write(std::size_t peer, const local_slice &buf,
-                                 const remote_region &dst);
+  [[gnu::always_inline]] result<work_handle> post_write(std::size_t peer, const local_slice &buf,
+                                                        const remote_region &dst) {
+    return post<detail::k_write>(peer, buf, &dst);
+  }
   /// Reads src into buf.
-  result<work_handle> post_read(std::size_t peer, const local_slice &buf, const remote_region &src);
+  [[gnu::always_inline]] result<work_handle> post_read(std::size_t peer, const local_slice &buf,
+                                                       const remote_region &src) {
+    return post<detail::k_read>(peer, buf, &src);
+  }
   /**@}*/
   /// Waits up to timeout for h. The result carries the peer and the work
   /// completion status (an error completion is a value with !ok()). Errors:
   /// errc::timed_out, errc::unknown_handle (not a handle of this scope: one
   /// of another scope, or 0).
-  result<work_result> wait(work_handle h, std::chrono::milliseconds timeout);
+  [[gnu::always_inline]] result<work_result> wait(work_handle h,
+                                                  std::chrono::milliseconds timeout) {
+    if (!s_) [[unlikely]]
+      return err_;
+    detail::channel_core &s = *s_;
+    const std::uint64_t i = h.id - s.base;
+    if (i >= s.nslots) [[unlikely]]
+      return errc::unknown_handle;
+    const auto k = static_cast<std::size_t>(i);
+    if (!s.slots[k].done) { // the clock is read only if one poll is not enough
+      status_code st = s.poll_some();
+      if (st.ok() && !s.slots[k].done) [[unlikely]]
+        st = s.await_slot(k, timeout);
+      if (!st.ok()) [[unlikely]]
+        return st;
+    }
+    return s.outcome(k);
+  }
   /// Waits up to timeout for everything pending; returns every result taken
   /// since the scope opened, in completion order. Errors: errc::timed_out.
   result<std::vector<work_result>> wait_all(std::chrono::milliseconds timeout);
   /// Requests posted and not yet completed.
-  std::size_t pending() const noexcept;
-  ~polling_scope();
+  std::size_t pending() const noexcept { return s_ ? s_->nslots - s_->ndone : 0; }
+  ~polling_scope() {
+    if (s_)
+      s_->end_scope();
+  }
   polling_scope(const polling_scope &) = delete;
   polling_scope &operator=(const polling_scope &) = delete;
 
 private:
   friend class multi_channel;
-  explicit polling_scope(std::shared_ptr<detail::channel_state> s) noexcept;
-  result<work_handle> post(std::size_t peer, int kind, const local_slice &buf,
-                           const remote_region *r);
-  std::shared_ptr<detail::channel_state> s_; ///< shared with the channel: outlives its move or end
-  status_code err_;
-  bool owner_ = false;
+  explicit polling_scope(detail::channel_core *s) noexcept;
+  template <int K>
+  [[gnu::always_inline]] result<work_handle> post(std::size_t peer, const local_slice &buf,
+                                                  const remote_region *r) {
+    if (!s_) [[unlikely]]
+      return err_;
+    std::uint64_t id = 0;
+    if (status_code st = s_->post<K>(peer, buf, r, &id); !st.ok()) [[unlikely]]
+      return st;
+    return work_handle{id};
+  }
+  detail::channel_core *s_ = nullptr; ///< the state, while this scope owns it
+  status_code err_;                   ///< why s_ is null (empty or busy channel)
 };
 
 /// N reliable connections sharing one PD and CQ. Move-only.
@@ -320,9 +543,9 @@ public:
 
   /// A polling scope (see polling_scope). Opening a second one while one is
   /// open gives a scope whose every call fails with errc::channel_busy. The
-  /// channel may be moved or destroyed while the scope is open (the scope
-  /// shares its state).
-  polling_scope scope() noexcept { return polling_scope(s_); }
+  /// channel may be moved or destroyed while the scope is open (its state
+  /// is then freed by the scope's end).
+  polling_scope scope() noexcept;
 
   /// @name Blocking operations on one peer
   /// Each posts one request, then waits up to timeout for it, as a scope of
@@ -440,7 +663,9 @@ private:
   result<void> run(std::size_t n, int kind, const PartAt &part_at,
                    std::chrono::milliseconds timeout, std::span<work_result> results,
                    std::uint32_t *byte_len = nullptr);
-  std::shared_ptr<detail::channel_state> s_; // shared with the open scope, if any
+  /// Gives up s_: freed now, or by the open scope's end (channel_core::busy).
+  void release() noexcept;
+  std::shared_ptr<detail::channel_state> s_;
 };
 
 } // namespace rdmadl
