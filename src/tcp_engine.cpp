@@ -419,11 +419,14 @@ void tcp_engine::check_broken(std::size_t p, short revents) noexcept {
 }
 
 namespace {
-// Whether a failed connect says that the peer is gone (its listener or its
-// host), not that this side lacked something (ports, descriptors, memory).
+// Whether a failed probe says that the peer is gone (its listener, or its
+// host: no answer to ARP), not that this side lacked something (ports,
+// descriptors, memory). Not ETIMEDOUT: the SYN of a probe goes unanswered
+// also when the peer is there but its listener's backlog is full (a peer
+// that has not started taking connections yet): the probe is tried again.
 bool peer_gone(int err) noexcept {
   return err == ECONNREFUSED || err == ECONNRESET || err == EHOSTUNREACH || err == ENETUNREACH ||
-         err == ETIMEDOUT || err == EHOSTDOWN;
+         err == EHOSTDOWN;
 }
 } // namespace
 
@@ -434,7 +437,9 @@ bool peer_gone(int err) noexcept {
 // that brings no hello). Refused or reset: the peer's listener is gone (its
 // process or its channel ended) and it can never connect: the peer is failed
 // at once, as the connector fails a peer whose listener refuses it. A probe
-// the peer's host does not answer fails it when the kernel gives up on it.
+// that is not answered at all fails nothing (see peer_gone()): a peer whose
+// host died before its connection is noticed only at the application's
+// timeout.
 void tcp_engine::probe_waiting(std::size_t p) noexcept {
   auto &q = peers_[p];
   if (q.st != state::waiting || q.connector || q.probe_fd >= 0)
