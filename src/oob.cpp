@@ -206,12 +206,21 @@ struct call {
 };
 
 std::string show_host(std::string_view host, std::uint16_t port) {
-  std::string h(host);
-  if (h.empty())
-    h = "*";
-  else if (h.find(':') != std::string::npos)
-    h = "[" + h + "]";
-  return h + ":" + std::to_string(port);
+  // Appended piece by piece: GCC 12 at -O3 reports a false -Wrestrict on
+  // "[" + h + "]" (its bug 105329), which -Werror turns into a failed build.
+  bool v6 = host.find(':') != std::string_view::npos;
+  std::string h;
+  h.reserve(host.size() + 8);
+  if (host.empty())
+    h += '*';
+  if (v6)
+    h += '[';
+  h += host;
+  if (v6)
+    h += ']';
+  h += ':';
+  h += std::to_string(port);
+  return h;
 }
 
 std::string show_timeout(std::chrono::milliseconds t) {

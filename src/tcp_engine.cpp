@@ -31,7 +31,7 @@ namespace {
 constexpr int wc_loc_len_err = 1, wc_loc_prot_err = 4, wc_flush_err = 5, wc_rem_inv_req_err = 9,
               wc_rem_access_err = 10, wc_rem_op_err = 11, wc_retry_exc_err = 12;
 // Where an incoming payload goes.
-enum dest { to_nothing, to_recv, to_region, to_read_buf, to_drop };
+enum dest { to_nothing, to_recv, to_region, to_read_buf, to_drop, to_stage };
 
 using key_kind = region_table::key_kind;
 
@@ -171,6 +171,9 @@ status_code tcp_engine::start(std::vector<peer_setup> setups) {
       continue;
     q.connector = q.setup.mine < q.setup.theirs;
     q.st = state::waiting;
+    q.stage.resize(tcp_eager_sends * tcp_eager_max);
+    q.inbuf.resize(tcp_read_ahead);
+    q.staged.reserve(tcp_eager_sends);
     if (!q.connector)
       continue;
     q.fd = ::socket(q.setup.addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -220,8 +223,11 @@ status_code tcp_engine::post(std::size_t p, int kind, const local_slice &buf,
     // for it, and its ack), and wakes the thread only when it must now watch
     // for something it does not (output that would block, input that the
     // receive unblocked).
-    if (q.st == state::up)
+    if (q.st == state::up) {
+      hold_out_ = true;
       kind == k_recv ? step(p, 0) : (void)pump_out(q, p);
+      hold_out_ = false;
+    }
     // ... or when bytes went out while it sleeps with no timeout: their
     // acknowledgement is to be checked (check_acks()).
     wake_it =
@@ -253,8 +259,16 @@ std::size_t tcp_engine::poll(std::span<tcp_completion> out,
     // rather than sleeping until the progress thread has done it: that
     // saves two thread wake-ups per message. It sleeps in poll(2) on the
     // sockets (the progress thread keeps them open meanwhile, see run()).
+    // What it reads is answered when it next posts or sleeps (next_batch()).
+    // Every such call counts as a wait (run()), whether or not it sleeps: a
+    // thread that finds its completions ready each time still drives the
+    // sockets, and the progress thread stays off them.
+    app_calls_++;
+    hold_out_ = true;
     drive();
+    hold_out_ = false;
     if (done_.empty()) {
+      drive(); // it sleeps: what the first pass held goes out (no recv(2): drained)
       // Every connected peer is watched, also one with no event wanted (a
       // send waiting for a credit): poll(2) reports its hang-up or error,
       // which is how a peer whose host is gone is failed (check_broken()).
@@ -266,21 +280,27 @@ std::size_t tcp_engine::poll(std::span<tcp_completion> out,
           const short ev = wanted(q);
           if (ev == 0 && q.hung_up) // reported already: poll(2) would return at once
             continue;
-          fds[n] = {q.fd, ev, 0};
-          who[n++] = p;
+          who[n] = p;
+          fds[n++] = {q.fd, ev, 0};
         }
       if (n > 0) {
         app_polling_++;
-        app_calls_++;
         lock.unlock();
         const auto ms = std::chrono::ceil<std::chrono::milliseconds>(wait).count();
         (void)::poll(fds.data(), n, static_cast<int>(ms));
         lock.lock();
         app_polling_--;
         for (std::size_t i = 0; i < n; i++)
-          if (fds[i].revents && peers_[who[i]].fd == fds[i].fd)
-            step(who[i], fds[i].revents);
+          if (fds[i].revents)
+            note_input(peers_[who[i]], fds[i].revents);
+        hold_out_ = true;
         drive();
+        hold_out_ = false;
+        // A hang-up or error that drive() did not take (nothing to read or
+        // write on that socket) fails its peer now.
+        for (std::size_t i = 0; i < n; i++)
+          if (fds[i].revents & (POLLHUP | POLLERR))
+            check_broken(who[i], fds[i].revents);
       } else {
         cv_.wait_for(lock, wait, [&] { return !done_.empty(); });
       }
@@ -343,13 +363,18 @@ void tcp_engine::fail(std::size_t p, const std::string &why, int head_status,
     q.rq.pop();
   }
   q.answers.clear();
+  q.staged.clear();
   q.out_busy = false;
   q.credits = 0;
   q.credit_owed = 0;
 }
 
-bool tcp_engine::sendable(const peer &q) noexcept {
-  return q.sent < q.sq.size() && (q.sq[q.sent].kind != k_send || q.credits > 0);
+bool tcp_engine::sendable(const peer &q, std::size_t i) noexcept {
+  if (i >= q.sq.size())
+    return false;
+  const op &o = q.sq[i];
+  return o.kind != k_send || q.credits > 0 ||
+         (q.credits > -static_cast<std::int64_t>(tcp_eager_sends) && o.buf.length <= tcp_eager_max);
 }
 
 // The events a connected peer's socket is to be watched for: input, unless
@@ -359,7 +384,7 @@ short tcp_engine::wanted(const peer &q) const noexcept {
   const bool stalled =
       (q.in_payload && q.in_dest == to_nothing) || q.answers.full() || q.close_after_output;
   short ev = stalled ? 0 : POLLIN;
-  if (q.out_busy || !q.answers.empty() || q.credit_owed > 0 || sendable(q))
+  if (q.out_busy || !q.answers.empty() || q.credit_owed > 0 || sendable(q, q.sent))
     ev |= POLLOUT;
   return ev;
 }
@@ -409,6 +434,7 @@ void tcp_engine::check_broken(std::size_t p, short revents) noexcept {
   auto &q = peers_[p];
   if (q.st != state::up || !(revents & (POLLHUP | POLLERR)))
     return;
+  q.hung_up = true;
   int err = 0;
   socklen_t len = sizeof err;
   (void)getsockopt(q.fd, SOL_SOCKET, SO_ERROR, &err, &len);
@@ -565,6 +591,7 @@ void tcp_engine::run() noexcept {
       who.push_back(SIZE_MAX - 2);
     }
     sleeping_ = true;
+    ticking_ = hands_off;
     timed_sleep_ = hands_off || watch;
     lock.unlock();
     int n = ::poll(fds.data(), fds.size(), hands_off ? 1 : watch ? probe_secs_ * 1000 : -1);
@@ -646,8 +673,14 @@ void tcp_engine::read_hellos() noexcept {
   }
 }
 
+void tcp_engine::note_input(peer &q, short revents) noexcept {
+  if (revents & (POLLIN | POLLHUP | POLLERR))
+    q.in_drained = false;
+}
+
 void tcp_engine::step(std::size_t p, short revents) noexcept {
   auto &q = peers_[p];
+  note_input(q, revents);
   if (revents & (POLLHUP | POLLERR))
     q.hung_up = true;
   if (q.st == state::connecting && revents) {
@@ -671,74 +704,115 @@ void tcp_engine::step(std::size_t p, short revents) noexcept {
   }
   if (q.st != state::up)
     return;
-  if (!pump_in(q, p) || !pump_out(q, p))
-    return;
+  // Frames already read ahead wait for no poll(2): once the answers they
+  // wait on have gone out, they are taken at once.
+  do {
+    if (!pump_in(q, p) || !pump_out(q, p))
+      return;
+  } while (in_ready(q));
   check_broken(p, revents);
   if (q.st == state::up && q.close_after_output && !q.out_busy && q.answers.empty())
     fail(p, "it sent a request this side refused (see its completion)", wc_flush_err);
 }
 
-// Sends what is queued until the socket is full. False once the peer failed.
+// Gathers the next frames to go out into one batch (one sendmsg): the
+// answers owed, then the requests that may go, each header carrying the
+// credits owed (a credit frame of its own only when nothing else goes), up
+// to out_batch headers and ending with the first frame that has a payload.
+// Answers and requests leave their queues here ("on the wire": no answer to
+// a request can come before its bytes went). False once the peer failed.
+bool tcp_engine::next_batch(peer &q, std::size_t p) noexcept {
+  // An application thread (a post, or a poll() that returns to it) holds
+  // back the acks and credits it produced (a receive posted: its credit; a
+  // send placed: its ack) while the progress thread ticks (run(): an
+  // application thread keeps waiting on the engine): they ride on its next
+  // request, or go before it next sleeps in poll(), or from the progress
+  // thread within about a millisecond (a turn that finds no application
+  // wait steps every peer). In a blocking ping-pong an ack then reaches the
+  // peer with the next message, one wake-up instead of two; in a stream,
+  // acks and credits go together. A read response is never held.
+  if (hold_out_ && ticking_ && !sendable(q, q.sent)) {
+    bool response = false;
+    for (std::size_t i = 0; i < q.answers.size(); i++)
+      response = response || q.answers[i].f.op == tcp_op::read_response;
+    if (!response)
+      return true;
+  }
+  q.out_hlen = 0;
+  q.out_off = 0;
+  tcp_frame f;
+  while (q.out_hlen < q.out_hdr.size() && f.payload() == 0) {
+    if (!q.answers.empty()) {
+      f = q.answers.front().f;
+      q.answers.pop();
+      if (f.op == tcp_op::read_response) {
+        // Served only if the region still grants it (the check is redone per call).
+        q.out_key = f.rkey;
+        q.out_key_local = false;
+        q.out_addr = f.addr;
+        f.addr = 0;
+        f.rkey = 0;
+        if (!pd_->regions.use(key_kind::remote, q.out_key, q.out_addr, f.length,
+                              rdmadl::access::remote_read, [] {}))
+          f = tcp_frame{tcp_op::nack, 0, f.wr_id, 0, 0, wc_rem_access_err};
+      }
+    } else if (sendable(q, q.sent)) {
+      const op &o = q.sq[q.sent];
+      f = tcp_frame{};
+      f.wr_id = o.wr_id;
+      f.length = o.buf.length;
+      q.out_key = o.buf.lkey;
+      q.out_key_local = true;
+      q.out_addr = o.buf.addr;
+      if (o.kind == k_send) {
+        f.op = tcp_op::send;
+        q.credits--;
+      } else {
+        f.op = o.kind == k_write ? tcp_op::write : tcp_op::read_request;
+        f.addr = o.raddr;
+        f.rkey = o.rkey;
+      }
+      if (!pd_->regions.use(key_kind::local, q.out_key, q.out_addr, o.buf.length,
+                            rdmadl::access::local, [] {})) {
+        fail(p, "a local buffer is not inside a region of the channel's PD", wc_loc_prot_err,
+             q.sent);
+        return false;
+      }
+      q.sent++;
+    } else if (q.credit_owed > 0 && q.out_hlen == 0) { // receives posted here since the last one
+      f = tcp_frame{tcp_op::credit, q.credit_owed, 0, 0, 0, 0};
+      q.credit_owed = 0;
+    } else {
+      break;
+    }
+    const auto ride = static_cast<std::uint16_t>(std::min<std::uint32_t>(q.credit_owed, 0xffff));
+    f.credit = ride;
+    q.credit_owed -= ride;
+    const auto h = encode(f);
+    std::memcpy(q.out_hdr.data() + q.out_hlen, h.data(), h.size());
+    q.out_hlen += h.size();
+  }
+  q.out_f = f;
+  q.out_busy = q.out_hlen > 0;
+  return true;
+}
+
+// Sends what is queued until the socket is full (see next_batch() for what
+// a post holds back). False once the peer failed.
 bool tcp_engine::pump_out(peer &q, std::size_t p) noexcept {
   for (;;) {
     if (!q.out_busy) {
-      if (!q.answers.empty()) {
-        q.out_f = q.answers.front().f;
-        q.out_is_answer = true;
-        q.out_is_credit = false;
-        if (q.out_f.op == tcp_op::read_response) {
-          // Served only if the region still grants it (the check is redone per call).
-          q.out_key = q.out_f.rkey;
-          q.out_key_local = false;
-          q.out_addr = q.out_f.addr;
-          q.out_f.addr = 0;
-          q.out_f.rkey = 0;
-          if (!pd_->regions.use(key_kind::remote, q.out_key, q.out_addr, q.out_f.length,
-                                rdmadl::access::remote_read, [] {}))
-            q.out_f = tcp_frame{tcp_op::nack, 0, q.out_f.wr_id, 0, 0, wc_rem_access_err};
-        }
-      } else if (q.credit_owed > 0) { // receives posted here since the last one
-        q.out_f = tcp_frame{tcp_op::credit, q.credit_owed, 0, 0, 0, 0};
-        q.credit_owed = 0;
-        q.out_is_answer = false;
-        q.out_is_credit = true;
-      } else if (sendable(q)) {
-        const op &o = q.sq[q.sent];
-        q.out_is_answer = false;
-        q.out_is_credit = false;
-        q.out_f = tcp_frame{};
-        q.out_f.wr_id = o.wr_id;
-        q.out_f.length = o.buf.length;
-        q.out_key = o.buf.lkey;
-        q.out_key_local = true;
-        q.out_addr = o.buf.addr;
-        if (o.kind == k_send) {
-          q.out_f.op = tcp_op::send;
-          q.credits--;
-        } else {
-          q.out_f.op = o.kind == k_write ? tcp_op::write : tcp_op::read_request;
-          q.out_f.addr = o.raddr;
-          q.out_f.rkey = o.rkey;
-        }
-        if (!pd_->regions.use(key_kind::local, q.out_key, q.out_addr, o.buf.length,
-                              rdmadl::access::local, [] {})) {
-          fail(p, "a local buffer is not inside a region of the channel's PD", wc_loc_prot_err,
-               q.sent);
-          return false;
-        }
-      } else {
+      if (!next_batch(q, p))
+        return false;
+      if (!q.out_busy)
         return true;
-      }
-      q.out_hdr = encode(q.out_f);
-      q.out_off = 0;
-      q.out_busy = true;
     }
-    const std::size_t payload = q.out_f.payload();
+    const std::size_t payload = q.out_f.payload(); // the batch's last frame's
     iovec iov[2];
     int cnt = 0;
-    if (q.out_off < tcp_header_size)
-      iov[cnt++] = {q.out_hdr.data() + q.out_off, tcp_header_size - q.out_off};
-    const std::size_t pay_done = q.out_off > tcp_header_size ? q.out_off - tcp_header_size : 0;
+    if (q.out_off < q.out_hlen)
+      iov[cnt++] = {q.out_hdr.data() + q.out_off, q.out_hlen - q.out_off};
+    const std::size_t pay_done = q.out_off > q.out_hlen ? q.out_off - q.out_hlen : 0;
     if (payload > pay_done)
       iov[cnt++] = {reinterpret_cast<void *>(q.out_addr + pay_done), payload - pay_done};
     msghdr mh{};
@@ -769,43 +843,72 @@ bool tcp_engine::pump_out(peer &q, std::size_t p) noexcept {
     }
     q.out_off += static_cast<std::size_t>(n);
     q.wrote = true;
-    if (q.out_off < tcp_header_size + payload)
+    if (q.out_off < q.out_hlen + payload)
       continue;
     q.out_busy = false;
-    if (q.out_is_answer)
-      q.answers.pop();
-    else if (!q.out_is_credit)
-      q.sent++;
   }
 }
 
-// Reads frames until the socket is empty or a send waits for a receive.
-// False once the peer failed.
+// Reads what the socket has into the peer's read-ahead buffer, after the
+// bytes still unparsed there. 1: some came (drained: all the socket had),
+// 0: none (it would block), -1: the peer failed.
+int tcp_engine::fill_in(peer &q, std::size_t p, bool &drained) noexcept {
+  if (q.in_drained)
+    return 0; // no recv(2) until poll(2) says there is more (note_input())
+  if (q.in_beg > 0) {
+    std::memmove(q.inbuf.data(), q.inbuf.data() + q.in_beg, q.in_end - q.in_beg);
+    q.in_end -= q.in_beg;
+    q.in_beg = 0;
+  }
+  const std::size_t room = q.inbuf.size() - q.in_end;
+  const ssize_t n = ::recv(q.fd, q.inbuf.data() + q.in_end, room, 0);
+  if (n > 0) {
+    q.in_end += static_cast<std::size_t>(n);
+    drained = static_cast<std::size_t>(n) < room;
+    q.in_drained = drained;
+    return 1;
+  }
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+    q.in_drained = errno != EINTR;
+    return 0;
+  }
+  fail(p,
+       n == 0 ? std::string(q.in_payload ? "it closed the connection inside a frame"
+                                         : "it closed the connection")
+              : "the connection failed: " + std::string(std::strerror(errno)),
+       wc_retry_exc_err);
+  return -1;
+}
+
+// Reads frames until the socket is empty or a send waits for a receive:
+// small frames several to a recv(2) through the read-ahead buffer, the rest
+// of a large payload straight into its destination. False once the peer
+// failed.
 bool tcp_engine::pump_in(peer &q, std::size_t p) noexcept {
+  bool drained = false; // a recv(2) of this call found the socket emptied
   for (;;) {
+    if (!q.staged.empty() && !q.rq.empty() && !q.answers.full() && !q.close_after_output) {
+      place_staged(q, p);
+      continue;
+    }
     if (!q.in_payload) {
       if (q.answers.full() || q.close_after_output)
         return true; // read on once the answers owed have gone out
-      ssize_t n = ::recv(q.fd, q.in_hdr.data() + q.in_off, tcp_header_size - q.in_off, 0);
-      if (n == 0) {
-        fail(p, "it closed the connection", wc_retry_exc_err);
-        return false;
-      }
-      if (n < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+      if (q.in_end - q.in_beg < tcp_header_size) {
+        if (drained)
           return true;
-        fail(p, "the connection failed: " + std::string(std::strerror(errno)), wc_retry_exc_err);
-        return false;
-      }
-      q.in_off += static_cast<std::size_t>(n);
-      if (q.in_off < tcp_header_size)
+        if (const int r = fill_in(q, p, drained); r <= 0)
+          return r == 0;
         continue;
-      auto f = parse_frame(q.in_hdr);
+      }
+      auto f = parse_frame(std::span(q.inbuf).subspan(q.in_beg, tcp_header_size));
       if (!f) {
         fail(p, "it sent a malformed frame (" + f.error().message() + ")", wc_retry_exc_err);
         return false;
       }
+      q.in_beg += tcp_header_size;
       q.in_f = *f;
+      q.credits += f->credit; // receives the peer posted, told on any frame
       q.in_payload = true;
       q.in_done = 0;
       q.in_dest = to_nothing;
@@ -823,8 +926,6 @@ bool tcp_engine::pump_in(peer &q, std::size_t p) noexcept {
     }
     const std::uint32_t left = q.in_f.payload() - q.in_done;
     if (left > 0) {
-      ssize_t n = -1;
-      int err = 0;
       std::uint64_t at = 0;
       std::uint32_t key = 0;
       key_kind kind = key_kind::local;
@@ -844,18 +945,53 @@ bool tcp_engine::pump_in(peer &q, std::size_t p) noexcept {
         kind = key_kind::remote;
         right = rdmadl::access::remote_write;
         break;
+      case to_stage: // this side's own buffer: no region to check
+        at = reinterpret_cast<std::uintptr_t>(q.stage.data() +
+                                              std::size_t{q.stage_next} * tcp_eager_max);
+        break;
       default:
         break;
       }
-      auto recv_it = [&](void *to, std::size_t len) {
-        n = ::recv(q.fd, to, len, 0);
-        err = errno;
+      // Moves len bytes to the destination, from from (the read-ahead
+      // buffer) or, if null, from the socket (n: what recvmsg(2) gave), and
+      // what follows them into the read-ahead buffer (empty then): the
+      // next headers come with the payload's end.
+      ssize_t n = -1;
+      int err = 0;
+      auto move = [&](const std::byte *from, std::size_t len) {
+        void *to = reinterpret_cast<void *>(at + q.in_done);
+        if (from) {
+          std::memcpy(to, from, len);
+          n = static_cast<ssize_t>(len);
+        } else {
+          q.in_beg = q.in_end = 0;
+          iovec iov[2] = {{to, len}, {q.inbuf.data(), q.inbuf.size()}};
+          msghdr mh{};
+          mh.msg_iov = iov;
+          mh.msg_iovlen = 2;
+          n = ::recvmsg(q.fd, &mh, 0);
+          err = errno;
+        }
       };
+      const std::size_t have = q.in_end - q.in_beg;
+      const bool direct = have == 0 && left >= q.inbuf.size() / 2 && q.in_dest != to_drop;
+      if (have == 0 && !direct) {
+        if (drained)
+          return true;
+        if (const int r = fill_in(q, p, drained); r <= 0)
+          return r == 0;
+        continue;
+      }
+      if (direct && (drained || q.in_drained))
+        return true;
+      const std::byte *from = direct ? nullptr : q.inbuf.data() + q.in_beg;
+      const std::size_t len = direct ? left : std::min<std::size_t>(have, left);
       if (q.in_dest == to_drop) {
-        recv_it(scratch_.data(), std::min<std::size_t>(left, scratch_.size()));
-      } else if (!pd_->regions.use(kind, key, at + q.in_done, left, right, [&] {
-                   recv_it(reinterpret_cast<void *>(at + q.in_done), left);
-                 })) {
+        n = static_cast<ssize_t>(len);
+      } else if (q.in_dest == to_stage) {
+        move(from, len);
+      } else if (!pd_->regions.use(kind, key, at + q.in_done, len, right,
+                                   [&] { move(from, len); })) {
         // The region ended under the transfer: drop the rest, fail the request.
         q.in_status = q.in_dest == to_region ? wc_rem_access_err : wc_loc_prot_err;
         q.in_dest = to_drop;
@@ -866,10 +1002,21 @@ bool tcp_engine::pump_in(peer &q, std::size_t p) noexcept {
         return false;
       }
       if (n < 0) {
-        if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR)
+        if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR) {
+          q.in_drained = err != EINTR;
           return true;
+        }
         fail(p, "the connection failed: " + std::string(std::strerror(err)), wc_retry_exc_err);
         return false;
+      }
+      if (direct) {
+        q.in_drained = drained = static_cast<std::size_t>(n) < len + q.inbuf.size();
+        if (static_cast<std::size_t>(n) > len) { // the next frames, read ahead
+          q.in_end = static_cast<std::size_t>(n) - len;
+          n = static_cast<ssize_t>(len);
+        }
+      } else {
+        q.in_beg += static_cast<std::size_t>(n);
       }
       q.in_done += static_cast<std::uint32_t>(n);
       if (q.in_done < q.in_f.payload())
@@ -880,6 +1027,14 @@ bool tcp_engine::pump_in(peer &q, std::size_t p) noexcept {
   }
 }
 
+// Whether pump_in() would move on at once, from what the read-ahead buffer
+// holds: a header or payload bytes it is free to take.
+bool tcp_engine::in_ready(const peer &q) noexcept {
+  if (q.in_payload)
+    return q.in_dest != to_nothing && q.in_end > q.in_beg;
+  return q.in_end - q.in_beg >= tcp_header_size && !q.answers.full() && !q.close_after_output;
+}
+
 // A header has arrived: decide where its payload goes (or act at once on a
 // frame without one). Leaves in_dest to_nothing for a send with no receive
 // posted. False once the peer failed.
@@ -887,8 +1042,13 @@ bool tcp_engine::begin_payload(peer &q, std::size_t p) noexcept {
   const tcp_frame &f = q.in_f;
   switch (f.op) {
   case tcp_op::send:
-    if (q.rq.empty())
-      return true; // a send without a credit (a peer that breaks the flow control): wait
+    if (!q.staged.empty() || q.rq.empty()) {
+      // An eager send (tcp_frame.hpp): staged until a receive is posted. A
+      // send beyond that (a peer that breaks the flow control) waits.
+      if (q.staged.size() < tcp_eager_sends && f.length <= tcp_eager_max)
+        q.in_dest = to_stage;
+      return true;
+    }
     if (f.length > q.rq.front().buf.length) {
       q.in_status = wc_loc_len_err;
       q.in_dest = to_drop;
@@ -907,12 +1067,10 @@ bool tcp_engine::begin_payload(peer &q, std::size_t p) noexcept {
   case tcp_op::credit: // the peer posted receives: that many sends may go
     q.credits += f.length;
     q.in_payload = false;
-    q.in_off = 0;
     return true;
   case tcp_op::read_request:
     q.answers.push(answer{tcp_frame{tcp_op::read_response, f.length, f.wr_id, f.addr, f.rkey, 0}});
     q.in_payload = false;
-    q.in_off = 0;
     return true;
   default:
     break;
@@ -936,7 +1094,6 @@ bool tcp_engine::begin_payload(peer &q, std::size_t p) noexcept {
     return false;
   }
   q.in_payload = false;
-  q.in_off = 0;
   const int status = f.op == tcp_op::ack ? 0 : static_cast<int>(f.status);
   complete(p, o.wr_id, status, 0);
   q.sq.pop();
@@ -952,9 +1109,13 @@ bool tcp_engine::begin_payload(peer &q, std::size_t p) noexcept {
 bool tcp_engine::finish_frame(peer &q, std::size_t p) noexcept {
   const tcp_frame &f = q.in_f;
   q.in_payload = false;
-  q.in_off = 0;
   switch (f.op) {
   case tcp_op::send: {
+    if (q.in_dest == to_stage) { // placed (and acknowledged) by place_staged()
+      q.staged.push(peer::staged_send{f.wr_id, f.length, q.stage_next});
+      q.stage_next = (q.stage_next + 1) % tcp_eager_sends;
+      return true;
+    }
     const std::uint64_t id = q.rq.front().wr_id;
     q.rq.pop();
     complete(p, id, q.in_status, q.in_status ? 0 : f.length);
@@ -985,6 +1146,33 @@ bool tcp_engine::finish_frame(peer &q, std::size_t p) noexcept {
     return true;
   }
   }
+}
+
+// Places the oldest staged eager send in the oldest receive, completes the
+// receive and answers the send, as finish_frame() does for one that came
+// after its receive. Needs a receive and room for the answer.
+void tcp_engine::place_staged(peer &q, std::size_t p) noexcept {
+  const peer::staged_send s = q.staged.front();
+  const op r = q.rq.front();
+  q.staged.pop();
+  q.rq.pop();
+  int status = 0;
+  if (s.length > r.buf.length)
+    status = wc_loc_len_err;
+  else if (s.length > 0 &&
+           !pd_->regions.use(
+               key_kind::local, r.buf.lkey, r.buf.addr, s.length, rdmadl::access::local, [&] {
+                 std::memcpy(reinterpret_cast<void *>(r.buf.addr),
+                             q.stage.data() + std::size_t{s.slot} * tcp_eager_max, s.length);
+               }))
+    status = wc_loc_prot_err;
+  complete(p, r.wr_id, status, status ? 0 : s.length);
+  const auto theirs =
+      static_cast<std::uint32_t>(status == wc_loc_len_err ? wc_rem_inv_req_err : wc_rem_op_err);
+  q.answers.push(answer{status ? tcp_frame{tcp_op::nack, 0, s.wr_id, 0, 0, theirs}
+                               : tcp_frame{tcp_op::ack, 0, s.wr_id, 0, 0, 0}});
+  if (status) // as RC: both sides' queue pairs go to error
+    q.close_after_output = true;
 }
 
 status_code channel_state::poll_mixed() noexcept {

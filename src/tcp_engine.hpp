@@ -19,12 +19,20 @@
 // back after 1 ms without one). Whoever holds the mutex moves payloads with
 // sendmsg/recv straight between the sockets and the registered buffers, each
 // call inside region_table::use(), so every byte lands inside a region that
-// grants the right, and the region cannot end during the copy. Requests are
-// answered in order (TCP keeps it): a send waits, RNR-like, on the sending
-// side until the peer has announced a posted receive (a credit frame, see
-// tcp_frame.hpp), so no send ever stops the reading of a connection and the
-// answers behind it; a send or write completes on the peer's ack
-// (placement), a read on its response.
+// grants the right, and the region cannot end during the copy. Small
+// frames are read several to a recv(2) through a per-peer read-ahead
+// buffer (4 KiB; copied from there to their place inside use() too), and
+// written several to a sendmsg(2) (answers, credits riding in the headers,
+// then requests). Requests are answered in order (TCP keeps it): a send
+// waits, RNR-like, on the sending side until the peer has announced a
+// posted receive (a credit, see tcp_frame.hpp), or goes eagerly into the
+// peer's staging buffer (up to 2 of at most 64 KiB), so no send ever stops
+// the reading of a connection and the answers behind it; a send or write
+// completes on the peer's ack, sent once the bytes are placed in the
+// receive or region (an eager send's once a receive took it, as RC's ack
+// means the responder placed it), a read on its response. Acks and
+// credits that an application's post produces wait for the next frame out
+// while that thread keeps waiting on the engine (see next_batch()).
 //
 // A peer that closes, resets, or sends a malformed or inconsistent frame is
 // failed: its socket is shut, the oldest request completes with
@@ -166,23 +174,40 @@ private:
     fifo<op> rq;          // receives
     fifo<answer> answers; // owed to the peer, in order
     // Flow control of sends (tcp_frame.hpp): receives the peer has posted
-    // and this side has not yet used, and receives posted here that the
-    // peer has not yet been told of.
-    std::uint64_t credits = 0;
+    // and this side has not yet used (below zero: eager sends beyond them),
+    // and receives posted here that the peer has not yet been told of.
+    std::int64_t credits = 0;
     std::uint32_t credit_owed = 0;
-    // output: the frame on its way out
-    bool out_busy = false, out_is_answer = false, out_is_credit = false;
-    std::array<std::byte, tcp_header_size> out_hdr{};
-    std::size_t out_off = 0;
+    // The peer's eager sends that came before a receive here: their bytes
+    // (tcp_eager_sends slots of tcp_eager_max, made by start()) and, oldest
+    // first, which slot, wr_id and length; placed by place_staged().
+    struct staged_send {
+      std::uint64_t wr_id = 0;
+      std::uint32_t length = 0;
+      std::uint32_t slot = 0;
+    };
+    std::vector<std::byte> stage;
+    fifo<staged_send> staged;
+    std::uint32_t stage_next = 0; // the slot the next one goes to (they are used in turn)
+    // output: the batch of frames on its way out (next_batch()); only the
+    // last, out_f, may have a payload
+    bool out_busy = false;
+    std::array<std::byte, tcp_header_size * 8> out_hdr{};
+    std::size_t out_hlen = 0, out_off = 0;
     tcp_frame out_f;
     std::uint32_t out_key = 0; // payload's region key (local for a request, remote for a response)
     bool out_key_local = true;
     std::uint64_t out_addr = 0;
     std::size_t hello_off = 0;
     std::array<std::byte, tcp_hello_size> hello{};
-    // input: the frame on its way in
-    std::array<std::byte, tcp_header_size> in_hdr{};
-    std::size_t in_off = 0;
+    // input: bytes read ahead ([in_beg, in_end) of inbuf, not yet taken)
+    // and the frame on its way in
+    std::vector<std::byte> inbuf;
+    std::size_t in_beg = 0, in_end = 0;
+    // A recv(2) found the socket emptied; none is tried again until poll(2)
+    // reports input (note_input()): that saves a recv that would block
+    // before each wait, and one per post that reads.
+    bool in_drained = false;
     bool in_payload = false;
     tcp_frame in_f;
     std::uint32_t in_done = 0;
@@ -201,6 +226,9 @@ private:
     std::size_t off = 0;
   };
 
+  // The read-ahead buffer of a TCP peer (pump_in()); a payload at least
+  // half its size, once the buffer is empty, goes straight to its place.
+  static constexpr std::size_t tcp_read_ahead = 4 * 1024;
   // How many peers (the first ones) a waiting poll() watches itself.
   static constexpr std::size_t app_poll_max = 64;
   tcp_engine() = default;
@@ -216,16 +244,22 @@ private:
   bool timed_watch() const noexcept;
   void wake() noexcept;
   void step(std::size_t p, short revents) noexcept;
+  static void note_input(peer &q, short revents) noexcept;
   short wanted(const peer &q) const noexcept;
-  // Whether the next request may go out: not a send without a credit.
-  static bool sendable(const peer &q) noexcept;
+  // Whether request i of the send queue may go out: not a send without a
+  // credit, unless it may go eagerly (tcp_frame.hpp).
+  static bool sendable(const peer &q, std::size_t i) noexcept;
   void drive() noexcept;
   void accept_new() noexcept;
   void read_hellos() noexcept;
+  bool next_batch(peer &q, std::size_t p) noexcept;
   bool pump_out(peer &q, std::size_t p) noexcept;
+  int fill_in(peer &q, std::size_t p, bool &drained) noexcept;
   bool pump_in(peer &q, std::size_t p) noexcept;
+  static bool in_ready(const peer &q) noexcept;
   bool begin_payload(peer &q, std::size_t p) noexcept;
   bool finish_frame(peer &q, std::size_t p) noexcept;
+  void place_staged(peer &q, std::size_t p) noexcept;
   void complete(std::size_t p, std::uint64_t wr_id, int status, std::uint32_t len) noexcept;
   void fail(std::size_t p, const std::string &why, int head_status, std::size_t at = 0) noexcept;
 
@@ -241,9 +275,11 @@ private:
   std::uint16_t port_ = 0;
   int probe_secs_ = 1, probes_ = 8; // keep_alive()
   bool sleeping_ = false, stop_ = false;
+  bool ticking_ = false;           // the progress thread sleeps 1 ms at a time (see run())
+  bool hold_out_ = false;          // an application thread moves bytes (see next_batch())
   bool timed_sleep_ = false;       // run() sleeps with a timeout (timed_watch())
   int app_polling_ = 0;            // application threads inside poll(2) on the sockets
-  std::uint64_t app_calls_ = 0;    // how many times one went in (see run())
+  std::uint64_t app_calls_ = 0;    // how many waiting poll() calls there were (see run())
   std::vector<std::byte> scratch_; // where a refused payload is read to be dropped
   std::thread thread_;
 };

@@ -7,12 +7,13 @@ namespace rdmadl::detail {
 
 namespace {
 constexpr char hello_magic[5] = "RDTH";
-constexpr std::uint8_t hello_version = 1;
+constexpr std::uint8_t hello_version = 2; // 2: eager sends (tcp_frame.hpp)
 } // namespace
 
 std::array<std::byte, tcp_header_size> encode(const tcp_frame &f) noexcept {
   std::array<std::byte, tcp_header_size> b{};
   b[0] = static_cast<std::byte>(f.op);
+  put_le(b.data() + 2, f.credit);
   put_le(b.data() + 4, f.length);
   put_le(b.data() + 8, f.wr_id);
   put_le(b.data() + 16, f.addr);
@@ -28,10 +29,11 @@ result<tcp_frame> parse_frame(std::span<const std::byte> b) noexcept {
   if (op < static_cast<std::uint8_t>(tcp_op::send) ||
       op > static_cast<std::uint8_t>(tcp_op::credit))
     return errc::bad_magic;
-  if (!zero_bytes(b, 1, 3))
+  if (!zero_bytes(b, 1, 1))
     return errc::bad_blob;
   tcp_frame f;
   f.op = static_cast<tcp_op>(op);
+  f.credit = get_le<std::uint16_t>(b.data() + 2);
   f.length = get_le<std::uint32_t>(b.data() + 4);
   f.wr_id = get_le<std::uint64_t>(b.data() + 8);
   f.addr = get_le<std::uint64_t>(b.data() + 16);

@@ -3,17 +3,25 @@
 // fuzzer can drive the parser alone.
 //
 // A connection opens with the connector's hello (24 bytes: "RDTH", version
-// 1, 3 reserved bytes, the token the acceptor gave for this pair, the
+// 2, 3 reserved bytes, the token the acceptor gave for this pair, the
 // connector's own token). Then each side sends frames: a fixed 32-byte
-// little-endian header (opcode, flags 0, 2 reserved bytes, length, wr_id,
+// little-endian header (opcode, flags 0, a 16-bit credit, length, wr_id,
 // remote address, rkey, status) and, for send, write and read-response,
 // length payload bytes. A request is answered in order: send and write by
 // an ack (placed) or a nack (its status), a read request by a read response
-// carrying the bytes, or a nack. A credit frame (length: how many) tells the
-// peer that this side has posted that many more receives: a side sends a
-// send only against a credit, so a send never waits in the stream for a
-// receive and holds up the answers behind it (RC keeps a requester's and a
-// responder's traffic apart in the same way).
+// carrying the bytes, or a nack. A credit frame (length: how many), or the
+// credit field of any frame (version 2), tells the peer that this side has
+// posted that many more receives: a side sends a
+// send against a credit, so a send never waits in the stream for a receive
+// and holds up the answers behind it (RC keeps a requester's and a
+// responder's traffic apart in the same way). Version 2 adds eager sends: a
+// side may also send up to tcp_eager_sends sends of at most tcp_eager_max
+// bytes beyond the credits it has (the peer's receives it was told of, minus
+// its sends), and the peer reads each into a staging buffer of its own and
+// places it in the next receive posted there; it is acknowledged then, so an
+// ack still means "placed in a receive", as RC's. Without it a blocking
+// ping-pong pays a credit's trip before each message (the receive is posted
+// only once the previous send has completed).
 #ifndef RDMADL_SRC_TCP_FRAME_HPP
 #define RDMADL_SRC_TCP_FRAME_HPP
 
@@ -43,6 +51,7 @@ struct tcp_frame {
   std::uint64_t addr = 0;   // write, read request: the target address
   std::uint32_t rkey = 0;   // write, read request: the target region's key
   std::uint32_t status = 0; // nack: the ibv_wc_status the initiator completes with
+  std::uint16_t credit = 0; // any frame: receives posted since the last credit told
   // Payload bytes that follow the header.
   std::uint32_t payload() const noexcept {
     return op == tcp_op::send || op == tcp_op::write || op == tcp_op::read_response ? length : 0;
@@ -51,13 +60,18 @@ struct tcp_frame {
 
 inline constexpr std::size_t tcp_header_size = 32;
 inline constexpr std::size_t tcp_hello_size = 24;
+// Eager sends (see above): how many a side may have beyond its credits, and
+// the largest; a receiving side keeps tcp_eager_sends * tcp_eager_max bytes
+// of staging per TCP peer.
+inline constexpr std::size_t tcp_eager_sends = 2;
+inline constexpr std::uint32_t tcp_eager_max = 64 * 1024;
 // The largest ibv_wc_status a nack may carry (IBV_WC_TM_RNDV_INCOMPLETE).
 inline constexpr std::uint32_t tcp_max_status = 23;
 
 // The header of f.
 std::array<std::byte, tcp_header_size> encode(const tcp_frame &f) noexcept;
 // Parses a header; accepts exactly what encode() writes for a well-formed
-// frame: a known opcode, zero flags and reserved bytes, and no field the
+// frame: a known opcode, zero flags, any credit, and no field the
 // opcode does not use (ack and nack carry no length, address or key; only a
 // nack has a status, 1 to tcp_max_status; a credit has a length of at least
 // 1; a write or read names a range that does not wrap). Errors: errc::bad_size (not tcp_header_size

@@ -7,6 +7,12 @@
 // time (the fake holds send WRs until polled, FAKEPROV_HOLD_SENDS, so it can
 // tell whether a buffer may still be touched), a second scope, bad input,
 // and a warm data path that allocates nothing (operator new is counted).
+//
+// The cases that check what a product sees rather than the fake's work
+// requests (CHANNEL_CASE) run twice: "channel: ..." on the fake's RDMA and
+// "channel tcp: ..." with every channel over loopback TCP (ctest
+// cxx.channel.fake and cxx.channel.tcp, the latter with RDMADL_DISABLE=1: no
+// RDMA at all); their work-request checks are made on RDMA only.
 #include <doctest/doctest.h>
 
 #include <array>
@@ -66,8 +72,10 @@ constexpr std::size_t n_peers = 3, len = 256;
 const std::error_code no_error;
 
 // A hub multi_channel of three peers and the three channels at their ends,
-// all on fake0 (loopback delivers between them), a registered buffer each.
+// all on fake0 (loopback delivers between them), or all over loopback TCP,
+// a registered buffer each.
 struct star {
+  channel_transport transport = channel_transport::rdma;
   int baseline = 0;
   context ctx;
   multi_channel hub;
@@ -76,7 +84,12 @@ struct star {
   alignas(64) std::array<std::array<std::byte, len>, n_peers> peer_buf{};
   memory_region hub_mr, peer_mr[n_peers];
 
-  explicit star(channel_options o = {}) {
+  explicit star(channel_options o = {}, channel_transport t = channel_transport::rdma)
+      : transport(t) {
+    if (t == channel_transport::tcp) {
+      tcp(o);
+      return;
+    }
     fp().fakeprov_reset();
     baseline = fp().fakeprov_live_total();
     ctx = ok(context::open(FAKEPROV_DEVICE_NAME));
@@ -94,6 +107,29 @@ struct star {
     ok(hub.handshake(theirs));
     CHECK(hub.connected());
   }
+  // The same star over TCP: channel endpoints exchanged as a product would.
+  void tcp(channel_options o) {
+    o.transport = channel_transport::tcp;
+    o.tcp_address = "127.0.0.1";
+    o.peers = n_peers;
+    hub = ok(multi_channel::create(o));
+    const auto rights = access::remote_write | access::remote_read;
+    hub_mr = ok(hub.pd().register_memory(hub_buf, rights));
+    auto mine = ok(hub.channel_endpoints());
+    o.peers = 1;
+    std::vector<channel_endpoint> theirs;
+    for (std::size_t i = 0; i < n_peers; i++) {
+      peer[i] = ok(channel::create(o));
+      peer_mr[i] = ok(peer[i].pd().register_memory(peer_buf[i], rights));
+      ok(peer[i].connect(mine[i]));
+      theirs.push_back(ok(peer[i].local_channel_endpoint()));
+    }
+    ok(hub.connect(theirs));
+    CHECK(hub.connected());
+    for (std::size_t i = 0; i < n_peers; i++)
+      CHECK(hub.transport_of(i) == channel_transport::tcp);
+  }
+  bool rdma() const { return transport == channel_transport::rdma; }
   ~star() {
     hub = multi_channel();
     for (auto &p : peer)
@@ -102,6 +138,8 @@ struct star {
     for (auto &m : peer_mr)
       m = memory_region();
     ctx = context();
+    if (!rdma())
+      return;
     CHECK(fp().fakeprov_live_total() == baseline);
     CHECK_MESSAGE(fp().fakeprov_violations() == 0, fp().fakeprov_last_violation());
     fp().fakeprov_reset();
@@ -118,6 +156,37 @@ struct star {
   std::uint32_t qpn(std::size_t i) { return hub.qp(i)->qp_num(); }
   std::size_t logged(std::size_t i) { return wr_log(qpn(i)).size(); }
 };
+
+// One request posted at peer i's own end, in a scope of its channel, before
+// the hub's blocking call that it answers: a send blocks until its receive
+// is there (RNR on RC, the ack over TCP), so the receive comes first. The
+// peer's channel is busy until this ends.
+struct at_peer {
+  polling_scope sc;
+  work_handle h{};
+  at_peer(star &s, std::size_t i, bool recv, std::size_t off, std::size_t n)
+      : sc(s.peer[i].scope()) {
+    h = ok(recv ? sc.post_recv(0, s.peer_at(i, off, n)) : sc.post_send(0, s.peer_at(i, off, n)));
+  }
+  // Its outcome (checked ok); a receive's byte_len.
+  std::uint32_t done() {
+    auto r = ok(sc.wait(h, 1s));
+    CHECK(r.ok());
+    return r.byte_len;
+  }
+};
+
+// A case run on both transports (see the top): its body is a function of
+// channel_transport t.
+#define CHANNEL_CASE(name, fn)                                                                     \
+  static void fn(channel_transport t);                                                             \
+  TEST_CASE("channel: " name) {                                                                    \
+    fn(channel_transport::rdma);                                                                   \
+  }                                                                                                \
+  TEST_CASE("channel tcp: " name) {                                                                \
+    fn(channel_transport::tcp);                                                                    \
+  }                                                                                                \
+  static void fn(channel_transport t)
 
 void put(std::byte *p, const char *s) {
   std::memcpy(p, s, std::strlen(s));
@@ -153,63 +222,86 @@ void check_one_sided(const fakeprov_wr_record &w, int opcode, const std::byte *r
 
 } // namespace
 
-TEST_CASE("channel: every blocking operation posts one WR on the peer's own queue pair") {
-  star s;
+CHANNEL_CASE("every blocking operation reaches its own peer (on RDMA: one WR on that peer's "
+             "queue pair)",
+             every_blocking_operation) {
+  star s({}, t);
   std::array<std::size_t, n_peers> before{};
   // send to peer 1
   put(s.hub_bytes(0), "hello one");
-  ok(s.hub.send(1, s.hub_at(0, 9), 1s));
-  auto w = last_wr(s, 1, before);
-  CHECK(w.kind == FAKEPROV_WR_SEND);
-  CHECK(w.opcode == IBV_WR_SEND);
-  CHECK((w.send_flags & IBV_SEND_SIGNALED) != 0);
-  CHECK(w.num_sge == 1);
-  CHECK(w.sge[0].addr == reinterpret_cast<std::uint64_t>(s.hub_bytes(0)));
-  CHECK(w.sge[0].length == 9);
-  CHECK(w.sge[0].lkey == s.hub_mr.lkey());
-  CHECK(ok(s.peer[1].receive(s.peer_at(1, 0, 64), 1s)) == 9);
+  {
+    at_peer in(s, 1, true, 0, 64);
+    ok(s.hub.send(1, s.hub_at(0, 9), 1s));
+    if (s.rdma()) {
+      auto w = last_wr(s, 1, before);
+      CHECK(w.kind == FAKEPROV_WR_SEND);
+      CHECK(w.opcode == IBV_WR_SEND);
+      CHECK((w.send_flags & IBV_SEND_SIGNALED) != 0);
+      CHECK(w.num_sge == 1);
+      CHECK(w.sge[0].addr == reinterpret_cast<std::uint64_t>(s.hub_bytes(0)));
+      CHECK(w.sge[0].length == 9);
+      CHECK(w.sge[0].lkey == s.hub_mr.lkey());
+    }
+    CHECK(in.done() == 9);
+  }
   CHECK(has(s.peer_bytes(1, 0), "hello one"));
 
   // write to peer 2's region
   put(s.hub_bytes(16), "written");
   ok(s.hub.write(2, s.hub_at(16, 7), s.peer_remote(2, 100, 7), 1s));
-  w = last_wr(s, 2, before);
-  check_one_sided(w, IBV_WR_RDMA_WRITE, s.peer_bytes(2, 100), s.peer_mr[2].rkey(), s.hub_bytes(16));
-  CHECK(w.sge[0].length == 7);
+  if (s.rdma()) {
+    auto w = last_wr(s, 2, before);
+    check_one_sided(w, IBV_WR_RDMA_WRITE, s.peer_bytes(2, 100), s.peer_mr[2].rkey(),
+                    s.hub_bytes(16));
+    CHECK(w.sge[0].length == 7);
+  }
   CHECK(has(s.peer_bytes(2, 100), "written"));
 
   // read from peer 0's region
   put(s.peer_bytes(0, 200), "readme");
   ok(s.hub.read(0, s.hub_at(32, 6), s.peer_remote(0, 200, 6), 1s));
-  w = last_wr(s, 0, before);
-  check_one_sided(w, IBV_WR_RDMA_READ, s.peer_bytes(0, 200), s.peer_mr[0].rkey(), s.hub_bytes(32));
-  CHECK(w.sge[0].lkey == s.hub_mr.lkey());
+  if (s.rdma()) {
+    auto w = last_wr(s, 0, before);
+    check_one_sided(w, IBV_WR_RDMA_READ, s.peer_bytes(0, 200), s.peer_mr[0].rkey(),
+                    s.hub_bytes(32));
+    CHECK(w.sge[0].lkey == s.hub_mr.lkey());
+  }
   CHECK(has(s.hub_bytes(32), "readme"));
 
-  // receive from peer 2 (its send arrives first and waits for the receive)
+  // receive from peer 2 (its send is posted first and waits for the receive)
   put(s.peer_bytes(2, 0), "from two!");
-  ok(s.peer[2].send(s.peer_at(2, 0, 9), 1s));
-  CHECK(ok(s.hub.receive(2, s.hub_at(64, 32), 1s)) == 9);
-  w = last_wr(s, 2, before);
-  CHECK(w.kind == FAKEPROV_WR_RECV);
-  CHECK(w.sge[0].addr == reinterpret_cast<std::uint64_t>(s.hub_bytes(64)));
-  CHECK(w.sge[0].length == 32);
+  {
+    at_peer out(s, 2, false, 0, 9);
+    CHECK(ok(s.hub.receive(2, s.hub_at(64, 32), 1s)) == 9);
+    out.done();
+  }
+  if (s.rdma()) {
+    auto w = last_wr(s, 2, before);
+    CHECK(w.kind == FAKEPROV_WR_RECV);
+    CHECK(w.sge[0].addr == reinterpret_cast<std::uint64_t>(s.hub_bytes(64)));
+    CHECK(w.sge[0].length == 32);
+  }
   CHECK(has(s.hub_bytes(64), "from two!"));
 
-  // The single-peer channel posts on its own QP.
-  const auto before_peer = wr_log(s.peer[0].base().qp(0)->qp_num()).size();
+  // The single-peer channel posts on its own QP (reaches the hub alone).
+  put(s.peer_bytes(0, 0), "p0->");
+  const auto before_peer = s.rdma() ? wr_log(s.peer[0].base().qp(0)->qp_num()).size() : 0;
   ok(s.peer[0].write(s.peer_at(0, 0, 4), ok(s.hub_mr.remote(128, 4)), 1s));
-  auto pl = wr_log(s.peer[0].base().qp(0)->qp_num());
-  REQUIRE(pl.size() == before_peer + 1);
-  CHECK(pl.back().opcode == IBV_WR_RDMA_WRITE);
-  CHECK(pl.back().remote_addr == reinterpret_cast<std::uint64_t>(s.hub_bytes(128)));
-  CHECK(pl.back().rkey == s.hub_mr.rkey());
-  std::array<completion, 4> c{};
-  CHECK(s.hub.cq()->poll(c).value() == 0); // nothing left behind
+  CHECK(has(s.hub_bytes(128), "p0->"));
+  if (s.rdma()) {
+    auto pl = wr_log(s.peer[0].base().qp(0)->qp_num());
+    REQUIRE(pl.size() == before_peer + 1);
+    CHECK(pl.back().opcode == IBV_WR_RDMA_WRITE);
+    CHECK(pl.back().remote_addr == reinterpret_cast<std::uint64_t>(s.hub_bytes(128)));
+    CHECK(pl.back().rkey == s.hub_mr.rkey());
+    std::array<completion, 4> c{};
+    CHECK(s.hub.cq()->poll(c).value() == 0); // nothing left behind
+  }
 }
 
-TEST_CASE("channel: scatter, gather and multicast over three peers, every part's outcome") {
-  star s;
+CHANNEL_CASE("scatter, gather and multicast over three peers, every part's outcome",
+             scatter_gather_multicast) {
+  star s({}, t);
   std::array<work_result, n_peers> res{};
   std::vector<multi_channel::part> parts;
   // scatter_write: a different slice to each peer
@@ -223,13 +315,15 @@ TEST_CASE("channel: scatter, gather and multicast over three peers, every part's
     CHECK(res[i].peer == i);
     CHECK(res[i].ok());
     CHECK(res[i].id != 0);
-    auto log = wr_log(s.qpn(i));
-    REQUIRE(log.size() == 1);
-    CHECK(log[0].opcode == IBV_WR_RDMA_WRITE);
-    CHECK(log[0].wr_id == res[i].id);
-    CHECK(log[0].remote_addr == parts[i].remote.addr);
-    CHECK(log[0].rkey == s.peer_mr[i].rkey());
-    CHECK(log[0].sge[0].addr == parts[i].buf.addr);
+    if (s.rdma()) {
+      auto log = wr_log(s.qpn(i));
+      REQUIRE(log.size() == 1);
+      CHECK(log[0].opcode == IBV_WR_RDMA_WRITE);
+      CHECK(log[0].wr_id == res[i].id);
+      CHECK(log[0].remote_addr == parts[i].remote.addr);
+      CHECK(log[0].rkey == s.peer_mr[i].rkey());
+      CHECK(log[0].sge[0].addr == parts[i].buf.addr);
+    }
     char want[16];
     std::snprintf(want, sizeof want, "to peer %zu", i);
     CHECK(has(s.peer_bytes(i, 50), want));
@@ -245,7 +339,8 @@ TEST_CASE("channel: scatter, gather and multicast over three peers, every part's
     CAPTURE(i);
     CHECK(res[i].peer == i);
     CHECK(res[i].ok());
-    CHECK(wr_log(s.qpn(i)).back().opcode == IBV_WR_RDMA_READ);
+    if (s.rdma())
+      CHECK(wr_log(s.qpn(i)).back().opcode == IBV_WR_RDMA_READ);
     char want[16];
     std::snprintf(want, sizeof want, "peer%zu-data", i);
     CHECK(has(s.hub_bytes(100 + i * 16), want));
@@ -253,47 +348,67 @@ TEST_CASE("channel: scatter, gather and multicast over three peers, every part's
   // multicast_send to peers 2 and 0 (in that order): results follow peers
   put(s.hub_bytes(200), "to all");
   const std::size_t to[] = {2, 0};
-  ok(s.hub.multicast_send(to, s.hub_at(200, 6), 1s, res));
+  {
+    at_peer in2(s, 2, true, 0, 32), in0(s, 0, true, 0, 32);
+    ok(s.hub.multicast_send(to, s.hub_at(200, 6), 1s, res));
+    CHECK(in2.done() == 6);
+    CHECK(in0.done() == 6);
+  }
   CHECK(res[0].peer == 2);
   CHECK(res[1].peer == 0);
   CHECK(res[0].ok());
   CHECK(res[1].ok());
-  CHECK(wr_log(s.qpn(1)).back().opcode == IBV_WR_RDMA_READ); // peer 1 got nothing
-  for (std::size_t i : to) {
-    auto w = wr_log(s.qpn(i)).back();
-    CHECK(w.opcode == IBV_WR_SEND);
-    CHECK(w.sge[0].addr == reinterpret_cast<std::uint64_t>(s.hub_bytes(200)));
-    CHECK(ok(s.peer[i].receive(s.peer_at(i, 0, 32), 1s)) == 6);
-    CHECK(has(s.peer_bytes(i, 0), "to all"));
+  if (s.rdma()) {
+    CHECK(wr_log(s.qpn(1)).back().opcode == IBV_WR_RDMA_READ); // peer 1 got nothing
+    for (std::size_t i : to) {
+      auto w = wr_log(s.qpn(i)).back();
+      CHECK(w.opcode == IBV_WR_SEND);
+      CHECK(w.sge[0].addr == reinterpret_cast<std::uint64_t>(s.hub_bytes(200)));
+    }
   }
+  for (std::size_t i : to)
+    CHECK(has(s.peer_bytes(i, 0), "to all"));
   // scatter_send, then gather_receive of each peer's answer of its own length
   parts.clear();
   for (std::size_t i = 0; i < n_peers; i++)
     parts.push_back({i, s.hub_at(i * 10, 3 + i), {}});
-  ok(s.hub.scatter_send(parts, 1s, res));
-  for (std::size_t i = 0; i < n_peers; i++) {
-    CHECK(ok(s.peer[i].receive(s.peer_at(i, 0, 32), 1s)) == 3 + i);
-    ok(s.peer[i].send(s.peer_at(i, 0, 1 + i), 1s));
+  {
+    at_peer in0(s, 0, true, 0, 32), in1(s, 1, true, 0, 32), in2(s, 2, true, 0, 32);
+    ok(s.hub.scatter_send(parts, 1s, res));
+    CHECK(in0.done() == 3);
+    CHECK(in1.done() == 4);
+    CHECK(in2.done() == 5);
   }
   parts.clear();
   for (std::size_t i = 0; i < n_peers; i++)
     parts.push_back({n_peers - 1 - i, s.hub_at(i * 32, 32), {}});
-  ok(s.hub.gather_receive(parts, 1s, res));
+  {
+    at_peer out0(s, 0, false, 0, 1), out1(s, 1, false, 0, 2), out2(s, 2, false, 0, 3);
+    ok(s.hub.gather_receive(parts, 1s, res));
+    out0.done();
+    out1.done();
+    out2.done();
+  }
   for (std::size_t i = 0; i < n_peers; i++) {
     CAPTURE(i);
     CHECK(res[i].peer == n_peers - 1 - i);
     CHECK(res[i].ok());
     CHECK(res[i].byte_len == 1 + (n_peers - 1 - i));
-    CHECK(wr_log(s.qpn(n_peers - 1 - i)).back().kind == FAKEPROV_WR_RECV);
+    if (s.rdma())
+      CHECK(wr_log(s.qpn(n_peers - 1 - i)).back().kind == FAKEPROV_WR_RECV);
   }
   // Without results the same calls work (results are optional).
-  ok(s.hub.multicast_send(to, s.hub_at(200, 6), 1s));
-  for (std::size_t i : to)
-    CHECK(ok(s.peer[i].receive(s.peer_at(i, 0, 32), 1s)) == 6);
+  {
+    at_peer in2(s, 2, true, 0, 32), in0(s, 0, true, 0, 32);
+    ok(s.hub.multicast_send(to, s.hub_at(200, 6), 1s));
+    CHECK(in2.done() == 6);
+    CHECK(in0.done() == 6);
+  }
 }
 
-TEST_CASE("channel: an error completion names its peer and status; the others still complete") {
-  star s;
+CHANNEL_CASE("an error completion names its peer and status; the others still complete",
+             error_names_peer) {
+  star s({}, t);
   std::array<work_result, n_peers> res{};
   std::vector<multi_channel::part> parts;
   for (std::size_t i = 0; i < n_peers; i++)
@@ -311,6 +426,11 @@ TEST_CASE("channel: an error completion names its peer and status; the others st
   CHECK(res[1].error() == r.error());
   CHECK(has(s.peer_bytes(0, 0), "zero-ok!"));
   CHECK(has(s.peer_bytes(2, 0), "two--ok!"));
+  CHECK_FALSE(s.hub.connected(1));
+  CHECK(s.hub.connected(0));
+  CHECK(s.hub.connected(2));
+  if (!s.rdma())
+    return; // the rest scripts the fake's completions
   CHECK(fp().fakeprov_qp_state(s.qpn(1)) == IBV_QPS_ERR);
 
   // A scripted status on the only part, a multicast to peer 2: the error is
@@ -354,8 +474,9 @@ TEST_CASE("channel: a post that fails in a scope leaves the earlier request to b
   CHECK(wr_log(s.qpn(1)).empty());
 }
 
-TEST_CASE("channel: wait_all() gives the scope's results in completion order, not post order") {
-  star s;
+CHANNEL_CASE("wait_all() gives the scope's results in completion order, not post order",
+             wait_all_order) {
+  star s({}, t);
   auto sc = s.hub.scope();
   auto hr = ok(sc.post_recv(0, s.hub_at(0, 8))); // completes once peer 0 sends
   auto hw = ok(sc.post_write(1, s.hub_at(16, 8), s.peer_remote(1, 0, 8)));
@@ -468,9 +589,11 @@ TEST_CASE("channel: scope_limit expiry moves the queue pair to error and takes t
   CHECK(s.hub.write(1, s.hub_at(0, 5), s.peer_remote(1, 0, 5), 10ms).error() == errc::peer_failed);
 }
 
-TEST_CASE("channel: a second scope is busy; bad peers, short results and endpoint lists") {
-  star s;
+CHANNEL_CASE("a second scope is busy; bad peers, short results and endpoint lists",
+             second_scope_busy) {
+  star s({}, t);
   {
+    at_peer in0(s, 0, true, 0, 4);
     auto first = s.hub.scope();
     auto second = s.hub.scope();
     CHECK(second.post_send(0, s.hub_at(0, 4)).error() == errc::channel_busy);
@@ -485,35 +608,49 @@ TEST_CASE("channel: a second scope is busy; bad peers, short results and endpoin
     CHECK(s.hub.send(0, s.hub_at(0, 4), 1s).error() == errc::channel_busy);
     const std::size_t to[] = {0, 1};
     CHECK(s.hub.multicast_send(to, s.hub_at(0, 4), 1s).error() == errc::channel_busy);
-    CHECK(wr_log(s.qpn(0)).empty()); // nothing posted by the refused calls
+    if (s.rdma())
+      CHECK(wr_log(s.qpn(0)).empty()); // nothing posted by the refused calls
     CHECK(first.post_send(n_peers, s.hub_at(0, 4)).error() == errc::no_such_peer);
     ok(first.post_send(0, s.hub_at(0, 4))); // the first scope still works
     ok(first.wait_all(1s));
+    CHECK(in0.done() == 4);
   }
-  ok(s.hub.send(1, s.hub_at(0, 4), 1s)); // and the channel after both ended
+  {
+    at_peer in1(s, 1, true, 0, 4);
+    ok(s.hub.send(1, s.hub_at(0, 4), 1s)); // and the channel after both ended
+    CHECK(in1.done() == 4);
+  }
   CHECK(s.hub.send(n_peers, s.hub_at(0, 4), 1s).error() == errc::no_such_peer);
   CHECK(s.hub.receive(7, s.hub_at(0, 4), 1s).error() == errc::no_such_peer);
-  CHECK(s.hub.local_endpoint(n_peers).error() == errc::no_such_peer);
+  if (s.rdma())
+    CHECK(s.hub.local_endpoint(n_peers).error() == errc::no_such_peer);
   std::array<work_result, 2> small{};
   std::vector<multi_channel::part> parts;
   for (std::size_t i = 0; i < n_peers; i++)
     parts.push_back({i, s.hub_at(0, 4), {}});
-  const auto logged = wr_log(s.qpn(0)).size();
+  const auto logged = s.rdma() ? wr_log(s.qpn(0)).size() : 0;
   CHECK(s.hub.scatter_send(parts, 1s, small).error() == errc::short_results);
   CHECK(s.hub.gather_receive(parts, 1s, small).error() == errc::short_results);
   CHECK(s.hub.scatter_write(parts, 1s, small).error() == errc::short_results);
   CHECK(s.hub.gather_read(parts, 1s, small).error() == errc::short_results);
   const std::size_t to[] = {0, 1, 2};
   CHECK(s.hub.multicast_send(to, s.hub_at(0, 4), 1s, small).error() == errc::short_results);
-  CHECK(wr_log(s.qpn(0)).size() == logged); // refused before posting
+  if (s.rdma())
+    CHECK(wr_log(s.qpn(0)).size() == logged); // refused before posting
   // A part naming no such peer: the parts before it were posted and awaited.
   std::array<work_result, n_peers> res{};
   parts[1].peer = 9;
-  CHECK(s.hub.scatter_send(parts, 1s, res).error() == errc::no_such_peer);
+  {
+    at_peer in0(s, 0, true, 0, 4);
+    CHECK(s.hub.scatter_send(parts, 1s, res).error() == errc::no_such_peer);
+    CHECK(in0.done() == 4);
+  }
   CHECK(res[0].ok());
   CHECK(res[1].id == 0);
   CHECK(res[1].status == IBV_WC_WR_FLUSH_ERR);
   CHECK(res[2].id == 0);
+  if (!s.rdma())
+    return; // the rest is about RDMA endpoints and the fake's modify log
   CHECK(wr_log(s.qpn(2)).empty());
   // handshake with a list of the wrong length, and a parsed list that is not
   // a list of endpoints
@@ -585,27 +722,31 @@ TEST_CASE("channel: a scope outlives its channel being moved and destroyed") {
   t.hub = std::move(kept); // star's end releases it in its own order
 }
 
-TEST_CASE("channel: a peer whose request timed out or failed is no longer connected") {
+CHANNEL_CASE("a peer whose request timed out or failed is no longer connected", timed_out_peer) {
   channel_options o;
   o.scope_limit = 20ms; // how long a timed-out request is awaited before its flush
-  star s(o);
+  star s(o, t);
   CHECK(s.hub.connected());
   for (std::size_t i = 0; i < n_peers; i++)
     CHECK(s.hub.connected(i));
   CHECK_FALSE(s.hub.connected(n_peers));
-  // A blocking write that times out: its queue pair is flushed (error
-  // state), so the peer is failed for good, and says so on every later call
-  // without posting anything.
-  fp().fakeprov_set(FAKEPROV_HOLD_SENDS, -1);
-  const std::uint32_t q1 = s.qpn(1);
-  CHECK(s.hub.write(1, s.hub_at(0, 5), s.peer_remote(1, 0, 5), 10ms).error() == errc::timed_out);
-  CHECK(fp().fakeprov_qp_state(q1) == IBV_QPS_ERR);
+  // A blocking request that times out (RDMA: a write the fake holds; TCP: a
+  // send the peer never receives): its queue pair is flushed (error state),
+  // so the peer is failed for good, and says so on every later call without
+  // posting anything.
+  if (s.rdma()) {
+    fp().fakeprov_set(FAKEPROV_HOLD_SENDS, -1);
+    CHECK(s.hub.write(1, s.hub_at(0, 5), s.peer_remote(1, 0, 5), 10ms).error() == errc::timed_out);
+    CHECK(fp().fakeprov_qp_state(s.qpn(1)) == IBV_QPS_ERR);
+    fp().fakeprov_set(FAKEPROV_HOLD_SENDS, 0);
+  } else {
+    CHECK(s.hub.send(1, s.hub_at(0, 5), 10ms).error() == errc::timed_out);
+  }
   CHECK_FALSE(s.hub.connected());
   CHECK_FALSE(s.hub.connected(1));
   CHECK(s.hub.connected(0));
   CHECK(s.hub.connected(2));
-  fp().fakeprov_set(FAKEPROV_HOLD_SENDS, 0);
-  const auto logged = wr_log(q1).size();
+  const auto logged = s.rdma() ? wr_log(s.qpn(1)).size() : 0;
   auto again = s.hub.send(1, s.hub_at(0, 4), 1s);
   CHECK(again.error() == errc::peer_failed);
   CHECK(again.error() == std::errc::not_connected);
@@ -621,7 +762,8 @@ TEST_CASE("channel: a peer whose request timed out or failed is no longer connec
   CHECK(s.hub.scatter_write(parts, 1s, res).error() == errc::peer_failed);
   CHECK(res[0].ok()); // the part before it went through
   CHECK(res[1].id == 0);
-  CHECK(wr_log(q1).size() == logged);
+  if (s.rdma())
+    CHECK(wr_log(s.qpn(1)).size() == logged);
   // The other peers still work.
   put(s.hub_bytes(0), "still");
   ok(s.hub.write(2, s.hub_at(0, 5), s.peer_remote(2, 32, 5), 1s));
@@ -634,22 +776,26 @@ TEST_CASE("channel: a peer whose request timed out or failed is no longer connec
   bad.rkey ^= 0x5a5a;
   CHECK(s.hub.write(2, s.hub_at(0, 4), bad, 1s).error() ==
         std::error_code(IBV_WC_REM_ACCESS_ERR, wc_category()));
-  CHECK(fp().fakeprov_qp_state(s.qpn(2)) == IBV_QPS_ERR);
+  if (s.rdma())
+    CHECK(fp().fakeprov_qp_state(s.qpn(2)) == IBV_QPS_ERR);
   CHECK_FALSE(s.hub.connected(2));
   CHECK(s.hub.write(2, s.hub_at(0, 4), s.peer_remote(2, 0, 4), 1s).error() == errc::peer_failed);
   CHECK(s.hub.connected(0));
 
   // A scope whose end flushes a stuck request fails that peer.
-  star t(o);
-  fp().fakeprov_set(FAKEPROV_HOLD_SENDS, -1);
+  star u(o, t);
+  if (u.rdma())
+    fp().fakeprov_set(FAKEPROV_HOLD_SENDS, -1);
   {
-    auto sc = t.hub.scope();
-    ok(sc.post_write(0, t.hub_at(0, 4), t.peer_remote(0, 0, 4)));
+    auto sc = u.hub.scope();
+    ok(u.rdma() ? sc.post_write(0, u.hub_at(0, 4), u.peer_remote(0, 0, 4))
+                : sc.post_send(0, u.hub_at(0, 4)));
   }
-  CHECK(fp().fakeprov_qp_state(t.qpn(0)) == IBV_QPS_ERR);
-  CHECK_FALSE(t.hub.connected(0));
-  CHECK(t.hub.connected(1));
-  CHECK_FALSE(t.hub.connected());
+  if (u.rdma())
+    CHECK(fp().fakeprov_qp_state(u.qpn(0)) == IBV_QPS_ERR);
+  CHECK_FALSE(u.hub.connected(0));
+  CHECK(u.hub.connected(1));
+  CHECK_FALSE(u.hub.connected());
   // A channel never connected answers false for every peer.
   multi_channel none;
   CHECK_FALSE(none.connected(0));
@@ -771,8 +917,8 @@ TEST_CASE("channel: more peers than the device allows fail before anything is cr
   CHECK(fp().fakeprov_live_total() == live);
 }
 
-TEST_CASE("channel: the warm blocking data path allocates nothing") {
-  star s;
+CHANNEL_CASE("the warm blocking data path allocates nothing", warm_path_allocates_nothing) {
+  star s({}, t);
   std::array<work_result, n_peers> res{};
   std::array<multi_channel::part, n_peers> writes, reads, sends, recvs;
   for (std::size_t i = 0; i < n_peers; i++) {
@@ -783,24 +929,41 @@ TEST_CASE("channel: the warm blocking data path allocates nothing") {
   }
   const std::size_t to[] = {0, 1, 2};
   int failures = 0;
+  // A peer's request in a scope of its own, posted before the hub's call.
+  auto at = [&](std::size_t i, bool recv, std::size_t off, std::size_t n, auto &&hub_call) {
+    auto sc = s.peer[i].scope();
+    auto h = recv ? sc.post_recv(0, s.peer_at(i, off, n)) : sc.post_send(0, s.peer_at(i, off, n));
+    failures += !hub_call();
+    failures += !h || !sc.wait(*h, 1s);
+  };
   auto round = [&] {
-    failures += !s.hub.send(0, s.hub_at(0, 8), 1s);
-    failures += !s.peer[0].receive(s.peer_at(0, 32, 16), 1s);
-    failures += !s.peer[1].send(s.peer_at(1, 0, 8), 1s);
-    failures += !s.hub.receive(1, s.hub_at(200, 16), 1s);
+    at(0, true, 32, 16, [&] { return s.hub.send(0, s.hub_at(0, 8), 1s).has_value(); });
+    at(1, false, 0, 8, [&] { return s.hub.receive(1, s.hub_at(200, 16), 1s).has_value(); });
     failures += !s.hub.write(2, s.hub_at(0, 8), s.peer_remote(2, 0, 8), 1s);
     failures += !s.hub.read(2, s.hub_at(8, 8), s.peer_remote(2, 0, 8), 1s);
     failures += !s.hub.scatter_write(writes, 1s, res);
     failures += !s.hub.gather_read(reads, 1s, res);
-    failures += !s.hub.multicast_send(to, s.hub_at(0, 8), 1s, res);
-    for (std::size_t i = 0; i < n_peers; i++)
-      failures += !s.peer[i].receive(s.peer_at(i, 32, 16), 1s);
-    failures += !s.hub.scatter_send(sends, 1s);
-    for (std::size_t i = 0; i < n_peers; i++) {
-      failures += !s.peer[i].receive(s.peer_at(i, 32, 16), 1s);
-      failures += !s.peer[i].send(s.peer_at(i, 0, 8), 1s);
+    {
+      auto s0 = s.peer[0].scope(), s1 = s.peer[1].scope(), s2 = s.peer[2].scope();
+      auto h0 = s0.post_recv(0, s.peer_at(0, 32, 16)), h1 = s1.post_recv(0, s.peer_at(1, 32, 16)),
+           h2 = s2.post_recv(0, s.peer_at(2, 32, 16));
+      failures += !s.hub.multicast_send(to, s.hub_at(0, 8), 1s, res);
+      failures += !h0 || !s0.wait(*h0, 1s) || !h1 || !s1.wait(*h1, 1s) || !h2 || !s2.wait(*h2, 1s);
     }
-    failures += !s.hub.gather_receive(recvs, 1s, res);
+    {
+      auto s0 = s.peer[0].scope(), s1 = s.peer[1].scope(), s2 = s.peer[2].scope();
+      auto h0 = s0.post_recv(0, s.peer_at(0, 32, 16)), h1 = s1.post_recv(0, s.peer_at(1, 32, 16)),
+           h2 = s2.post_recv(0, s.peer_at(2, 32, 16));
+      failures += !s.hub.scatter_send(sends, 1s);
+      failures += !h0 || !s0.wait(*h0, 1s) || !h1 || !s1.wait(*h1, 1s) || !h2 || !s2.wait(*h2, 1s);
+    }
+    {
+      auto s0 = s.peer[0].scope(), s1 = s.peer[1].scope(), s2 = s.peer[2].scope();
+      auto h0 = s0.post_send(0, s.peer_at(0, 0, 8)), h1 = s1.post_send(0, s.peer_at(1, 0, 8)),
+           h2 = s2.post_send(0, s.peer_at(2, 0, 8));
+      failures += !s.hub.gather_receive(recvs, 1s, res);
+      failures += !h0 || !s0.wait(*h0, 1s) || !h1 || !s1.wait(*h1, 1s) || !h2 || !s2.wait(*h2, 1s);
+    }
     auto sc = s.hub.scope();
     auto h = sc.post_write(1, s.hub_at(0, 8), s.peer_remote(1, 0, 8));
     failures += !h || !sc.wait(*h, 1s);
@@ -878,7 +1041,7 @@ TEST_CASE("channel: automatic picks RDMA per pair where both can, TCP for a TCP-
   fp().fakeprov_reset();
 }
 
-TEST_CASE("channel: over TCP, the warm data path allocates nothing") {
+TEST_CASE("channel tcp: a channel pair's warm data path allocates nothing") {
   channel_options o;
   o.transport = channel_transport::tcp;
   o.tcp_address = "127.0.0.1";

@@ -138,6 +138,45 @@ TEST_CASE("channel tcp: a send waits for a receive, as RNR, then lands") {
   CHECK(ok(sa.wait(hs, 5s)).ok());
 }
 
+TEST_CASE("channel tcp: sends before their receives land in order; the third waits for one") {
+  // Two sends of at most 64 KiB may go before the peer posts their receives
+  // (staged there, acknowledged once placed); a third waits on the sending
+  // side, as RNR, and none completes before a receive took it.
+  auto [a, b] = pair_of();
+  buffer src(a.pd(), 3 * 1000, 3);
+  buffer dst(b.pd(), 3 * 1024, 0);
+  dst.fill(11);
+  auto sa = a.scope();
+  std::vector<work_handle> hs;
+  for (std::size_t i = 0; i < 3; i++)
+    hs.push_back(ok(sa.post_send(0, ok(src.mr.slice(i * 1000, 1000)))));
+  CHECK(sa.wait(hs[0], 50ms).error() == errc::timed_out);
+  CHECK(sa.pending() == 3);
+  for (std::size_t i = 0; i < 3; i++) {
+    CAPTURE(i);
+    CHECK(ok(b.receive(ok(dst.mr.slice(i * 1024, 1024)), 5s)) == 1000);
+    CHECK(ok(sa.wait(hs[i], 5s)).ok());
+    for (std::size_t k = 0; k < 1000; k++)
+      REQUIRE(dst.bytes[i * 1024 + k] == src.bytes[i * 1000 + k]);
+    CHECK(dst.holds(11, i * 1024 + 1000, 24)); // past the message: untouched
+  }
+}
+
+TEST_CASE("channel tcp: a staged send too long for the receive fails both sides as RC does") {
+  auto [a, b] = pair_of();
+  buffer src(a.pd(), 600, 4), dst(b.pd(), 512, 0);
+  dst.fill(12);
+  auto sa = a.scope();
+  auto hs = ok(sa.post_send(0, src.all()));
+  CHECK(sa.wait(hs, 50ms).error() == errc::timed_out); // staged at b, not placed
+  auto sb = b.scope();
+  auto hr = ok(sb.post_recv(0, dst.all()));
+  auto r = ok(sb.wait(hr, 5s));
+  CHECK(r.status == wc_loc_len_err);
+  CHECK(ok(sa.wait(hs, 5s)).status == wc_rem_inv_req_err);
+  CHECK(dst.holds(12)); // nothing of it written
+}
+
 TEST_CASE("channel tcp: a send waiting for a receive holds up no read the other way") {
   // RC keeps a requester's traffic apart from its responder's: a's send
   // that waits (RNR) for a receive at b does not stop b reading a's memory.
@@ -472,7 +511,7 @@ int raw_connect(std::uint16_t port, std::uint64_t token) {
   a.sin_family = AF_INET;
   a.sin_port = htons(port);
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::vector<std::uint8_t> hello = {'R', 'D', 'T', 'H', 1, 0, 0, 0};
+  std::vector<std::uint8_t> hello = {'R', 'D', 'T', 'H', 2, 0, 0, 0};
   put(hello, token, 8);
   put(hello, 1, 8);
   if (::connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0 ||

@@ -26,6 +26,8 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
   add(encode(tcp_frame{tcp_op::nack, 0, 7, 0, 0, 10}));
   add(encode(tcp_frame{tcp_op::read_request, 4096, 8, 0x1000, 3, 0}));
   add(encode(tcp_frame{tcp_op::credit, 2, 0, 0, 0, 0}));
+  add(encode(tcp_frame{tcp_op::ack, 0, 9, 0, 0, 0, 3})); // a credit riding on an ack
+  add(encode(tcp_frame{tcp_op::send, 64, 10, 0, 0, 0, 0xffff}));
   rdmadl_fuzz::write_seed("tcp-frame-0", s.data(), s.size());
   return 0;
 }
