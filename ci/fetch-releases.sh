@@ -17,6 +17,12 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:?usage: fetch-releases.sh OUTDIR}
 mkdir -p "$out"
+# The two source builds (CPU: about a minute cold) run in the background while
+# the Debian packages download (network); their messages are printed after.
+srclog=$(mktemp)
+trap 'rm -f "$srclog"' EXIT
+("$here/build-rdma-core.sh" 28.0 && "$here/build-rdma-core.sh" 32.0) >/dev/null 2>"$srclog" &
+srcpid=$!
 for suite in bullseye bookworm trixie sid; do
   case $suite in
     bullseye|bookworm) cm=librdmacm1; dest=$out/$suite ;;
@@ -37,6 +43,10 @@ for suite in bullseye bookworm trixie sid; do
   echo "fetch-releases: $suite rdma-core $(cat "$dest/version"): $(wc -l <"$dest/exports.txt") symbols"
   rm -rf "$work"
 done
+srcst=0
+wait "$srcpid" || srcst=$?
+cat "$srclog" >&2
+[ "$srcst" = 0 ] || { echo "fetch-releases: ci/build-rdma-core.sh failed" >&2; exit 1; }
 for v in 28.0 32.0; do
   dest=$out/rc${v%.0}
   built=$("$here/build-rdma-core.sh" "$v")

@@ -16,7 +16,8 @@
 # real libibverbs.so.1 / librdmacm.so.1 (readelf) and check ci/releases.txt
 # against it; assemble one payload (the "single" programs of
 # tests/guest/programs.txt, and tests/guest/ itself: the guest runs
-# tests/guest/single.sh); boot each suite once (ci/vm/run.sh), one at a time;
+# tests/guest/single.sh); boot each suite once (ci/vm/run.sh), as many at a
+# time as the machine has QEMU slots (RDMADL_VM_SLOTS, default 2 on 2 cores);
 # check the guest's RDMADL-CHECK lines against ci/releases.txt.
 # The image without rdma-core also installs the Debian packages librdmadl0 and
 # rdmadl-tools from --debs DIR (default build/deb, where ci/build-deb.sh puts
@@ -36,11 +37,11 @@
 #   RDMADL_VM_CLUSTER_BREAK=CHECK  the same, in the cluster stage only (e.g.
 #                            rc.write: the target's check of a cross-node write)
 #   RDMADL_VM_LOG_DIR        where guest logs go (default BUILD/vm-logs)
+#   RDMADL_VM_SLOTS          QEMU slots: single-node boots at once (default 2
+#                            on 2 or more cores; a cluster takes them all)
 #   RDMADL_VM_IMPAIR         the impair cluster's hub profiles, "NAME:SPEC ..."
 #                            (default: drop1 and drop5, README.md)
 #   RDMADL_VM_IMPAIR_SEED    the hub's seed for them (default 1)
-#   RDMADL_VM_IMPAIR_BULK=1  add the 4 MiB bulk transfer to the impaired cluster (it
-#                            fails today: ci/vm/README.md, "Impaired frames")
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -211,26 +212,41 @@ fi
 guest_script "$root/tests/guest/single.sh" "${RDMADL_VM_BREAK:-}" >"$payload/guest-tests.sh"
 strip_debug "$payload"
 
-# --- boots, one at a time -----------------------------------------------------
+# --- boots, two at a time ----------------------------------------------------
+# Each boot takes one of the machine's QEMU slots (ci/vm/lib.sh: 2 on 2 cores),
+# so as many boots run at once as there are slots: each writes only its own
+# log, and the results are read afterwards, in suite order.
 declare -A boot_secs=()
-for s in $suites; do
-  [ -n "${imgdir[$s]:-}" ] || continue
-  while pgrep -f qemu-system >/dev/null 2>&1; do
-    say "another QEMU is running; waiting"
-    sleep 5
-  done
-  say "booting $s (rdma-core ${version[$s]:-none})"
+nslots=$(vm_slot_count)
+boot_one() { # SUITE: ci/vm/run.sh, its status and wall time into $logs/SUITE.status
+  local s=$1 b0 st
   b0=$(date +%s)
   set +e
   "$here/vm/run.sh" --suite "$s" --payload "$payload" --timeout "$timeout" >"$logs/$s.log" 2>&1
   st=$?
   set -e
-  boot_secs[$s]=$(($(date +%s) - b0))
+  echo "$st $(($(date +%s) - b0))" >"$logs/$s.status"
+}
+running=0
+for s in $suites; do
+  [ -n "${imgdir[$s]:-}" ] || continue
+  if [ "$running" -ge "$nslots" ]; then wait -n || true; running=$((running - 1)); fi
+  say "booting $s (rdma-core ${version[$s]:-none})"
+  rm -f "$logs/$s.status"
+  boot_one "$s" &
+  running=$((running + 1))
+done
+wait || true
+for s in $suites; do
+  [ -n "${imgdir[$s]:-}" ] || continue
+  st=1 secs=0
+  [ ! -f "$logs/$s.status" ] || read -r st secs <"$logs/$s.status"
+  boot_secs[$s]=$secs
   tr -d '\r' <"$logs/$s.log" >"$logs/$s.clean.log"
   awk '/^RDMADL-CHECK [^ ]+ (PASS|FAIL|UNSUPPORTED)$/ {print $2, $3}' "$logs/$s.clean.log" >>"$results/$s"
-  host_check "$s" guest.exit "$([ $st = 0 ] && echo 1 || echo 0)" \
+  host_check "$s" guest.exit "$([ "$st" = 0 ] && echo 1 || echo 0)" \
     "ci/vm/run.sh exited $st after ${boot_secs[$s]} s (log: $logs/$s.log)"
-  if [ $st != 0 ]; then
+  if [ "$st" != 0 ]; then
     grep -vE '^RDMADL-CHECK .* PASS$' "$logs/$s.clean.log" | tail -n 40 | sed "s/^/  $s| /" >&2
   fi
 done

@@ -30,7 +30,21 @@ using namespace std::chrono_literals;
 
 namespace {
 
+// The data moves in 64 KiB chunks, each acknowledged by the receiver (so
+// it needs only one chunk of memory), and each chunk as 4 KiB sends, one
+// work request each. Why not one 64 KiB send: an RC sender counts its
+// retransmissions between two acknowledgements of the peer, and Soft-RoCE
+// asks for one acknowledgement per message (or per 64 packets at most). At
+// MTU 1024 a 64 KiB send is 64 packets whose every loss or reordering costs
+// a retransmission before the next acknowledgement: at 5% loss that is ~4.5
+// on average, more than any retry_count allows (7 is "for ever" on
+// Soft-RoCE), and a 4 MiB transfer never completed. A 4 KiB send is 4
+// packets: ~0.3 retransmissions per acknowledgement, and 7 in a row
+// (retry_count 6 exceeded) has odds of about 1e-7 (ci/vm/README.md,
+// "Impaired frames").
 constexpr std::size_t chunk = 64 * 1024;
+constexpr std::size_t piece = 4 * 1024;
+constexpr std::size_t pieces = chunk / piece;
 constexpr std::uint16_t max_why = 1024;
 
 struct lost { // thrown when the peer goes away mid-transfer
@@ -154,8 +168,9 @@ private:
 };
 
 // Sends (sender) or receives size bytes; returns the checksum. Each 64 KiB
-// chunk is answered by an 8-byte acknowledgement, posted with the receive
-// of the next chunk, so a receive is always posted before its chunk comes.
+// chunk (its pieces) is answered by an 8-byte acknowledgement, posted with
+// the receives of the next chunk, so a receive is always posted before its
+// piece comes.
 std::uint64_t move(channel &ch, bool sender, std::uint64_t size, const remote_region &peer_probe) {
   std::vector<std::byte> data(chunk), ack(8), probe(8);
   auto md = ch.pd().register_memory(data).value();
@@ -167,12 +182,24 @@ std::uint64_t move(channel &ch, bool sender, std::uint64_t size, const remote_re
       throw lost{"post: " + h.error().message()};
     return *h;
   };
+  // Posts one work request per piece of the first n bytes of data (a send
+  // or a receive); the handles go to hs, their count is returned.
+  auto post_pieces = [&](polling_scope &s, std::size_t n, work_handle *hs) {
+    std::size_t k = 0;
+    for (std::size_t off = 0; off < n; off += piece, k++) {
+      auto sl = *md.slice(off, std::min(piece, n - off));
+      hs[k] = posted(sender ? s.post_send(0, sl) : s.post_recv(0, sl));
+    }
+    return k;
+  };
+  work_handle hs[pieces];
   std::uint64_t h = 0xcbf29ce484222325ull, done = 0, shown = 0;
-  auto first = std::min<std::uint64_t>(chunk, size);
+  auto first = static_cast<std::size_t>(std::min<std::uint64_t>(chunk, size));
   if (!sender) { // the first chunk
     auto s = ch.scope();
     w.new_scope();
-    w.wait(s, posted(s.post_recv(0, *md.slice(0, first))), "chunk");
+    for (std::size_t i = 0, k = post_pieces(s, first, hs); i < k; i++)
+      w.wait(s, hs[i], "chunk");
   }
   while (done < size) {
     std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(chunk, size - done));
@@ -182,17 +209,16 @@ std::uint64_t move(channel &ch, bool sender, std::uint64_t size, const remote_re
       fill(data.data(), n, done);
       h = fnv1a(h, data.data(), n);
       auto ha = posted(s.post_recv(0, *ma.all()));
-      w.wait(s, posted(s.post_send(0, *md.slice(0, n))), "chunk's completion");
+      for (std::size_t i = 0, k = post_pieces(s, n, hs); i < k; i++)
+        w.wait(s, hs[i], "chunk's completion");
       w.wait(s, ha, "acknowledgement");
     } else {
       h = fnv1a(h, data.data(), n);
-      auto next = std::min<std::uint64_t>(chunk, size - done - n);
-      work_handle hr{};
-      if (next > 0)
-        hr = posted(s.post_recv(0, *md.slice(0, next)));
+      auto next = static_cast<std::size_t>(std::min<std::uint64_t>(chunk, size - done - n));
+      std::size_t k = next > 0 ? post_pieces(s, next, hs) : 0;
       w.wait(s, posted(s.post_send(0, *ma.all())), "acknowledgement's completion");
-      if (next > 0)
-        w.wait(s, hr, "chunk");
+      for (std::size_t i = 0; i < k; i++)
+        w.wait(s, hs[i], "chunk");
     }
     done += n;
     if (done - shown >= (4u << 20)) {
@@ -231,12 +257,16 @@ int main(int argc, char **argv) {
   // RDMA when both ends can, else TCP. A peer that stops answering fails a
   // request in flight after (retry_count + 1) transmissions of 4.096 us *
   // 2^ack_timeout each (over TCP: as many keepalive probes, 1 s apart):
-  // ~5 s here, well inside the 20 s of silence after which it is only
-  // presumed lost, and long enough for a live peer in a slow VM.
+  // ~3.8 s here, well inside the 20 s of silence after which it is only
+  // presumed lost, and long enough for a live peer in a slow VM. The most
+  // retransmissions rxe can give up after (6: 7 is "for ever" there), so
+  // that lost frames cost time, not the transfer (see piece); each loss
+  // that the next frames cannot reveal (the last frame of a burst, its
+  // acknowledgement) costs one timeout.
   channel_options opts;
   opts.transport = channel_transport::automatic;
-  opts.connect.transport.ack_timeout = 18; // 1.07 s per transmission
-  opts.connect.transport.retry_count = 4;
+  opts.connect.transport.ack_timeout = 17; // 0.54 s per transmission
+  opts.connect.transport.retry_count = 6;
   auto ch = channel::create(opts);
   if (!ch) {
     std::fprintf(stderr, "channel: %s\n", ch.error().message().c_str());

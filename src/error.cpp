@@ -208,9 +208,10 @@ std::error_code resource_error(const char *call, const char *what, const char *l
     e = -e;
   std::error_code ec = rdma_error(e);
   if (e && ec == errno_code(e))
-    set_error_detail(format("%s: no %s could be created: %s (errno %d; the device allows %s %ld "
+    set_error_detail(format("%s: no %s could be created: %s (errno %d; %sthe device allows %s %ld "
                             "in all)",
-                            call, what, std::strerror(e), e, limit_name, limit));
+                            call, what, std::strerror(e), e, e == EAGAIN ? cgroup_note : "",
+                            limit_name, limit));
   return ec;
 }
 

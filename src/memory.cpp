@@ -169,7 +169,10 @@ result<memory_region> protection_domain::register_memory(std::span<std::byte> bu
     const int e = errno;
     if (e == ENOMEM || e == EPERM)
       return pinning_failed(pd_, buf.size(), e);
-    return detail::rdma_error(e);
+    ibv_pd *pd = pd_;
+    ibv_device_attr da{};
+    return detail::resource_error("ibv_reg_mr", "memory region", "max_mr",
+                                  ibv_query_device(pd->context, &da) == 0 ? da.max_mr : -1, e);
   }
   n->mr = mr;
   n->lkey = mr->lkey;

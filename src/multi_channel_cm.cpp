@@ -145,6 +145,7 @@ result<cm_channel_options> cm_mesh(std::size_t rank, std::span<const cm_address>
 }
 
 result<multi_channel> multi_channel::create_cm(listener *from, const cm_channel_options &o) {
+  detail::clear_error_detail();
   const std::size_t total = o.connect.size() + o.accept;
   if (total == 0)
     return errc::no_peers;
@@ -192,8 +193,18 @@ result<multi_channel> multi_channel::create_cm(listener *from, const cm_channel_
     const auto me = cm_hello(o.rank);
     for (std::size_t i = 0; i < addrs.size(); i++) {
       const char *step = nullptr;
-      if (auto r = g->connect(i, addrs[i], me, nullptr, &step); !r)
+      if (auto r = g->connect(i, addrs[i], me, nullptr, &step); !r) {
+        // Which peer and which step, as rdmadl::connect says it (and the
+        // failed call's own detail, if it left one).
+        std::string why =
+            detail::format("multi_channel::create_cm: peer %zu (%s:%u): %s: %s", i,
+                           o.connect[i].host.c_str(), static_cast<unsigned>(o.connect[i].port),
+                           step ? step : "start", r.error().message().c_str());
+        if (!last_error_detail().empty())
+          why += " (" + std::string(last_error_detail()) + ")";
+        detail::set_error_detail(std::move(why));
         return r.error();
+      }
     }
     if (o.accept)
       if (auto r = accept_peers(*g, *from, o); !r)

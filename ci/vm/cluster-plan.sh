@@ -90,16 +90,11 @@ cluster_plan() {
 # (profile K, the K-th --impair of the hub): a switch line "impair.NAME
 # impair 0 1 PORT K", then rc_ops, cm_pingpong, the C++ ping-pong, a
 # multi_channel (kind mc2: cxx_mc_cluster's ranks 0 and 2 on node 0, rank 1
-# on node 1, no kill) and, with RDMADL_VM_IMPAIR_BULK=1, a bulk transfer (kind bulk: 4 MiB through
+# on node 1, no kill) and a bulk transfer (kind bulk: 4 MiB through
 # rdmadl-example-optional-rdma over RDMA, every byte in its checksum, so
 # that a 1% profile drops dozens of frames, not a handful) as
 # "impair.NAME.KIND.n0-n1".
-# The bulk transfer is opt-in (RDMADL_VM_IMPAIR_BULK=1): on 2026-11-26 it
-# failed at 1% and at 5% loss (the bookworm sender's work completion "transport
-# retry counter exceeded" after ~10 s, 12 and 82 frames dropped), a finding
-# to explain before it can gate the default run.
-impair_kinds="rc cm pingpong mc2"
-[ "${RDMADL_VM_IMPAIR_BULK:-0}" != 1 ] || impair_kinds="$impair_kinds bulk"
+impair_kinds="rc cm pingpong mc2 bulk"
 impair_plan() {
   local port=18600 k=0 name kind
   for name in none "$@"; do

@@ -182,12 +182,9 @@ boot_all() { # ATTEMPT
   hub_pid=""
 }
 
-# The machine-wide QEMU lock of run.sh, held for the whole cluster run.
-exec 8>"${RDMADL_VM_LOCK:-/tmp/rdmadl-vm-qemu.lock}"
-if ! flock -n 8; then
-  say "another test VM is running on this machine; waiting for it"
-  flock 8
-fi
+# Every QEMU slot of the machine (lib.sh, vm_lock_all), held for the whole
+# cluster run: its nodes already share the cores.
+vm_lock_all
 t1=$(date +%s)
 boot_all 1
 started=1
@@ -197,7 +194,7 @@ if [ $started = 0 ]; then
   boot_all 2
 fi
 t2=$(date +%s)
-flock -u 8
+vm_unlock
 
 # --- per node: status; the checks, merged -------------------------------------
 rc=0

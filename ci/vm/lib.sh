@@ -183,6 +183,57 @@ payload_cpio() {
   rm -f "$out.closure"
 }
 
+# The machine's QEMU slots: files $RDMADL_VM_LOCK (default
+# /tmp/rdmadl-vm-qemu.lock), $RDMADL_VM_LOCK.1, ..., $RDMADL_VM_SLOTS of them
+# (default 2 on 2 or more cores, else 1), each flock'ed by whoever uses it. A
+# single-node boot (run.sh) holds one slot, a cluster (cluster.sh) all of them:
+# two single-node guests share the machine, a cluster has it to itself.
+vm_slot_count() {
+  local n=${RDMADL_VM_SLOTS:-}
+  if [ -z "$n" ]; then n=1; [ "$(nproc)" -lt 2 ] || n=2; fi
+  case $n in '' | *[!0-9]* | 0) die "RDMADL_VM_SLOTS wants a number of at least 1" ;; esac
+  echo "$n"
+}
+vm_slot_file() { # I
+  local base=${RDMADL_VM_LOCK:-/tmp/rdmadl-vm-qemu.lock}
+  if [ "$1" = 0 ]; then echo "$base"; else echo "$base.$1"; fi
+}
+vm_lock_fds=()
+# vm_lock_one: takes the first free slot, waiting (polling) while none is.
+vm_lock_one() {
+  local n i fd said=0
+  n=$(vm_slot_count)
+  while :; do
+    for ((i = 0; i < n; i++)); do
+      exec {fd}>"$(vm_slot_file "$i")"
+      if flock -n "$fd"; then vm_lock_fds=("$fd"); return 0; fi
+      exec {fd}>&-
+    done
+    [ $said = 1 ] || say "every QEMU slot of this machine is taken ($n); waiting"
+    said=1
+    sleep 2
+  done
+}
+# vm_lock_all: takes every slot, in order (so two of these never deadlock).
+vm_lock_all() {
+  local n i fd said=0
+  n=$(vm_slot_count)
+  for ((i = 0; i < n; i++)); do
+    exec {fd}>"$(vm_slot_file "$i")"
+    if ! flock -n "$fd"; then
+      [ $said = 1 ] || say "another test VM is running on this machine; waiting for it"
+      said=1
+      flock "$fd"
+    fi
+    vm_lock_fds+=("$fd")
+  done
+}
+vm_unlock() {
+  local fd
+  for fd in "${vm_lock_fds[@]}"; do flock -u "$fd"; exec {fd}>&-; done
+  vm_lock_fds=()
+}
+
 # vm_accel SMP: sets accel (kvm or tcg) and accel_args (QEMU options) from
 # $RDMADL_VM_ACCEL (auto, kvm, tcg). /dev/kvm can be PVM (kvm_pvm, no vmx/svm),
 # which cannot run a stock kernel: auto falls back to TCG there.

@@ -124,13 +124,9 @@ boot() {
   cat "$tmp/console" >>"$log"
 }
 
-# Machine-wide (not per cache): two TCG guests on 2 cores slow each other and
-# everything else down.
-exec 8>"${RDMADL_VM_LOCK:-/tmp/rdmadl-vm-qemu.lock}"
-if ! flock -n 8; then
-  say "another test VM is running on this machine; waiting for it"
-  flock 8
-fi
+# Machine-wide (not per cache): one of the machine's QEMU slots (lib.sh,
+# vm_lock_one; 2 on 2 cores: a third TCG guest would only slow the others).
+vm_lock_one
 t1=$(date +%s)
 boot 1
 if ! grep -q '^RDMADL-GUEST-START' "$tmp/console"; then
@@ -138,7 +134,7 @@ if ! grep -q '^RDMADL-GUEST-START' "$tmp/console"; then
   boot 2
 fi
 t2=$(date +%s)
-flock -u 8
+vm_unlock
 
 status=$(sed -n 's/^RDMADL-GUEST-EXIT \([0-9]\{1,3\}\)$/\1/p' "$tmp/console" | tail -n 1)
 timing="image $((t1 - t0))s, boot+tests $((t2 - t1))s"

@@ -116,7 +116,8 @@ class RDMADL_CXX_API completion_queue {
 public:
   /// Creates a queue on ctx. Errors: operation_not_supported,
   /// errc::empty_object, or the errno (when the device refuses the CQ,
-  /// last_error_detail() names the call and its max_cq).
+  /// last_error_detail() names the call and its max_cq, and for EAGAIN the
+  /// rdma cgroup's rdma.max).
   static result<completion_queue> create(const context &ctx, const cq_options &opts = {});
 
   /// An empty queue.

@@ -151,7 +151,8 @@ public:
   /// errc::empty_span, errc::memlock_limit / errc::memlock_denied (the
   /// locked-memory limit: raise it with `ulimit -l`; ENOMEM, which may also
   /// be the device's max_mr: last_error_detail() gives both limits), or the
-  /// errno.
+  /// errno (EAGAIN: the rdma cgroup's rdma.max refused one more device
+  /// object; last_error_detail() says so).
   result<memory_region> register_memory(std::span<std::byte> buf,
                                         access rights = access::local) const;
 

@@ -416,7 +416,9 @@ public:
   /// made if every rank is connected in time (else errc::timed_out, or
   /// errc::rank_refused if clients were refused meanwhile). Also
   /// errc::too_many_peers (more peers than the first peer's device allows,
-  /// as in create()).
+  /// as in create()). A failed connect sets last_error_detail(), naming the
+  /// peer, its address and the step ("multi_channel::create_cm: peer 0
+  /// (192.0.2.2:18515): connect: timed out").
   static result<multi_channel> create_cm(listener *accept_from, const cm_channel_options &opts);
   /// The rdma_cm event channel's fd (non-blocking; readable when an event is
   /// waiting), for epoll/poll; -1 when not built with create_cm.

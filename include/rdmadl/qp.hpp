@@ -92,6 +92,13 @@ struct qp_options {
 /// A peer that stopped answering turns into an error completion
 /// (IBV_WC_RETRY_EXC_ERR) after retry_count + 1 transmissions of
 /// 4.096 us * 2^ack_timeout each (the defaults: 7 times 67 ms).
+///
+/// retry_count bounds the retransmissions between two acknowledgements of
+/// the peer, not per packet, and Soft-RoCE asks for one per message (or per
+/// 64 packets): every packet of a message that is lost or reordered costs a
+/// retry. The library posts messages as given; on a lossy path keep work
+/// requests to a few MTUs (at MTU 1024 and 5% loss a 64 KiB send needs ~4.5
+/// retries and fails, 4 KiB sends ~0.3: ci/vm/README.md, "Impaired frames").
 struct transport_options {
   /// Each transmission waits 4.096 us * 2^ack_timeout for its
   /// acknowledgement (0 to 31). rdma_cm paths set it through
@@ -373,7 +380,8 @@ public:
   /// Creates a QP on pd using send_cq/recv_cq. Selects the port and GID now
   /// (see qp_options). Errors: operation_not_supported, errc::empty_object,
   /// errc::no_active_port, errc::no_such_gid, or the errno (when the device
-  /// refuses the QP, last_error_detail() names the call and its max_qp).
+  /// refuses the QP, last_error_detail() names the call and its max_qp, and
+  /// for EAGAIN the rdma cgroup's rdma.max).
   static result<queue_pair> create(const context &ctx, const protection_domain &pd,
                                    const completion_queue &send_cq, const completion_queue &recv_cq,
                                    const qp_options &opts = {});

@@ -223,3 +223,42 @@ TEST_CASE("exhaustion: pinned memory until RLIMIT_MEMLOCK, errc::memlock_limit, 
   REQUIRE(setrlimit(RLIMIT_MEMLOCK, &saved) == 0);
   finish();
 }
+
+TEST_CASE("exhaustion: EAGAIN (the rdma cgroup's rdma.max) is named for QPs, CQs and MRs") {
+  // The kernel's rdma cgroup refuses one more device object with EAGAIN;
+  // the fake answers as it would, and each error says so.
+  start();
+  const tally t0;
+  {
+    base b;
+    std::array<std::byte, 64> buf{};
+    fp().fakeprov_fail_next(FAKEPROV_OP_REG_MR, EAGAIN, 1);
+    auto m = b.pd.register_memory(buf);
+    REQUIRE(!m);
+    CHECK(m.error() == std::errc::resource_unavailable_try_again);
+    MESSAGE(last_error_detail());
+    CHECK(mentions(last_error_detail(), "ibv_reg_mr: no memory region could be created"));
+    CHECK(mentions(last_error_detail(), "rdma.max hca_object"));
+    CHECK(mentions(last_error_detail(), "max_mr"));
+    fp().fakeprov_fail_next(FAKEPROV_OP_CREATE_QP, EAGAIN, 1);
+    fp().fakeprov_fail_next(FAKEPROV_OP_CREATE_QP_EX, EAGAIN, 1);
+    auto q = queue_pair::create(b.ctx, b.pd, b.cq, b.cq);
+    REQUIRE(!q);
+    CHECK(q.error() == std::errc::resource_unavailable_try_again);
+    MESSAGE(last_error_detail());
+    CHECK(mentions(last_error_detail(), "queue pair"));
+    CHECK(mentions(last_error_detail(), "rdma.max hca_object"));
+    fp().fakeprov_fail_next(FAKEPROV_OP_CREATE_CQ, EAGAIN, 1);
+    fp().fakeprov_fail_next(FAKEPROV_OP_CREATE_CQ_EX, EAGAIN, 1);
+    auto c = completion_queue::create(b.ctx);
+    REQUIRE(!c);
+    MESSAGE(last_error_detail());
+    CHECK(mentions(last_error_detail(), "completion queue"));
+    CHECK(mentions(last_error_detail(), "rdma.max hca_object"));
+    // Nothing was refused for good: the next ones are made.
+    CHECK(b.pd.register_memory(buf));
+    CHECK(queue_pair::create(b.ctx, b.pd, b.cq, b.cq));
+  }
+  report("eagain", t0, tally());
+  finish();
+}

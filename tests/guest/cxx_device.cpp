@@ -220,6 +220,7 @@ int main(int argc, char **argv) {
       {"churn-cm-channel", check_churn_cm_channel},
       {"churn-channel", check_churn_channel},
       {"churn-multi-channel", check_churn_multi_channel},
+      {"exhaustion", check_exhaustion},     // its own process only: drops CAP_IPC_LOCK
       {"async-events", check_async_events}, // last: it takes the port down
   };
   for (auto &c : checks) {

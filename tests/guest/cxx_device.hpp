@@ -118,6 +118,9 @@ bool check_churn_cm();
 bool check_churn_cm_channel();
 bool check_churn_channel();
 bool check_churn_multi_channel();
+// cxx_device_exhaustion.cpp: QPs, CQs and MRs until the rdma cgroup says no,
+// pinned memory until RLIMIT_MEMLOCK does (changes this process for good).
+bool check_exhaustion();
 // cxx_device_peer_death.cpp: peers killed in each phase of a connection.
 bool check_peer_death();
 
