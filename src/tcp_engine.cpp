@@ -9,12 +9,14 @@
 #include <cmath>
 #include <cstring>
 #include <ifaddrs.h>
+#include <linux/sockios.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -131,9 +133,12 @@ tcp_engine::~tcp_engine() {
     wake();
     thread_.join();
   }
-  for (auto &q : peers_)
+  for (auto &q : peers_) {
     if (q.fd >= 0)
       ::close(q.fd);
+    if (q.probe_fd >= 0)
+      ::close(q.probe_fd);
+  }
   for (auto &a : accepting_)
     ::close(a.fd);
   if (listen_fd_ >= 0)
@@ -212,6 +217,7 @@ status_code tcp_engine::post(std::size_t p, int kind, const local_slice &buf,
     }
     if (kind == k_recv) // the peer may send one more (told once the connection is up)
       q.credit_owed++;
+    const bool wrote_before = q.wrote;
     // The fast path: the posting thread moves what it can without blocking
     // (a request onto an idle socket; for a receive, the send that waited
     // for it, and its ack), and wakes the thread only when it must now watch
@@ -222,7 +228,10 @@ status_code tcp_engine::post(std::size_t p, int kind, const local_slice &buf,
       kind == k_recv ? step(p, 0) : (void)pump_out(q, p);
       hold_out_ = false;
     }
-    wake_it = sleeping_ && (wanted(q) & ~q.polled) != 0;
+    // ... or when bytes went out while it sleeps with no timeout: their
+    // acknowledgement is to be checked (check_acks()).
+    wake_it =
+        sleeping_ && ((wanted(q) & ~q.polled) != 0 || (q.wrote && !wrote_before && !timed_sleep_));
     if (wake_it)
       sleeping_ = false;
   }
@@ -240,7 +249,11 @@ void tcp_engine::drive() noexcept {
 
 std::size_t tcp_engine::poll(std::span<tcp_completion> out,
                              std::chrono::microseconds wait) noexcept {
-  std::unique_lock lock(m_);
+  std::unique_lock lock(m_, std::defer_lock);
+  if (wait.count() > 0)
+    lock.lock();
+  else if (!lock.try_lock()) // the progress thread is at work: take its completions next time
+    return 0;
   if (done_.empty() && wait.count() > 0) {
     // A waiting application thread reads and writes the sockets itself
     // rather than sleeping until the progress thread has done it: that
@@ -256,15 +269,20 @@ std::size_t tcp_engine::poll(std::span<tcp_completion> out,
     hold_out_ = false;
     if (done_.empty()) {
       drive(); // it sleeps: what the first pass held goes out (no recv(2): drained)
+      // Every connected peer is watched, also one with no event wanted (a
+      // send waiting for a credit): poll(2) reports its hang-up or error,
+      // which is how a peer whose host is gone is failed (check_broken()).
       std::array<pollfd, app_poll_max> fds;
       std::array<std::size_t, app_poll_max> who;
       std::size_t n = 0;
       for (std::size_t p = 0; p < peers_.size() && p < app_poll_max; p++)
-        if (peers_[p].st == state::up)
-          if (short ev = wanted(peers_[p])) {
-            who[n] = p;
-            fds[n++] = {peers_[p].fd, ev, 0};
-          }
+        if (const auto &q = peers_[p]; q.st == state::up) {
+          const short ev = wanted(q);
+          if (ev == 0 && q.hung_up) // reported already: poll(2) would return at once
+            continue;
+          who[n] = p;
+          fds[n++] = {q.fd, ev, 0};
+        }
       if (n > 0) {
         app_polling_++;
         lock.unlock();
@@ -278,6 +296,11 @@ std::size_t tcp_engine::poll(std::span<tcp_completion> out,
         hold_out_ = true;
         drive();
         hold_out_ = false;
+        // A hang-up or error that drive() did not take (nothing to read or
+        // write on that socket) fails its peer now.
+        for (std::size_t i = 0; i < n; i++)
+          if (fds[i].revents & (POLLHUP | POLLERR))
+            check_broken(who[i], fds[i].revents);
       } else {
         cv_.wait_for(lock, wait, [&] { return !done_.empty(); });
       }
@@ -368,21 +391,29 @@ short tcp_engine::wanted(const peer &q) const noexcept {
 
 // A peer that has left bytes unacknowledged (by TCP) for the probes' whole
 // span is failed as keepalive fails an idle one: its host is gone, and TCP
-// itself would retransmit for many minutes. A peer whose receive window is
-// closed (a send waiting for its receive) still acknowledges the window
-// probes, so it is not failed.
+// itself would retransmit for many minutes (keepalive does not probe a
+// connection with bytes in flight). Any bytes count, not only requests: a
+// credit or an answer written just before the peer's host died is enough
+// to keep keepalive off. A peer whose receive window is closed (a send
+// waiting for its receive) still acknowledges the window probes, so it is
+// not failed.
 void tcp_engine::check_acks() noexcept {
   const unsigned limit_ms = // one interval more than keepalive needs: its ACKs count
       static_cast<unsigned>(probe_secs_) * static_cast<unsigned>(probes_ + 1) * 1000;
   for (std::size_t p = 0; p < peers_.size(); p++) {
     auto &q = peers_[p];
-    if (q.st != state::up || !(q.sent > 0 || q.out_busy))
+    if (q.st != state::up || !(q.wrote || q.sent > 0 || q.out_busy))
       continue;
+    int queued = 0; // bytes written and not yet acknowledged by the peer's TCP
+    if (::ioctl(q.fd, SIOCOUTQ, &queued) == 0 && queued == 0) {
+      q.wrote = false;
+      continue;
+    }
     tcp_info ti{};
     socklen_t len = sizeof ti;
     if (getsockopt(q.fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0)
       continue;
-    if (ti.tcpi_unacked > 0 && ti.tcpi_last_ack_recv > limit_ms)
+    if (ti.tcpi_last_ack_recv > limit_ms)
       fail(p,
            "it stopped acknowledging (nothing for " + std::to_string(ti.tcpi_last_ack_recv / 1000) +
                " s)",
@@ -390,11 +421,102 @@ void tcp_engine::check_acks() noexcept {
   }
 }
 
+// poll(2) reported a connected peer's socket broken (POLLHUP: closed both
+// ways; POLLERR: an error is pending) and step() did not fail the peer:
+// nothing read or wrote the socket, as when a send waits for a credit,
+// input waits for a receive or answers wait to go out. That is how a peer
+// whose host is gone is noticed once keepalive gives up on an idle
+// connection (ETIMEDOUT), so it must not wait for the application to post
+// again: the peer is failed now. POLLERR with no error pending (only the
+// error queue has something) fails nothing (and hung_up keeps poll(2) from
+// reporting it again and again while no event is wanted).
+void tcp_engine::check_broken(std::size_t p, short revents) noexcept {
+  auto &q = peers_[p];
+  if (q.st != state::up || !(revents & (POLLHUP | POLLERR)))
+    return;
+  q.hung_up = true;
+  int err = 0;
+  socklen_t len = sizeof err;
+  (void)getsockopt(q.fd, SOL_SOCKET, SO_ERROR, &err, &len);
+  if (err)
+    fail(p, "the connection failed: " + std::string(std::strerror(err)), wc_retry_exc_err);
+  else if (revents & POLLHUP)
+    fail(p, "the connection is closed", wc_retry_exc_err);
+}
+
+namespace {
+// Whether a failed probe says that the peer is gone (its listener, or its
+// host: no answer to ARP), not that this side lacked something (ports,
+// descriptors, memory). Not ETIMEDOUT: the SYN of a probe goes unanswered
+// also when the peer is there but its listener's backlog is full (a peer
+// that has not started taking connections yet): the probe is tried again.
+bool peer_gone(int err) noexcept {
+  return err == ECONNREFUSED || err == ECONNRESET || err == EHOSTUNREACH || err == ENETUNREACH ||
+         err == EHOSTDOWN;
+}
+} // namespace
+
+// A peer this side waits for (it is the connector) would only be noticed
+// gone at the application's timeout: its connect never comes. So, once per
+// probe interval while it waits, this side connects to the peer's listener
+// itself and closes that connection at once (the peer drops a connection
+// that brings no hello). Refused or reset: the peer's listener is gone (its
+// process or its channel ended) and it can never connect: the peer is failed
+// at once, as the connector fails a peer whose listener refuses it. A probe
+// that is not answered at all fails nothing (see peer_gone()): a peer whose
+// host died before its connection is noticed only at the application's
+// timeout.
+void tcp_engine::probe_waiting(std::size_t p) noexcept {
+  auto &q = peers_[p];
+  if (q.st != state::waiting || q.connector || q.probe_fd >= 0)
+    return;
+  q.probe_fd = ::socket(q.setup.addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (q.probe_fd < 0)
+    return; // tried again at the next interval
+  if (::connect(q.probe_fd, reinterpret_cast<sockaddr *>(&q.setup.addr), q.setup.addr_len) == 0 ||
+      errno != EINPROGRESS) {
+    const int err = errno;
+    const bool connected = err == 0 || err == EISCONN;
+    ::close(q.probe_fd);
+    q.probe_fd = -1;
+    if (!connected && peer_gone(err))
+      fail(p,
+           "it is gone before its connection came: its listener: " +
+               std::string(std::strerror(err)),
+           wc_retry_exc_err);
+  }
+}
+
+// The acceptor's probe of a waiting peer's listener (probe_waiting()) is done.
+void tcp_engine::probe_result(std::size_t p) noexcept {
+  auto &q = peers_[p];
+  int err = 0;
+  socklen_t len = sizeof err;
+  (void)getsockopt(q.probe_fd, SOL_SOCKET, SO_ERROR, &err, &len);
+  ::close(q.probe_fd);
+  q.probe_fd = -1;
+  if (err && peer_gone(err) && q.st == state::waiting)
+    fail(p,
+         "it is gone before its connection came: its listener: " + std::string(std::strerror(err)),
+         wc_retry_exc_err);
+}
+
+bool tcp_engine::timed_watch() const noexcept {
+  for (const auto &q : peers_)
+    if ((q.st == state::up && (q.wrote || q.sent > 0 || q.out_busy)) ||
+        (q.st == state::waiting && !q.connector))
+      return true;
+  return false;
+}
+
 void tcp_engine::run() noexcept {
+  constexpr std::size_t probe_bit = SIZE_MAX / 2 + 1;
   std::vector<pollfd> fds;
-  std::vector<std::size_t> who; // fds[i] is peer who[i] (SIZE_MAX: not a peer)
-  fds.reserve(peers_.size() + 18);
-  who.reserve(peers_.size() + 18);
+  // fds[i] is peer who[i]'s connection, or its probe (with probe_bit); SIZE_MAX:
+  // the eventfd, - 1: the listener, - 2: an accepted connection's hello
+  std::vector<std::size_t> who;
+  fds.reserve(2 * peers_.size() + 18);
+  who.reserve(2 * peers_.size() + 18);
   std::unique_lock lock(m_);
   std::uint64_t calls_seen = app_calls_;
   std::chrono::steady_clock::time_point next_ack_check{};
@@ -412,18 +534,35 @@ void tcp_engine::run() noexcept {
     for (std::size_t p = 0; p < peers_.size(); p++)
       if (!hands_off || peers_[p].st != state::up || p >= app_poll_max)
         step(p, 0);
+    // With bytes written, once per probe interval: whether the peer still
+    // acknowledges them (keepalive only covers idle connections); with a
+    // peer to connect to this side, a probe of it (a waiting application
+    // thread makes this loop turn every millisecond).
+    const bool watch = timed_watch();
+    if (watch && std::chrono::steady_clock::now() >= next_ack_check) {
+      check_acks();
+      for (std::size_t p = 0; p < peers_.size(); p++)
+        probe_waiting(p);
+      next_ack_check = std::chrono::steady_clock::now() + std::chrono::seconds(probe_secs_);
+    }
     fds.clear();
     who.clear();
     fds.push_back({wake_fd_, POLLIN, 0});
     who.push_back(SIZE_MAX);
-    bool waiting = false;
     for (std::size_t p = 0; p < peers_.size(); p++) {
       auto &q = peers_[p];
       if (q.st == state::dead && q.fd >= 0 && app_polling_ == 0) { // no poll(2) has it
         ::close(q.fd);
         q.fd = -1;
       }
-      waiting |= q.st == state::waiting && !q.connector;
+      if (q.probe_fd >= 0 && q.st != state::waiting) {
+        ::close(q.probe_fd);
+        q.probe_fd = -1;
+      }
+      if (q.probe_fd >= 0) {
+        fds.push_back({q.probe_fd, POLLOUT, 0});
+        who.push_back(p | probe_bit);
+      }
       if (q.fd < 0)
         continue;
       short ev = 0;
@@ -442,31 +581,22 @@ void tcp_engine::run() noexcept {
       fds.push_back({q.fd, ev, 0});
       who.push_back(p);
     }
-    if (waiting || !accepting_.empty()) {
-      fds.push_back({listen_fd_, POLLIN, 0});
-      who.push_back(SIZE_MAX - 1);
-      for (auto &a : accepting_) {
-        fds.push_back({a.fd, POLLIN, 0});
-        who.push_back(SIZE_MAX - 2);
-      }
+    // The listener is watched even with no peer waiting: the connections of
+    // others' probes (probe_waiting()) and of strangers are taken and closed,
+    // not left to fill its backlog.
+    fds.push_back({listen_fd_, POLLIN, 0});
+    who.push_back(SIZE_MAX - 1);
+    for (auto &a : accepting_) {
+      fds.push_back({a.fd, POLLIN, 0});
+      who.push_back(SIZE_MAX - 2);
     }
-    // With bytes on the wire, wake up once per probe interval to see whether
-    // the peer still acknowledges them (keepalive only covers idle ones).
-    bool unacked = false;
-    for (auto &q : peers_)
-      unacked = unacked || (q.st == state::up && (q.sent > 0 || q.out_busy));
     sleeping_ = true;
     ticking_ = hands_off;
+    timed_sleep_ = hands_off || watch;
     lock.unlock();
-    int n = ::poll(fds.data(), fds.size(), hands_off ? 1 : unacked ? probe_secs_ * 1000 : -1);
+    int n = ::poll(fds.data(), fds.size(), hands_off ? 1 : watch ? probe_secs_ * 1000 : -1);
     lock.lock();
     sleeping_ = false;
-    // At most once per probe interval (a waiting application thread makes
-    // this loop turn every millisecond).
-    if (unacked && std::chrono::steady_clock::now() >= next_ack_check) {
-      check_acks();
-      next_ack_check = std::chrono::steady_clock::now() + std::chrono::seconds(probe_secs_);
-    }
     if (n < 0)
       continue; // EINTR
     if (fds[0].revents) {
@@ -481,6 +611,9 @@ void tcp_engine::run() noexcept {
         listen_ready = true;
       else if (who[i] == SIZE_MAX - 2)
         hello_ready = true;
+      else if (who[i] & probe_bit)
+        peers_[who[i] & ~probe_bit].probe_fd == fds[i].fd ? probe_result(who[i] & ~probe_bit)
+                                                          : void();
       else if (peers_[who[i]].fd == fds[i].fd)
         step(who[i], fds[i].revents);
     }
@@ -577,7 +710,8 @@ void tcp_engine::step(std::size_t p, short revents) noexcept {
     if (!pump_in(q, p) || !pump_out(q, p))
       return;
   } while (in_ready(q));
-  if (q.close_after_output && !q.out_busy && q.answers.empty())
+  check_broken(p, revents);
+  if (q.st == state::up && q.close_after_output && !q.out_busy && q.answers.empty())
     fail(p, "it sent a request this side refused (see its completion)", wc_flush_err);
 }
 
@@ -708,6 +842,7 @@ bool tcp_engine::pump_out(peer &q, std::size_t p) noexcept {
       return false;
     }
     q.out_off += static_cast<std::size_t>(n);
+    q.wrote = true;
     if (q.out_off < q.out_hlen + payload)
       continue;
     q.out_busy = false;

@@ -38,9 +38,17 @@
 // failed: its socket is shut, the oldest request completes with
 // IBV_WC_RETRY_EXC_ERR (12) and every other one with IBV_WC_WR_FLUSH_ERR (5),
 // as a failed RC queue pair's; flush() (this side's timeout) flushes all.
-// Other peers are not affected. All state is under one mutex; no thread
-// holds it while it sleeps in poll(2), and every socket call is
-// non-blocking, so a post never waits for the network.
+// Other peers are not affected. A peer whose host is gone (no FIN, no RST)
+// is failed the same way once keepalive gives up on its idle connection
+// (poll(2) reports the error to whichever thread watches the socket, even
+// when nothing is to be read or written, as when a send waits for a credit),
+// or once bytes written to it stay unacknowledged as long (check_acks(), run
+// by the progress thread once per probe interval while some may be): see
+// keep_alive(). A peer that owes this side its connection and whose listener
+// refuses one is failed at once (the acceptor probes it while it waits).
+// All state is under one mutex; no thread holds it while it sleeps in
+// poll(2), and every socket call is non-blocking, so a post never waits for
+// the network.
 #ifndef RDMADL_SRC_TCP_ENGINE_HPP
 #define RDMADL_SRC_TCP_ENGINE_HPP
 
@@ -122,7 +130,9 @@ public:
   // probes, one per 4.096 us * 2^ack_timeout (at least 1 s, the socket
   // option's unit) once the connection is idle. Its requests then fail as
   // for a reset (IBV_WC_RETRY_EXC_ERR first). The same span without a TCP
-  // acknowledgement of bytes in flight fails it too. Call before start().
+  // acknowledgement of bytes written to it (in flight or still queued: a
+  // credit or an answer counts as much as a request) fails it too. Call
+  // before start().
   void keep_alive(std::uint8_t ack_timeout, std::uint8_t retry_count) noexcept;
   // Takes the peers and starts the progress thread (connections are made
   // there: the side with the smaller token connects). Errors: the errno of
@@ -205,6 +215,8 @@ private:
     int in_status = 0; // the outcome once the payload is in
     bool close_after_output = false;
     bool hung_up = false; // poll saw POLLHUP/POLLERR (see wanted())
+    bool wrote = false;   // bytes went out since check_acks() last saw all acknowledged
+    int probe_fd = -1;    // while it owes this side its connection: a probe of its listener
     short polled = 0;     // the events the progress thread sleeps on
     std::string why;      // why it failed
   };
@@ -222,6 +234,14 @@ private:
   tcp_engine() = default;
   void run() noexcept;
   void check_acks() noexcept; // fails a peer that stopped acknowledging (keep_alive())
+  // Fails a peer whose connection poll(2) reported broken when nothing read
+  // or wrote it (a send waiting for a credit, answers owed): see tcp_engine.cpp.
+  void check_broken(std::size_t p, short revents) noexcept;
+  // A peer not up yet: one that cannot be reached is failed (tcp_engine.cpp).
+  void probe_waiting(std::size_t p) noexcept;
+  void probe_result(std::size_t p) noexcept;
+  // Whether run() must wake once per probe interval (check_acks(), probes).
+  bool timed_watch() const noexcept;
   void wake() noexcept;
   void step(std::size_t p, short revents) noexcept;
   static void note_input(peer &q, short revents) noexcept;
@@ -257,6 +277,7 @@ private:
   bool sleeping_ = false, stop_ = false;
   bool ticking_ = false;           // the progress thread sleeps 1 ms at a time (see run())
   bool hold_out_ = false;          // an application thread moves bytes (see next_batch())
+  bool timed_sleep_ = false;       // run() sleeps with a timeout (timed_watch())
   int app_polling_ = 0;            // application threads inside poll(2) on the sockets
   std::uint64_t app_calls_ = 0;    // how many waiting poll() calls there were (see run())
   std::vector<std::byte> scratch_; // where a refused payload is read to be dropped

@@ -22,8 +22,8 @@
 #    RDMA peer when that runs with RDMADL_DISABLE=1;
 #    then a multi_channel with channel_transport::automatic (kind mca, as
 #    mc) over node 0, the first RDMA peer and the first node without
-#    rdma-core: RDMA between the first two, TCP with the third (no kill:
-#    ci/vm/README.md says why);
+#    rdma-core, which is killed mid-scope: RDMA between the first two, TCP
+#    with the third;
 #    last, node 0 sends to the first RDMA peer, which the host then kills
 #    (the sender survives).
 cluster_plan() {
@@ -72,7 +72,7 @@ cluster_plan() {
     fi
   done
   # A transport-neutral multi_channel: node 0, the first other RDMA node
-  # and the first node without rdma-core.
+  # and the first node without rdma-core (killed mid-scope).
   if [ -n "$first" ]; then
     for ((j = 1; j < n; j++)); do
       [ "${s[$j]}" = none ] || continue
@@ -122,7 +122,7 @@ cluster_killed() {
   case $1 in
     peer_death) echo "$2" ;;
     peer_death_rx) echo "$3" ;;
-    mc) echo "${2##*,}" ;;
+    mc | mca) echo "${2##*,}" ;;
   esac
 }
 
@@ -160,7 +160,10 @@ cluster_owed() {
     mc.*) ;;
     mca.rank[012]) echo "mc.create mc.register mc.channel_endpoints mc.oob_exchange mc.handshake" \
       "mc.transport mc.gather_recv mc.multicast mc.scatter_write mc.write.target mc.gather_read" ;;&
-    mca.*) echo "mc.done mc_cluster.exit" ;;
+    mca.rank[01]) echo "mc.kill.post mc.kill.no_hang mc.kill.peer_errors mc.kill.live_peer" \
+      "mc_cluster.exit" ;;&
+    mca.rank0) echo "mc.kill.live_first" ;;
+    mca.*) ;;
     *) echo "unknown-kind-$1" ;;
   esac
 }

@@ -6,11 +6,17 @@
 
 #include <arpa/inet.h>
 #include <chrono>
+#include <csignal>
+#include <cstdio>
 #include <cstring>
+#include <net/if.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <string>
 #include <string_view>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -339,6 +345,19 @@ TEST_CASE("channel tcp: a scope's end flushes what did not complete within scope
   CHECK(a.describe().find("flushed") != std::string::npos);
 }
 
+TEST_CASE("channel tcp: a send that waits for a credit is flushed at the timeout, as RNR") {
+  auto o = tcp_options();
+  o.scope_limit = 100ms;
+  auto [a, b] = pair_of(o);
+  buffer src(a.pd(), 64, 1);
+  CHECK(a.send(src.all(), 50ms).error() == errc::timed_out); // b posts no receive
+  CHECK_FALSE(a.connected());
+  CHECK(a.describe().find("flushed") != std::string::npos);
+  std::vector<work_result> results(1);
+  multi_channel::part p{0, src.all(), {}};
+  CHECK(a.base().scatter_send({&p, 1}, 50ms, results).error() == errc::peer_failed);
+}
+
 TEST_CASE("channel tcp: a peer that goes away fails only that peer") {
   auto mc = mesh(3);
   buffer dst(mc[0].pd(), 64, 0, rdmadl::access::remote_write), src(mc[2].pd(), 64, 8);
@@ -393,6 +412,36 @@ TEST_CASE("channel tcp: automatic falls back to TCP where RDMA cannot work, and 
   CHECK(channel::create(o).error() == std::errc::operation_not_supported);
 }
 
+TEST_CASE("channel tcp: a peer that is gone before its connection is failed at once") {
+  // b gives its endpoint, then ends before any connection is made: its
+  // listener refuses. Whichever side connects (the smaller token), a's
+  // request to it fails well within its wait, with the reason.
+  auto a = ok(channel::create(tcp_options()));
+  auto eb = ok(ok(channel::create(tcp_options())).local_channel_endpoint()); // b ends here
+  auto ea = ok(a.local_channel_endpoint());
+  std::string want;
+  SUBCASE("a connects (its token is the smaller)") {
+    eb.token = UINT64_MAX;
+    want = "cannot connect: ";
+  }
+  SUBCASE("a waits for b's connection (b's token is the smaller)") {
+    eb.token = 1;
+    want = "it is gone before its connection came: ";
+  }
+  REQUIRE(eb.token != ea.token);
+  ok(a.connect(eb));
+  buffer dst(a.pd(), 64, 0);
+  auto s = a.scope();
+  auto h = ok(s.post_recv(0, dst.all()));
+  auto r = ok(s.wait(h, 5s));
+  CHECK_FALSE(r.ok());
+  CHECK_FALSE(a.connected());
+  INFO(a.describe());
+  CHECK(a.describe().find("; failed: " + want) != std::string::npos);
+  CHECK(a.describe().find("refused") != std::string::npos);
+  CHECK(dst.holds(0));
+}
+
 TEST_CASE("channel tcp: no common transport is a clear error") {
   auto a = ok(channel::create(tcp_options()));
   auto e = ok(a.local_channel_endpoint());
@@ -421,34 +470,74 @@ std::vector<std::uint8_t> frame(int op, std::uint32_t len, std::uint64_t wr_id,
   return b;
 }
 
+// A listening socket on loopback that never accepts (the kernel completes
+// connections to it): what a peer that is there but has not connected yet
+// looks like to a channel's probe. Closed with the object; port 0: failed.
+struct idle_listener {
+  int fd = -1;
+  std::uint16_t port = 0;
+  idle_listener() {
+    fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0 && ::listen(fd, 64) == 0 &&
+        ::getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len) == 0)
+      port = ntohs(a.sin_port);
+  }
+  ~idle_listener() { ::close(fd); }
+  idle_listener(const idle_listener &) = delete;
+  idle_listener &operator=(const idle_listener &) = delete;
+};
+
+// The endpoint of a raw peer listening on port, with token 1 (smaller than
+// any channel's, so the raw side is the connector).
+channel_endpoint raw_endpoint(std::uint16_t port) {
+  channel_endpoint fake;
+  fake.caps = channel_endpoint::can_tcp;
+  fake.family = 4;
+  fake.port = port;
+  fake.address = {127, 0, 0, 1};
+  fake.token = 1;
+  return fake;
+}
+
+// Connects to a channel listening on port and sends the hello that names
+// its token; the socket, or -1.
+int raw_connect(std::uint16_t port, std::uint64_t token) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::vector<std::uint8_t> hello = {'R', 'D', 'T', 'H', 2, 0, 0, 0};
+  put(hello, token, 8);
+  put(hello, 1, 8);
+  if (::connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0 ||
+      ::send(fd, hello.data(), hello.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(hello.size())) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 // A channel whose one peer is a raw socket of the test: the raw side gives
 // the smaller token, so it connects and sends the hello.
 struct raw_peer {
   channel ch;
+  idle_listener listener; // the raw side's: the channel probes it, never connects
   int fd = -1;
-  raw_peer() {
-    ch = ok(channel::create(tcp_options()));
+  explicit raw_peer(channel_options o = tcp_options()) {
+    REQUIRE(listener.port != 0);
+    ch = ok(channel::create(o));
     auto mine = ok(ch.local_channel_endpoint());
-    channel_endpoint fake;
-    fake.caps = channel_endpoint::can_tcp;
-    fake.family = 4;
-    fake.port = 9; // never connected to: the raw side connects
-    fake.address = {127, 0, 0, 1};
-    fake.token = 1;
     REQUIRE(mine.token > 1);
-    ok(ch.connect(fake));
-    fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(mine.port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0);
+    ok(ch.connect(raw_endpoint(listener.port)));
+    fd = raw_connect(mine.port, mine.token);
+    REQUIRE(fd >= 0);
     timeval limit{5, 0}; // a read that would hang fails the case instead
     ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
-    std::vector<std::uint8_t> hello = {'R', 'D', 'T', 'H', 2, 0, 0, 0};
-    put(hello, mine.token, 8);
-    put(hello, 1, 8);
-    write_all(hello);
   }
   ~raw_peer() {
     if (fd >= 0)
@@ -555,6 +644,141 @@ TEST_CASE("channel tcp: a raw peer that lies or vanishes mid-frame is failed, no
   CHECK_FALSE(r.ok());
   CHECK_FALSE(raw.ch.connected());
   CHECK_FALSE(raw.ch.describe().empty());
+}
+
+TEST_CASE("channel tcp: a stalled peer that resets is failed at once, whoever waits") {
+  // The channel's send waits for a credit and the peer's send for a
+  // receive: nothing reads or writes the socket, so only poll(2)'s hang-up
+  // can tell that the peer is gone (as keepalive's ETIMEDOUT does when its
+  // host is). Neither the application's waiting thread nor the progress
+  // thread may leave that report unread.
+  raw_peer raw;
+  buffer src(raw.ch.pd(), 64, 3);
+  auto s = raw.ch.scope();
+  auto hs = ok(s.post_send(0, src.all()));
+  auto f = frame(1, 8, 42); // a send, for which the channel has no receive
+  f.insert(f.end(), 8, 0x5a);
+  raw.write_all(f);
+  CHECK(s.wait(hs, 100ms).error() == errc::timed_out); // both stalled now
+  linger reset{1, 0};
+  REQUIRE(::setsockopt(raw.fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset) == 0);
+  ::close(raw.fd); // an RST, and nothing more
+  raw.fd = -1;
+  SUBCASE("the progress thread alone (the application does not poll)") {
+    bool seen = false;
+    for (int i = 0; i < 500 && !seen; i++) {
+      std::this_thread::sleep_for(10ms);
+      seen = raw.ch.describe().find("; failed: ") != std::string::npos;
+    }
+    INFO(raw.ch.describe());
+    CHECK(seen);
+  }
+  SUBCASE("the application's waiting thread") {}
+  auto r = ok(s.wait(hs, 5s));
+  CHECK(r.status == 12); // IBV_WC_RETRY_EXC_ERR, as a dead RC peer's
+  CHECK_FALSE(raw.ch.connected());
+  INFO(raw.ch.describe());
+  CHECK(raw.ch.describe().find("; failed: the connection") != std::string::npos);
+}
+
+namespace {
+// Brings this network namespace's loopback up or down.
+bool set_loopback(bool up) {
+  int s = ::socket(AF_INET, SOCK_DGRAM, 0);
+  ifreq r{};
+  std::strncpy(r.ifr_name, "lo", IFNAMSIZ - 1);
+  bool done = s >= 0 && ::ioctl(s, SIOCGIFFLAGS, &r) == 0;
+  if (done) {
+    r.ifr_flags = static_cast<short>(up ? (r.ifr_flags | IFF_UP) : (r.ifr_flags & ~IFF_UP));
+    done = ::ioctl(s, SIOCSIFFLAGS, &r) == 0;
+  }
+  if (s >= 0)
+    ::close(s);
+  return done;
+}
+
+// In a child process with a network namespace of its own: a channel and a
+// raw peer over its loopback, the channel's send waiting for a credit; then
+// the loopback goes down, so nothing the channel sends is answered any more,
+// as when the peer's host is killed (no FIN, no RST). With credit_after,
+// the channel posts a receive then, whose credit frame stays unacknowledged
+// (TCP then sends no keepalive probe); without, the connection is idle and
+// keepalive gives up. Either way the send must fail, well within the wait.
+// Exit status: 0 as expected, 1 not (said on stderr), 77 no namespace here.
+int silent_peer_child(bool credit_after) {
+  if (::unshare(CLONE_NEWNET) != 0 && ::unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0)
+    return 77;
+  if (!set_loopback(true))
+    return 77;
+  auto fail = [](const std::string &why) {
+    std::fprintf(stderr, "silent peer (child): %s\n", why.c_str());
+    return 1;
+  };
+  channel_options o = tcp_options();
+  o.connect.transport.ack_timeout = 14; // keepalive probes every 1 s ...
+  o.connect.transport.retry_count = 1;  // ... and 2 unanswered fail it (3 s)
+  idle_listener listener;
+  auto ch = channel::create(o);
+  if (!ch || listener.port == 0)
+    return fail("cannot make the channel or the listener");
+  auto mine = ch->local_channel_endpoint();
+  if (!mine || !ch->connect(raw_endpoint(listener.port)))
+    return fail("cannot connect the channel");
+  const int fd = raw_connect(mine->port, mine->token);
+  if (fd < 0)
+    return fail("the raw peer cannot connect");
+  std::vector<std::byte> mem(128);
+  auto mr = ch->pd().register_memory(mem, rdmadl::access::local);
+  if (!mr)
+    return fail("cannot register");
+  auto s = ch->scope();
+  auto hs = s.post_send(0, *mr->slice(0, 64));
+  if (!hs || s.wait(*hs, 200ms).error() != errc::timed_out)
+    return fail("the send did not wait for a credit");
+  if (!set_loopback(false))
+    return fail("cannot take the loopback down");
+  if (credit_after && !s.post_recv(0, *mr->slice(64, 64)))
+    return fail("cannot post the receive");
+  auto r = s.wait(*hs, 30s);
+  const std::string why = ch->describe();
+  ::close(fd);
+  if (!r)
+    return fail("the send is still pending 30 s after: " + r.error().message() + "; " + why);
+  if (r->status != 12)
+    return fail("the send ended with status " + std::to_string(r->status) + "; " + why);
+  const char *want = credit_after ? "stopped acknowledging" : "timed out";
+  if (why.find(want) == std::string::npos)
+    return fail("the peer failed, but not as expected (" + std::string(want) + "): " + why);
+  return 0;
+}
+} // namespace
+
+TEST_CASE("channel tcp: a peer whose host goes silent mid-scope is failed, not waited for") {
+  for (bool credit_after : {false, true}) {
+    CAPTURE(credit_after);
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0)
+      ::_exit(silent_peer_child(credit_after));
+    int status = 0;
+    pid_t got = 0;
+    for (int i = 0; i < 600 && got == 0; i++) { // 60 s at most
+      got = ::waitpid(pid, &status, WNOHANG);
+      if (got == 0)
+        std::this_thread::sleep_for(100ms);
+    }
+    if (got == 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      FAIL("the child still runs after 60 s");
+    }
+    REQUIRE(WIFEXITED(status));
+    if (WEXITSTATUS(status) == 77) {
+      MESSAGE("no network namespace can be made here: skipped");
+      return;
+    }
+    CHECK(WEXITSTATUS(status) == 0);
+  }
 }
 
 TEST_CASE("channel tcp: an IPv6 address is listened on and given to the peer") {

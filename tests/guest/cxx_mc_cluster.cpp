@@ -367,6 +367,8 @@ int main(int argc, char **argv) {
     return 1;
   std::printf("mc: rank %u: wait_all returned %zu results in %.1f s:%s\n", me, all->size(), secs,
               describe(*all).c_str());
+  if (neutral) // how the dead peer was noticed (over TCP: keepalive, or no ACK of bytes written)
+    std::printf("mc: rank %u: %s\n", me, mc->describe(dead).c_str());
   std::size_t live_ok = 0, dead_failed = 0, dead_retry = 0, n_dead = 0;
   for (auto &r : *all) {
     if (r.peer == live)
