@@ -700,12 +700,17 @@ bool set_loopback(bool up) {
 // In a child process with a network namespace of its own: a channel and a
 // raw peer over its loopback, the channel's send waiting for a credit; then
 // the loopback goes down, so nothing the channel sends is answered any more,
-// as when the peer's host is killed (no FIN, no RST). With credit_after,
+// as when the peer's host is killed (no FIN, no RST). With silent::credit,
 // the channel posts a receive then, whose credit frame stays unacknowledged
-// (TCP then sends no keepalive probe); without, the connection is idle and
-// keepalive gives up. Either way the send must fail, well within the wait.
+// (TCP then sends no keepalive probe); with silent::idle the connection is
+// idle and keepalive gives up. Either way the send must fail, well within the
+// wait. With silent::teardown the application does not wait but ends the
+// scope and the channel (the peer dies during the survivor's teardown): the
+// scope's end must be cut short by keepalive, not by its scope_limit, which
+// is set longer than the parent waits for this child.
 // Exit status: 0 as expected, 1 not (said on stderr), 77 no namespace here.
-int silent_peer_child(bool credit_after) {
+enum class silent { idle, credit, teardown };
+int silent_peer_child(silent how) {
   if (::unshare(CLONE_NEWNET) != 0 && ::unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0)
     return 77;
   if (!set_loopback(true))
@@ -717,6 +722,7 @@ int silent_peer_child(bool credit_after) {
   channel_options o = tcp_options();
   o.connect.transport.ack_timeout = 14; // keepalive probes every 1 s ...
   o.connect.transport.retry_count = 1;  // ... and 2 unanswered fail it (3 s)
+  o.scope_limit = 120s;                 // longer than the parent waits
   idle_listener listener;
   auto ch = channel::create(o);
   if (!ch || listener.port == 0)
@@ -731,35 +737,44 @@ int silent_peer_child(bool credit_after) {
   auto mr = ch->pd().register_memory(mem, rdmadl::access::local);
   if (!mr)
     return fail("cannot register");
-  auto s = ch->scope();
-  auto hs = s.post_send(0, *mr->slice(0, 64));
-  if (!hs || s.wait(*hs, 200ms).error() != errc::timed_out)
-    return fail("the send did not wait for a credit");
-  if (!set_loopback(false))
-    return fail("cannot take the loopback down");
-  if (credit_after && !s.post_recv(0, *mr->slice(64, 64)))
-    return fail("cannot post the receive");
-  auto r = s.wait(*hs, 30s);
+  {
+    auto s = ch->scope();
+    auto hs = s.post_send(0, *mr->slice(0, 64));
+    if (!hs || s.wait(*hs, 200ms).error() != errc::timed_out)
+      return fail("the send did not wait for a credit");
+    if (!set_loopback(false))
+      return fail("cannot take the loopback down");
+    if (how == silent::credit && !s.post_recv(0, *mr->slice(64, 64)))
+      return fail("cannot post the receive");
+    if (how != silent::teardown) {
+      auto r = s.wait(*hs, 30s);
+      const std::string why = ch->describe();
+      if (!r)
+        return fail("the send is still pending 30 s after: " + r.error().message() + "; " + why);
+      if (r->status != 12)
+        return fail("the send ended with status " + std::to_string(r->status) + "; " + why);
+      const char *want = how == silent::credit ? "stopped acknowledging" : "timed out";
+      if (why.find(want) == std::string::npos)
+        return fail("the peer failed, but not as expected (" + std::string(want) + "): " + why);
+    }
+  } // teardown: the scope's end waits for the send until the dead peer fails it
   const std::string why = ch->describe();
+  *ch = channel(); // and the channel's end waits for nothing of the dead peer's
   ::close(fd);
-  if (!r)
-    return fail("the send is still pending 30 s after: " + r.error().message() + "; " + why);
-  if (r->status != 12)
-    return fail("the send ended with status " + std::to_string(r->status) + "; " + why);
-  const char *want = credit_after ? "stopped acknowledging" : "timed out";
-  if (why.find(want) == std::string::npos)
-    return fail("the peer failed, but not as expected (" + std::string(want) + "): " + why);
+  if (how == silent::teardown && why.find("timed out") == std::string::npos)
+    return fail("the scope's end was not cut short by the peer's death: " + why);
   return 0;
 }
 } // namespace
 
-TEST_CASE("channel tcp: a peer whose host goes silent mid-scope is failed, not waited for") {
-  for (bool credit_after : {false, true}) {
-    CAPTURE(credit_after);
+TEST_CASE("channel tcp: a peer whose host goes silent mid-scope or during teardown is failed, not "
+          "waited for") {
+  for (silent how : {silent::idle, silent::credit, silent::teardown}) {
+    CAPTURE(static_cast<int>(how));
     const pid_t pid = ::fork();
     REQUIRE(pid >= 0);
     if (pid == 0)
-      ::_exit(silent_peer_child(credit_after));
+      ::_exit(silent_peer_child(how));
     int status = 0;
     pid_t got = 0;
     for (int i = 0; i < 600 && got == 0; i++) { // 60 s at most
