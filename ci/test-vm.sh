@@ -36,6 +36,9 @@
 #                            or the named check) to show that the tier fails
 #   RDMADL_VM_CLUSTER_BREAK=CHECK  the same, in the cluster stage only (e.g.
 #                            rc.write: the target's check of a cross-node write)
+#   RDMADL_VM_CHURN=N        every churn check runs N cycles (default: 20 to 100,
+#                            tests/guest/cxx.sh; 1000 is issue 21's count, ~20 min
+#                            of a TCG guest: give --timeout 3000)
 #   RDMADL_VM_LOG_DIR        where guest logs go (default BUILD/vm-logs)
 #   RDMADL_VM_SLOTS          QEMU slots: single-node boots at once (default 2
 #                            on 2 or more cores; a cluster takes them all)
@@ -90,6 +93,7 @@ release_suites=$(awk '$1 == "release" {print $2}' "$releases")
 for v in RDMADL_VM_BREAK RDMADL_VM_CLUSTER_BREAK; do
   case ${!v:-} in *[!A-Za-z0-9._]*) die "$v: a check name or 1" ;; esac
 done
+case ${RDMADL_VM_CHURN:-} in *[!0-9]*) die "RDMADL_VM_CHURN: a number of cycles" ;; esac
 for st in $stages; do
   case $st in single | cluster) ;; *) die "--stages: single and/or cluster, not '$st'" ;; esac
 done
@@ -209,7 +213,8 @@ if [ -n "$perftest" ]; then
   cp "$perftest"/bin/ib_{send_bw,write_bw,read_bw,send_lat} "$payload/perftest/"
   cp -a "$perftest/lib" "$payload/perftest/"
 fi
-guest_script "$root/tests/guest/single.sh" "${RDMADL_VM_BREAK:-}" >"$payload/guest-tests.sh"
+guest_script "$root/tests/guest/single.sh" "${RDMADL_VM_BREAK:-}" "${RDMADL_VM_CHURN:-}" \
+  >"$payload/guest-tests.sh"
 strip_debug "$payload"
 
 # --- boots, two at a time ----------------------------------------------------

@@ -36,14 +36,21 @@ else
     # TCG a verbs cycle took ~75 ms, a create_cm one ~170 ms and an rdma_cm
     # connection's up to ~600 ms, so the guest runs fewer to keep the churn
     # checks under a minute per suite (the whole boot has 300 s).
+    # RDMADL_VM_CHURN=N (ci/test-vm.sh) asks for N cycles of each, by hand:
+    # 1000 rdma_cm connections alone take ~10 min here.
+    run_limit=120
     case $c in
       churn-cm) n=20 ;;
       churn-cm-channel) n=50 ;;
       churn-*) n=100 ;;
       *) n="" ;;
     esac
+    case $c in
+      churn-*) [ -z "${RDMADL_VM_CHURN:-}" ] || { n=$RDMADL_VM_CHURN; run_limit=1800; } ;;
+    esac
     run "cxx-$c" cxx_device "$c" $n
   done
+  run_limit=120
   rdmadl-info-guest >/tmp/cxx-info.txt
   check cxx-info-usable $?
   rdmadl-info-guest --json >/tmp/cxx-info.json && grep -q '"RoCE v2"' /tmp/cxx-info.json

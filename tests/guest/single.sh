@@ -11,12 +11,14 @@ status=0
 step() {
   echo "RDMADL-STEP $* up=$(cut -d' ' -f1 /proc/uptime)s"
 }
-# run NAME CMD...: one program, killed after 120 s.
+# run NAME CMD...: one program, killed after $run_limit s (120 unless a
+# check sets more).
+run_limit=120
 run() {
   name=$1
   shift
   step "$name"
-  timeout 120 "$@"
+  timeout "$run_limit" "$@"
   st=$?
   if [ $st -ne 0 ]; then
     echo "RDMADL-CHECK $name.exit FAIL"
