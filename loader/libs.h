@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "internal.h"
+#include "log.h"
 
 /* ---- libs.c: the library table ---- */
 
@@ -103,8 +104,6 @@ RDMADL_HIDDEN extern int rdmadl_log_max; /* atomic: the level lines are formatte
 static inline int rdmadl_log_on(int level) {
   return level <= __atomic_load_n(&rdmadl_log_max, __ATOMIC_RELAXED);
 }
-RDMADL_HIDDEN void rdmadl_log_emit(int level, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3), cold));
 /* Sets the level RDMADL_DEBUG asks for (the default handler's). */
 RDMADL_HIDDEN void rdmadl_log_set_env_level(int level);
 /* A fork child: another thread may have held the log's lock. */

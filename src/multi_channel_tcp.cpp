@@ -11,15 +11,11 @@
 
 #include "channel_state.hpp"
 #include "detail.hpp"
+#include "log.h"
 #include "nodes.hpp"
 #include "rdmadl/loader.h"
 #include "rdmadl/multi_channel.hpp"
 #include "rdmadl/runtime.hpp"
-
-// The loader's log (loader/libs.h, a C header this C++ file cannot include):
-// it filters by level itself.
-extern "C" void rdmadl_log_emit(int level, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
 
 namespace rdmadl {
 
