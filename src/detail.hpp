@@ -103,11 +103,6 @@ template <class T> result<T> rdma_error(result<T> r) {
 // reached; the device allows max_qp 65536 in all)".
 std::error_code resource_error(const char *call, const char *what, const char *limit_name,
                                long limit, int e) noexcept;
-// What EAGAIN from creating a device object (a QP, CQ, PD, MR...) means: the
-// kernel's rdma cgroup refused to charge it (its rdma.max hca_object, or
-// hca_handle for a context, is reached). Ends in "; ".
-inline constexpr const char *cgroup_note =
-    "the rdma cgroup's limit of device objects (rdma.max hca_object) is reached; ";
 // Forgets a refusal the caller handled itself (it fell back to another
 // call), so that a later failure is not read as that refusal.
 void forget_refusal() noexcept;

@@ -202,6 +202,12 @@ std::error_code rdma_error(std::error_code ec) noexcept {
   return ec;
 }
 
+// What EAGAIN from creating a device object (a QP, CQ, PD, MR...) means: the
+// kernel's rdma cgroup refused to charge it (its rdma.max hca_object, or
+// hca_handle for a context, is reached). Ends in "; ".
+constexpr const char *cgroup_note =
+    "the rdma cgroup's limit of device objects (rdma.max hca_object) is reached; ";
+
 std::error_code resource_error(const char *call, const char *what, const char *limit_name,
                                long limit, int e) noexcept {
   if (e < 0)
