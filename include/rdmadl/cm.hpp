@@ -227,8 +227,16 @@ struct cm_channel_options {
   /// defaults: the route and the kernel decide them); peers and the rest of
   /// connect are unused (the count is connect.size() + accept; rdma_cm sets
   /// the path and the rights); port and gid must stay at their defaults
-  /// (else errc::not_honoured).
-  channel_options channel;
+  /// (else errc::not_honoured). transport is rdma by default here (rdma_cm
+  /// only, as before create_cm had transports); tcp and automatic meet each
+  /// peer over TCP first (see multi_channel::create_cm), and tcp_address,
+  /// tcp_port and device are unused (the rendezvous connection is the TCP
+  /// connection).
+  channel_options channel = [] {
+    channel_options c;
+    c.transport = channel_transport::rdma;
+    return c;
+  }();
   std::vector<cm_address> connect; ///< peers 0 to connect.size() - 1, in order
   std::uint32_t rank = 0;          ///< sent to every address connected to
   std::size_t accept = 0;          ///< peers connected from the listener
