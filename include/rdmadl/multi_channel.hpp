@@ -83,7 +83,8 @@ struct channel_options {
   std::chrono::milliseconds scope_limit{10000};
   /// The wire, for the create() overloads without a context (those with a
   /// context are RDMA only: they take rdma and automatic as rdma, and refuse
-  /// tcp with errc::not_honoured).
+  /// tcp with errc::not_honoured) and for create_cm (where
+  /// cm_channel_options makes rdma the default).
   channel_transport transport = channel_transport::automatic;
   /// The device to open when RDMA is allowed (empty: the first device).
   std::string device;
