@@ -540,25 +540,6 @@ struct each_peer {
 };
 } // namespace
 
-namespace {
-// Posts parts 0..n-1 in the open scope of s, each of kind K; the count
-// posted in *posted, the first post's error returned.
-template <int K, class PartAt>
-[[gnu::always_inline]] inline status_code post_parts(detail::channel_state &s, std::size_t n,
-                                                     const PartAt &part_at, std::size_t *posted) {
-  std::size_t i = 0;
-  status_code err;
-  for (; i < n; i++) {
-    one_part p = part_at(i);
-    std::uint64_t id = 0;
-    if (err = s.post<K>(p.peer, *p.buf, p.remote, &id); !err.ok()) [[unlikely]]
-      break;
-  }
-  *posted = i;
-  return err;
-}
-} // namespace
-
 status_code detail::channel_core::post_slow(std::size_t peer, int k, const local_slice &buf,
                                             const remote_region *r, std::uint64_t *id) {
   if (peer >= peers()) [[unlikely]]
@@ -576,7 +557,8 @@ status_code detail::channel_core::post_slow(std::size_t peer, int k, const local
       [[unlikely]]
     return posted.error();
   slots[nslots++] = {static_cast<std::uint32_t>(peer), 0, 0, 0};
-  *id = i;
+  if (id)
+    *id = i;
   return {};
 }
 
@@ -608,21 +590,20 @@ status_code detail::channel_core::await_slot(std::size_t i,
 }
 
 // The batch forms run a scope of their own on the state directly (no
-// polling_scope, so no shared_ptr copy): the same busy flag, slots and end.
-template <class PartAt>
-result<void> multi_channel::run(std::size_t n, int k, const PartAt &part_at,
-                                std::chrono::milliseconds timeout, std::span<work_result> results,
-                                std::uint32_t *byte_len) {
+// polling_scope): the same busy word, slots and end, the posts and the
+// first poll inline here.
+template <int K, class PartAt>
+inline result<void> multi_channel::run(std::size_t n, const PartAt &part_at,
+                                       std::chrono::milliseconds timeout,
+                                       std::span<work_result> results) {
   if (!results.empty() && results.size() < n)
     return errc::short_results;
-  if (!s_) [[unlikely]]
-    return detail::rdma_error(errc::empty_object);
-  auto &s = *s_;
+  if (!core_) [[unlikely]]
+    return empty_error();
+  auto &s = static_cast<detail::channel_state &>(*core_);
   if (n == 1 && results.empty()) {
     one_part p = part_at(0);
-    if (!s.open_scope()) [[unlikely]]
-      return errc::channel_busy;
-    return s.run_one_slow(p.peer, k, *p.buf, p.remote, timeout, byte_len);
+    return s.run_one<K>(p.peer, *p.buf, p.remote, timeout, nullptr);
   }
   if (!s.open_scope()) [[unlikely]]
     return errc::channel_busy;
@@ -632,28 +613,25 @@ result<void> multi_channel::run(std::size_t n, int k, const PartAt &part_at,
   } ender{s};
   std::size_t posted = 0;
   status_code err;
-  switch (k) {
-  case k_send:
-    err = post_parts<k_send>(s, n, part_at, &posted);
-    break;
-  case k_recv:
-    err = post_parts<k_recv>(s, n, part_at, &posted);
-    break;
-  case k_write:
-    err = post_parts<k_write>(s, n, part_at, &posted);
-    break;
-  default:
-    err = post_parts<k_read>(s, n, part_at, &posted);
-    break;
+  for (; posted < n; posted++) {
+    one_part p = part_at(posted);
+    if (err = s.post<K>(p.peer, *p.buf, p.remote, nullptr); !err.ok()) [[unlikely]]
+      break;
   }
-  if (err.ok())
-    err = s.drain(timeout);
+  if (err.ok() && !s.all_done()) {
+    err = s.poll_some(); // the clock is read only if one poll is not enough
+    if (err.ok() && !s.all_done())
+      err = s.drain(detail::deadline(timeout));
+  }
   if (!err.ok()) [[unlikely]]
     s.settle(); // what the scope's end would do, so every outcome is known
   // Slot i is part i: this scope posted nothing else.
   if (!results.empty()) {
+    // (Read once: a store to results could alias them.)
+    const detail::channel_core::slot *const sl = s.slots;
+    const std::uint64_t b = s.base;
     for (std::size_t i = 0; i < posted; i++)
-      results[i] = s.outcome(i);
+      results[i] = work_result{sl[i].peer, b + i, sl[i].status, sl[i].byte_len};
     for (std::size_t i = posted; i < n; i++)
       results[i] = work_result{part_at(i).peer, 0, wc_flush_err, 0};
   }
@@ -661,35 +639,33 @@ result<void> multi_channel::run(std::size_t n, int k, const PartAt &part_at,
     return err;
   if (s.first_failed != SIZE_MAX) [[unlikely]]
     return s.outcome(s.first_failed).error();
-  if (byte_len)
-    *byte_len = s.slots[0].byte_len;
   return {};
 }
 
 result<void> multi_channel::scatter_send(std::span<const part> parts,
                                          std::chrono::milliseconds timeout,
                                          std::span<work_result> results) {
-  return run(parts.size(), k_send, each_part{parts}, timeout, results);
+  return run<k_send>(parts.size(), each_part{parts}, timeout, results);
 }
 result<void> multi_channel::gather_receive(std::span<const part> parts,
                                            std::chrono::milliseconds timeout,
                                            std::span<work_result> results) {
-  return run(parts.size(), k_recv, each_part{parts}, timeout, results);
+  return run<k_recv>(parts.size(), each_part{parts}, timeout, results);
 }
 result<void> multi_channel::scatter_write(std::span<const part> parts,
                                           std::chrono::milliseconds timeout,
                                           std::span<work_result> results) {
-  return run(parts.size(), k_write, each_part{parts}, timeout, results);
+  return run<k_write>(parts.size(), each_part{parts}, timeout, results);
 }
 result<void> multi_channel::gather_read(std::span<const part> parts,
                                         std::chrono::milliseconds timeout,
                                         std::span<work_result> results) {
-  return run(parts.size(), k_read, each_part{parts}, timeout, results);
+  return run<k_read>(parts.size(), each_part{parts}, timeout, results);
 }
 result<void> multi_channel::multicast_send(std::span<const std::size_t> to, const local_slice &buf,
                                            std::chrono::milliseconds timeout,
                                            std::span<work_result> results) {
-  return run(to.size(), k_send, each_peer{to, &buf}, timeout, results);
+  return run<k_send>(to.size(), each_peer{to, &buf}, timeout, results);
 }
 
 void detail::channel_core::settle() noexcept {

@@ -326,8 +326,8 @@ struct RDMADL_CXX_API channel_core {
       return qp.post_read(buf, *r, id);
   }
   /// Posts one request of kind K on peer's queue pair and gives it the next
-  /// slot of the open scope; its id in *id. The checks, TCP peers and a
-  /// full slot array go out of line (post_slow).
+  /// slot of the open scope; its id in *id (unless id is null). The
+  /// checks, TCP peers and a full slot array go out of line (post_slow).
   template <int K>
   [[gnu::always_inline]] status_code post(std::size_t peer, const local_slice &buf,
                                           const remote_region *r, std::uint64_t *id) {
@@ -337,7 +337,8 @@ struct RDMADL_CXX_API channel_core {
     if (result<void> posted = post_qp<K>(qps[peer], buf, r, i); !posted) [[unlikely]]
       return posted.error();
     slots[nslots++] = {static_cast<std::uint32_t>(peer), 0, 0, 0};
-    *id = i;
+    if (id)
+      *id = i;
     return {};
   }
   /// A blocking call: one request of kind K to peer, awaited up to timeout
@@ -749,10 +750,10 @@ public:
 private:
   /// Posts n requests (part_at(i) gives peer, buffer and remote region) in a
   /// scope of this channel and awaits them; defined in multi_channel.cpp.
-  template <class PartAt>
-  result<void> run(std::size_t n, int kind, const PartAt &part_at,
-                   std::chrono::milliseconds timeout, std::span<work_result> results,
-                   std::uint32_t *byte_len = nullptr);
+  template <int K, class PartAt>
+  [[gnu::always_inline]] result<void> run(std::size_t n, const PartAt &part_at,
+                                          std::chrono::milliseconds timeout,
+                                          std::span<work_result> results);
   /// Gives up s_: freed now, or by the open scope's end (channel_core::busy).
   void release() noexcept;
   /// Holds s (s_, and core_ for the inline data path).
