@@ -25,8 +25,10 @@
 // A transport-neutral channel (multi_channel::create(opts)) may have peers
 // over TCP: tcp is then set (its engine, src/tcp_engine.hpp) and over_tcp
 // says which peers; their completions come from the engine's ring beside
-// the CQ. An RDMA-only channel pays one predictable branch (over_tcp is
-// empty) per post and per poll.
+// the CQ. Every peer of such a channel carries k_neutral in peer_state, so
+// its posts and blocking calls go out of line, where TCP is known; an
+// RDMA-only channel pays one predictable branch per post (its peer's state
+// byte is 0) and per poll (over_tcp is empty).
 #ifndef RDMADL_SRC_CHANNEL_STATE_HPP
 #define RDMADL_SRC_CHANNEL_STATE_HPP
 
