@@ -123,10 +123,11 @@ struct channel_state : channel_core {
     }
     return {};
   }
-  // poll_some() of a channel with a TCP engine: the CQ if there is one,
-  // then the engine's ring (waiting a little for it when there is no CQ to
-  // poll, so a waiting scope does not spin against the progress thread).
-  // In tcp_engine.cpp; channel_core::poll_tcp() calls it.
+  // poll_some() of a transport-neutral channel: the CQ if there is one,
+  // then the TCP engine's ring if there is one (waiting a little for it
+  // when there is no CQ to poll, so a waiting scope does not spin against
+  // the progress thread). In tcp_engine.cpp; channel_core::poll_tcp()
+  // calls it.
   [[gnu::noinline, gnu::cold]] status_code poll_mixed() noexcept;
 
   // The TCP side of a transport-neutral channel (null otherwise): the
