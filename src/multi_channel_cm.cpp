@@ -218,12 +218,12 @@ result<multi_channel> multi_channel::create_cm(listener *from, const cm_channel_
     s->cq = std::move(g->cq);
     s->qps = std::move(g->qps);
     s->index_qps();
-    s->failed.assign(total, 0);
+    s->peer_state.assign(total, 0);
     s->limit = o.channel.scope_limit;
     s->connected = true;
     s->link = std::move(g);
     multi_channel mc;
-    mc.s_ = std::move(s);
+    mc.adopt(std::move(s));
     return mc;
   }());
 }
