@@ -18,9 +18,8 @@
 #   docs      the reference manual: Doxygen over the public headers, no
 #             warning (every public entity documented); the man page renders
 #   shared    the same with BUILD_SHARED_LIBS=ON (librdmadl.so: exports, install)
-#   clang     clang++ -Werror build (benchmarks and guest programs included) +
-#             host tests and the parser fuzz targets
-#   asan      ASan+UBSan build + host tests
+#   clang-asan  clang++ -Werror build under ASan+UBSan (benchmarks and guest
+#             programs included) + host tests and the parser fuzz targets
 #   tsan      TSan build + host tests (16 threads racing into initialisation)
 #   deb       the Debian packages (ci/build-deb.sh): built, lintian, Depends,
 #             consumers built from them
@@ -30,7 +29,7 @@
 #             single-node boots at a time; then the clusters. It first waits
 #             for the background image and perftest builds and fails if they did.
 # Past gcc, the tiers leave out the install tests that gcc (and, for
-# install.consumer, shared) already ran, and the sanitizer tiers build no
+# install.consumer, shared) already ran, and shared and tsan build no
 # program that no host test runs: the benchmarks and most guest programs
 # (see "What each tier leaves out" below).
 # Options: --skip-vm (local iteration only; CI never skips), --only TIER.
@@ -176,19 +175,21 @@ tier headers ci/check-headers.sh build/gcc
 tier docs ci/build-docs.sh build/docs
 # What each tier leaves out (tests/CMakeLists.txt, tests/guest/CMakeLists.txt):
 # past gcc, install.fetchcontent/install.defaults (they configure rdmadl again
-# from its source whatever the tier's flags: the gcc tier runs them); clang and
-# the sanitizers, install.consumer too (gcc and shared install and consume
-# each kind of librdmadl); the sanitizer tiers also build no benchmarks and
+# from its source whatever the tier's flags: the gcc tier runs them);
+# clang-asan and tsan, install.consumer too (gcc and shared install and
+# consume each kind of librdmadl); shared and tsan also build no benchmarks and
 # none of the guest programs no host test runs (nothing would run them there;
-# gcc and clang build them all with -Werror).
+# gcc and clang-asan build them all with -Werror, each with its compiler).
+# clang is one tier with ASan+UBSan: clang's -Werror, the sanitizers and the
+# fuzz targets (which use ASan+UBSan themselves) from one build, where a
+# clang tier and a gcc ASan tier built and tested everything twice.
 once=-DRDMADL_TEST_RECONFIGURE=OFF noinst=-DRDMADL_TEST_INSTALL=OFF
 unrun=(-DRDMADL_BUILD_BENCH=OFF -DRDMADL_GUEST_BUILD_ALL=OFF)
-tier shared build_and_test shared gcc g++ "" -- -DBUILD_SHARED_LIBS=ON $once
-tier clang build_and_test clang clang clang++ "" -- $once $noinst
+tier shared build_and_test shared gcc g++ "" -- -DBUILD_SHARED_LIBS=ON $once "${unrun[@]}"
 supp=$root/tests/lsan.supp
-tier asan build_and_test asan gcc g++ "-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
+tier clang-asan build_and_test clang-asan clang clang++ "-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 LSAN_OPTIONS=suppressions=$supp \
-  -- $once $noinst "${unrun[@]}"
+  -- $once $noinst
 tier tsan build_and_test tsan clang clang++ "-fsanitize=thread" TSAN_OPTIONS=halt_on_error=1 \
   -- $once $noinst "${unrun[@]}"
 tier deb ci/build-deb.sh --out build/deb

@@ -25,8 +25,10 @@
 // A transport-neutral channel (multi_channel::create(opts)) may have peers
 // over TCP: tcp is then set (its engine, src/tcp_engine.hpp) and over_tcp
 // says which peers; their completions come from the engine's ring beside
-// the CQ. An RDMA-only channel pays one predictable branch (over_tcp is
-// empty) per post and per poll.
+// the CQ. Every peer of such a channel carries k_neutral in peer_state, so
+// its posts and blocking calls go out of line, where TCP is known; an
+// RDMA-only channel pays one predictable branch per post (its peer's state
+// byte is 0) and per poll (over_tcp is empty).
 #ifndef RDMADL_SRC_CHANNEL_STATE_HPP
 #define RDMADL_SRC_CHANNEL_STATE_HPP
 
@@ -124,10 +126,11 @@ struct channel_state : channel_core {
     }
     return {};
   }
-  // poll_some() of a channel with a TCP engine: the CQ if there is one,
-  // then the engine's ring (waiting a little for it when there is no CQ to
-  // poll, so a waiting scope does not spin against the progress thread).
-  // In tcp_engine.cpp; channel_core::poll_tcp() calls it.
+  // poll_some() of a transport-neutral channel: the CQ if there is one,
+  // then the TCP engine's ring if there is one (waiting a little for it
+  // when there is no CQ to poll, so a waiting scope does not spin against
+  // the progress thread). In tcp_engine.cpp; channel_core::poll_tcp()
+  // calls it.
   [[gnu::noinline, gnu::cold]] status_code poll_mixed() noexcept;
 
   // The TCP side of a transport-neutral channel (null otherwise): the

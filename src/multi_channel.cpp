@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <utility>
 
 #include "channel_state.hpp"
 #include "detail.hpp"
@@ -155,13 +156,24 @@ result<std::vector<channel_endpoint>> parse_channel_endpoints(std::span<const st
 // ---- multi_channel ----
 
 multi_channel::multi_channel() noexcept = default;
-multi_channel::multi_channel(multi_channel &&) noexcept = default;
+multi_channel::multi_channel(multi_channel &&o) noexcept
+    : s_(std::move(o.s_)), core_(std::exchange(o.core_, nullptr)) {}
 multi_channel &multi_channel::operator=(multi_channel &&o) noexcept {
   if (this != &o) {
     release();
     s_ = std::move(o.s_);
+    core_ = std::exchange(o.core_, nullptr);
   }
   return *this;
+}
+
+void multi_channel::adopt(std::shared_ptr<detail::channel_state> s) noexcept {
+  core_ = s.get();
+  s_ = std::move(s);
+}
+
+status_code multi_channel::empty_error() noexcept {
+  return detail::rdma_error(errc::empty_object);
 }
 multi_channel::~multi_channel() {
   release();
@@ -172,6 +184,7 @@ multi_channel::~multi_channel() {
 // scope's end to drop it. Whichever of the two sees the other's mark last
 // frees the state.
 void multi_channel::release() noexcept {
+  core_ = nullptr;
   if (!s_)
     return;
   detail::channel_state *s = s_.get();
@@ -179,10 +192,6 @@ void multi_channel::release() noexcept {
   if (!(s->busy.fetch_or(detail::channel_core::k_orphan, std::memory_order_acq_rel) &
         detail::channel_core::k_open))
     s->drop_orphan(); // no scope open: freed now (or by the state's other holders)
-}
-
-polling_scope multi_channel::scope() noexcept {
-  return polling_scope(s_.get());
 }
 
 detail::channel_core::channel_core() noexcept = default;
@@ -230,22 +239,22 @@ result<multi_channel> multi_channel::create(const context &ctx, const channel_op
     s->qps.push_back(std::move(*qp));
   }
   s->index_qps();
-  s->failed.assign(opts.peers, 0);
+  s->peer_state.assign(opts.peers, 0);
   s->conn = opts.connect;
   s->limit = opts.scope_limit;
   multi_channel mc;
-  mc.s_ = std::move(s);
+  mc.adopt(std::move(s));
   return mc;
 }
 
 std::size_t multi_channel::peers() const noexcept {
-  return s_ ? s_->failed.size() : 0;
+  return s_ ? s_->peers() : 0;
 }
 bool multi_channel::connected() const noexcept {
   return s_ && s_->connected && s_->failed_peers == 0;
 }
 bool multi_channel::connected(std::size_t peer) const noexcept {
-  return s_ && s_->connected && peer < s_->failed.size() && !s_->failed[peer];
+  return s_ && s_->connected && peer < s_->peers() && !s_->failed(peer);
 }
 const protection_domain &multi_channel::pd() const noexcept {
   static const protection_domain none;
@@ -261,7 +270,7 @@ queue_pair *multi_channel::qp(std::size_t peer) noexcept {
 result<endpoint> multi_channel::local_endpoint(std::size_t peer) const {
   if (!s_)
     return detail::rdma_error(errc::empty_object);
-  if (peer >= s_->failed.size())
+  if (peer >= s_->peers())
     return errc::no_such_peer;
   if (s_->qps.empty())
     return std::errc::operation_not_supported; // TCP only: no queue pairs
@@ -272,7 +281,7 @@ result<std::vector<endpoint>> multi_channel::local_endpoints() const {
   detail::clear_error_detail();
   if (!s_)
     return detail::rdma_error(errc::empty_object);
-  if (s_->qps.size() != s_->failed.size())
+  if (s_->qps.size() != s_->peers())
     return std::errc::operation_not_supported; // TCP only: no queue pairs
   std::vector<endpoint> out;
   out.reserve(s_->qps.size());
@@ -290,7 +299,7 @@ result<void> multi_channel::handshake(std::span<const endpoint> remote) {
   detail::clear_error_detail();
   if (!s_)
     return detail::rdma_error(errc::empty_object);
-  if (s_->qps.size() != s_->failed.size())
+  if (s_->qps.size() != s_->peers())
     return std::errc::operation_not_supported; // TCP only: no queue pairs
   if (remote.size() != s_->qps.size())
     return detail::fail(errc::endpoint_count,
@@ -339,7 +348,7 @@ constexpr int wc_flush_err = 5; // IBV_WC_WR_FLUSH_ERR
 }
 
 // What a blocking request's completion says.
-struct outcome {
+struct one_outcome {
   int status = 0;
   std::uint32_t byte_len = 0;
 };
@@ -348,7 +357,7 @@ struct outcome {
 // its outcome in *out); error completions of other requests mark their peer
 // failed, the rest are dropped, as a scope drops what is not its own.
 [[gnu::always_inline]] inline bool take_id(detail::channel_state &s, std::size_t n,
-                                           std::uint64_t id, outcome *out) noexcept {
+                                           std::uint64_t id, one_outcome *out) noexcept {
   for (std::size_t i = 0; i < n; i++) {
     if (s.wc[i].wr_id == id) {
       *out = {s.wc[i].status, s.wc[i].byte_len};
@@ -364,9 +373,10 @@ struct outcome {
 // *out) or deadline passes (false). The clock is read only once a poll
 // comes back without it.
 [[gnu::noinline, gnu::cold]] result<bool>
-await_id_mixed(detail::channel_state &s, std::uint64_t id, outcome *out,
+await_id_mixed(detail::channel_state &s, std::uint64_t id, one_outcome *out,
                std::chrono::milliseconds timeout) noexcept;
-[[gnu::noinline]] result<bool> await_id(detail::channel_state &s, std::uint64_t id, outcome *out,
+[[gnu::noinline]] result<bool> await_id(detail::channel_state &s, std::uint64_t id,
+                                        one_outcome *out,
                                         std::chrono::milliseconds timeout) noexcept {
   if (s.tcp) [[unlikely]]
     return await_id_mixed(s, id, out, timeout);
@@ -389,7 +399,7 @@ await_id_mixed(detail::channel_state &s, std::uint64_t id, outcome *out,
 
 // await_id() of a channel with a TCP engine: the CQ (if any) and the
 // engine's ring.
-result<bool> await_id_mixed(detail::channel_state &s, std::uint64_t id, outcome *out,
+result<bool> await_id_mixed(detail::channel_state &s, std::uint64_t id, one_outcome *out,
                             std::chrono::milliseconds timeout) noexcept {
   const auto deadline = detail::deadline(timeout);
   for (;;) {
@@ -418,13 +428,14 @@ result<bool> await_id_mixed(detail::channel_state &s, std::uint64_t id, outcome 
   }
 }
 
-// run_one() once its request is posted and its first poll did not find it
-// (got false), or failed (got's error): awaits it as a scope of its own would.
-[[gnu::noinline]] result<void> run_one_rest(detail::channel_state &s, std::size_t peer,
-                                            std::uint64_t id, result<bool> got,
-                                            std::chrono::milliseconds timeout,
-                                            std::uint32_t *byte_len) noexcept {
-  outcome o;
+// A blocking call once its request is posted and its first poll did not
+// find it (got false), or failed (got's error): awaits it as a scope of its
+// own would.
+[[gnu::noinline]] status_code finish_one(detail::channel_state &s, std::size_t peer,
+                                         std::uint64_t id, result<bool> got,
+                                         std::chrono::milliseconds timeout,
+                                         std::uint32_t *byte_len) noexcept {
+  one_outcome o;
   if (got)
     got = await_id(s, id, &o, timeout);
   if (got && *got) {
@@ -438,7 +449,7 @@ result<bool> await_id_mixed(detail::channel_state &s, std::uint64_t id, outcome 
   }
   // Poll error or timeout: as a scope's end, wait up to scope_limit more,
   // then move the queue pair to the error state and take the flush.
-  status_code err = got ? status_code(errc::timed_out) : got.error();
+  status_code err = got ? status_code(errc::timed_out) : status_code(got.error());
   auto more = got ? await_id(s, id, &o, s.limit) : result<bool>(false);
   if (!more || !*more) {
     s.fail(peer);
@@ -450,40 +461,31 @@ result<bool> await_id_mixed(detail::channel_state &s, std::uint64_t id, outcome 
   return err;
 }
 
-// One request, awaited, with a scope's guarantees (exclusive; what has not
-// completed in time is flushed before the return) but without its slots: a
-// blocking send/receive/write/read costs little more than post and poll.
-// Inline in each blocking form, down to the first poll, which normally
-// has the completion.
-[[gnu::always_inline]] inline result<void>
-run_one(detail::channel_state &s, std::size_t peer, int k, const local_slice &buf,
-        const remote_region *r, std::chrono::milliseconds timeout, std::uint32_t *byte_len) {
-  std::uint8_t expected = 0;
-  if (!s.busy.compare_exchange_strong(expected, detail::channel_core::k_open,
-                                      std::memory_order_acquire, std::memory_order_relaxed))
-      [[unlikely]]
-    return errc::channel_busy;
-  // (No k_orphan can appear meanwhile: the channel is inside this call.)
-  struct close_scope {
-    std::atomic<std::uint8_t> &busy;
-    ~close_scope() { busy.store(0, std::memory_order_release); }
-  } closer{s.busy};
-  if (peer >= s.failed.size()) [[unlikely]]
-    return errc::no_such_peer;
-  if (s.failed[peer]) [[unlikely]]
-    return errc::peer_failed;
-  const std::uint64_t id = s.next_id++; // below every later scope's base
-  if (auto posted = post_one(s, peer, k, buf, r, id); !posted) [[unlikely]]
-    return posted.error();
-  if (s.tcp) [[unlikely]]
-    return run_one_rest(s, peer, id, false, timeout, byte_len);
-  auto n = s.cq.poll(s.wc);
-  if (!n) [[unlikely]]
-    return run_one_rest(s, peer, id, n.error(), timeout, byte_len);
-  outcome o;
-  if (!take_id(s, *n, id, &o))
-    return run_one_rest(s, peer, id, false, timeout, byte_len);
-  if (o.status != 0) [[unlikely]] {
+// Releases the busy word a blocking call took, on every return.
+struct close_one {
+  std::atomic<std::uint8_t> &busy;
+  ~close_one() { busy.store(0, std::memory_order_release); }
+};
+} // namespace
+
+status_code detail::channel_core::busy_error() noexcept {
+  return errc::channel_busy;
+}
+
+// channel_core::run_one() after its first poll: what that poll took (n
+// completions in wc), then finish_one().
+status_code detail::channel_core::run_one_rest(std::size_t peer, std::uint64_t id, std::size_t n,
+                                               status_code polled,
+                                               std::chrono::milliseconds timeout,
+                                               std::uint32_t *byte_len) noexcept {
+  auto &s = static_cast<channel_state &>(*this);
+  close_one closer{busy};
+  if (!polled.ok())
+    return finish_one(s, peer, id, polled.code(), timeout, byte_len);
+  one_outcome o;
+  if (!take_id(s, n, id, &o))
+    return finish_one(s, peer, id, false, timeout, byte_len);
+  if (o.status != 0) {
     s.fail(peer); // RC: an error completion leaves the queue pair in error
     return std::error_code(o.status, wc_category());
   }
@@ -492,6 +494,33 @@ run_one(detail::channel_state &s, std::size_t peer, int k, const local_slice &bu
   return {};
 }
 
+// channel_core::run_one() for what its inline path does not take: the
+// checks, and a channel with a TCP engine (post_one() and await_id() know
+// both transports). The busy word is taken.
+status_code detail::channel_core::run_one_slow(std::size_t peer, int k, const local_slice &buf,
+                                               const remote_region *r,
+                                               std::chrono::milliseconds timeout,
+                                               std::uint32_t *byte_len) noexcept {
+  auto &s = static_cast<channel_state &>(*this);
+  if (peer >= peers() || failed(peer)) {
+    close_one closer{busy};
+    return peer >= peers() ? status_code(errc::no_such_peer) : errc::peer_failed;
+  }
+  const std::uint64_t id = base++; // below every later scope's base
+  if (auto posted = post_one(s, peer, k, buf, r, id); !posted) {
+    close_one closer{busy};
+    return posted.error();
+  }
+  if (s.tcp) {
+    close_one closer{busy};
+    return finish_one(s, peer, id, false, timeout, byte_len);
+  }
+  auto n = s.cq.poll(s.wc);
+  return run_one_rest(peer, id, n ? *n : 0, n ? status_code() : status_code(n.error()), timeout,
+                      byte_len);
+}
+
+namespace {
 struct one_part {
   std::size_t peer;
   const local_slice *buf;
@@ -511,30 +540,11 @@ struct each_peer {
 };
 } // namespace
 
-namespace {
-// Posts parts 0..n-1 in the open scope of s, each of kind K; the count
-// posted in *posted, the first post's error returned.
-template <int K, class PartAt>
-[[gnu::always_inline]] inline status_code post_parts(detail::channel_state &s, std::size_t n,
-                                                     const PartAt &part_at, std::size_t *posted) {
-  std::size_t i = 0;
-  status_code err;
-  for (; i < n; i++) {
-    one_part p = part_at(i);
-    std::uint64_t id = 0;
-    if (err = s.post<K>(p.peer, *p.buf, p.remote, &id); !err.ok()) [[unlikely]]
-      break;
-  }
-  *posted = i;
-  return err;
-}
-} // namespace
-
 status_code detail::channel_core::post_slow(std::size_t peer, int k, const local_slice &buf,
                                             const remote_region *r, std::uint64_t *id) {
-  if (peer >= failed.size()) [[unlikely]]
+  if (peer >= peers()) [[unlikely]]
     return errc::no_such_peer;
-  if (failed[peer]) [[unlikely]]
+  if (failed(peer)) [[unlikely]]
     return errc::peer_failed;
   if (nslots == slot_cap) {
     const std::size_t cap = slot_cap ? slot_cap * 2 : 16;
@@ -547,7 +557,8 @@ status_code detail::channel_core::post_slow(std::size_t peer, int k, const local
       [[unlikely]]
     return posted.error();
   slots[nslots++] = {static_cast<std::uint32_t>(peer), 0, 0, 0};
-  *id = i;
+  if (id)
+    *id = i;
   return {};
 }
 
@@ -579,19 +590,20 @@ status_code detail::channel_core::await_slot(std::size_t i,
 }
 
 // The batch forms run a scope of their own on the state directly (no
-// polling_scope, so no shared_ptr copy): the same busy flag, slots and end.
-template <class PartAt>
-result<void> multi_channel::run(std::size_t n, int k, const PartAt &part_at,
-                                std::chrono::milliseconds timeout, std::span<work_result> results,
-                                std::uint32_t *byte_len) {
+// polling_scope): the same busy word, slots and end, the posts and the
+// first poll inline here.
+template <int K, class PartAt>
+inline result<void> multi_channel::run(std::size_t n, const PartAt &part_at,
+                                       std::chrono::milliseconds timeout,
+                                       std::span<work_result> results) {
   if (!results.empty() && results.size() < n)
     return errc::short_results;
-  if (!s_) [[unlikely]]
-    return detail::rdma_error(errc::empty_object);
-  auto &s = *s_;
+  if (!core_) [[unlikely]]
+    return empty_error();
+  auto &s = static_cast<detail::channel_state &>(*core_);
   if (n == 1 && results.empty()) {
     one_part p = part_at(0);
-    return run_one(s, p.peer, k, *p.buf, p.remote, timeout, byte_len);
+    return s.run_one<K>(p.peer, *p.buf, p.remote, timeout, nullptr);
   }
   if (!s.open_scope()) [[unlikely]]
     return errc::channel_busy;
@@ -601,28 +613,25 @@ result<void> multi_channel::run(std::size_t n, int k, const PartAt &part_at,
   } ender{s};
   std::size_t posted = 0;
   status_code err;
-  switch (k) {
-  case k_send:
-    err = post_parts<k_send>(s, n, part_at, &posted);
-    break;
-  case k_recv:
-    err = post_parts<k_recv>(s, n, part_at, &posted);
-    break;
-  case k_write:
-    err = post_parts<k_write>(s, n, part_at, &posted);
-    break;
-  default:
-    err = post_parts<k_read>(s, n, part_at, &posted);
-    break;
+  for (; posted < n; posted++) {
+    one_part p = part_at(posted);
+    if (err = s.post<K>(p.peer, *p.buf, p.remote, nullptr); !err.ok()) [[unlikely]]
+      break;
   }
-  if (err.ok())
-    err = s.drain(timeout);
+  if (err.ok() && !s.all_done()) {
+    err = s.poll_some(); // the clock is read only if one poll is not enough
+    if (err.ok() && !s.all_done())
+      err = s.drain(detail::deadline(timeout));
+  }
   if (!err.ok()) [[unlikely]]
     s.settle(); // what the scope's end would do, so every outcome is known
   // Slot i is part i: this scope posted nothing else.
   if (!results.empty()) {
+    // (Read once: a store to results could alias them.)
+    const detail::channel_core::slot *const sl = s.slots;
+    const std::uint64_t b = s.base;
     for (std::size_t i = 0; i < posted; i++)
-      results[i] = s.outcome(i);
+      results[i] = work_result{sl[i].peer, b + i, sl[i].status, sl[i].byte_len};
     for (std::size_t i = posted; i < n; i++)
       results[i] = work_result{part_at(i).peer, 0, wc_flush_err, 0};
   }
@@ -630,64 +639,33 @@ result<void> multi_channel::run(std::size_t n, int k, const PartAt &part_at,
     return err;
   if (s.first_failed != SIZE_MAX) [[unlikely]]
     return s.outcome(s.first_failed).error();
-  if (byte_len)
-    *byte_len = s.slots[0].byte_len;
   return {};
 }
 
-// The blocking forms go straight to run_one() (inline); run() answers for
-// an empty channel.
-result<void> multi_channel::send(std::size_t peer, const local_slice &buf,
-                                 std::chrono::milliseconds timeout) {
-  if (!s_) [[unlikely]]
-    return run(1, k_send, one_part{peer, &buf, nullptr}, timeout, {});
-  return run_one(*s_, peer, k_send, buf, nullptr, timeout, nullptr);
-}
-result<std::uint32_t> multi_channel::receive(std::size_t peer, const local_slice &buf,
-                                             std::chrono::milliseconds timeout) {
-  std::uint32_t len = 0;
-  if (!s_) [[unlikely]]
-    return run(1, k_recv, one_part{peer, &buf, nullptr}, timeout, {}, &len).error();
-  if (auto r = run_one(*s_, peer, k_recv, buf, nullptr, timeout, &len); !r)
-    return r.error();
-  return len;
-}
-result<void> multi_channel::write(std::size_t peer, const local_slice &buf,
-                                  const remote_region &dst, std::chrono::milliseconds timeout) {
-  if (!s_) [[unlikely]]
-    return run(1, k_write, one_part{peer, &buf, &dst}, timeout, {});
-  return run_one(*s_, peer, k_write, buf, &dst, timeout, nullptr);
-}
-result<void> multi_channel::read(std::size_t peer, const local_slice &buf, const remote_region &src,
-                                 std::chrono::milliseconds timeout) {
-  if (!s_) [[unlikely]]
-    return run(1, k_read, one_part{peer, &buf, &src}, timeout, {});
-  return run_one(*s_, peer, k_read, buf, &src, timeout, nullptr);
-}
 result<void> multi_channel::scatter_send(std::span<const part> parts,
                                          std::chrono::milliseconds timeout,
                                          std::span<work_result> results) {
-  return run(parts.size(), k_send, each_part{parts}, timeout, results);
+  return run<k_send>(parts.size(), each_part{parts}, timeout, results);
 }
 result<void> multi_channel::gather_receive(std::span<const part> parts,
                                            std::chrono::milliseconds timeout,
                                            std::span<work_result> results) {
-  return run(parts.size(), k_recv, each_part{parts}, timeout, results);
+  return run<k_recv>(parts.size(), each_part{parts}, timeout, results);
 }
 result<void> multi_channel::scatter_write(std::span<const part> parts,
                                           std::chrono::milliseconds timeout,
                                           std::span<work_result> results) {
-  return run(parts.size(), k_write, each_part{parts}, timeout, results);
+  return run<k_write>(parts.size(), each_part{parts}, timeout, results);
 }
 result<void> multi_channel::gather_read(std::span<const part> parts,
                                         std::chrono::milliseconds timeout,
                                         std::span<work_result> results) {
-  return run(parts.size(), k_read, each_part{parts}, timeout, results);
+  return run<k_read>(parts.size(), each_part{parts}, timeout, results);
 }
 result<void> multi_channel::multicast_send(std::span<const std::size_t> to, const local_slice &buf,
                                            std::chrono::milliseconds timeout,
                                            std::span<work_result> results) {
-  return run(to.size(), k_send, each_peer{to, &buf}, timeout, results);
+  return run<k_send>(to.size(), each_peer{to, &buf}, timeout, results);
 }
 
 void detail::channel_core::settle() noexcept {
@@ -698,7 +676,7 @@ void detail::channel_core::settle() noexcept {
   // the NIC stops and flushes it; take the flushed completions.
   for (std::size_t i = 0; i < nslots; i++) {
     const slot &p = slots[i];
-    if (!p.done && !failed[p.peer]) {
+    if (!p.done && !failed(p.peer)) {
       fail(p.peer);
       st.to_error(p.peer);
     }
@@ -708,13 +686,10 @@ void detail::channel_core::settle() noexcept {
 
 // ---- polling_scope ----
 
-polling_scope::polling_scope(detail::channel_core *s) noexcept {
+status_code polling_scope::refused(const detail::channel_core *s) noexcept {
   if (!s)
-    err_ = detail::rdma_error(errc::empty_object);
-  else if (!s->open_scope())
-    err_ = errc::channel_busy;
-  else
-    s_ = s;
+    return detail::rdma_error(errc::empty_object);
+  return errc::channel_busy;
 }
 
 result<std::vector<work_result>> polling_scope::wait_all(std::chrono::milliseconds timeout) {

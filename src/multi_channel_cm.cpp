@@ -288,7 +288,7 @@ assemble(std::shared_ptr<detail::cm_group> g, const cm_channel_options &o, std::
   if (!s->pd)
     s->pd = detail::software_pd();
   s->index_qps();
-  s->failed.assign(total, 0);
+  s->peer_state.assign(total, 0);
   s->limit = o.channel.scope_limit;
   auto link = std::make_shared<cm_link>();
   link->g = std::move(g);
@@ -301,6 +301,8 @@ assemble(std::shared_ptr<detail::cm_group> g, const cm_channel_options &o, std::
     for (std::size_t p = 0; p < total; p++)
       any_tcp |= s->choose(p, rdma_here[p] || rdma[p], rdma[p]);
     if (any_tcp) {
+      for (auto &st : s->peer_state) // posts go out of line, where TCP is known
+        st |= detail::channel_core::k_neutral;
       auto e = detail::tcp_engine::make(total, detail::access::node(s->pd), o.channel.send_depth,
                                         o.channel.recv_depth);
       if (!e)
@@ -460,7 +462,7 @@ result<multi_channel> multi_channel::create_cm(listener *from, const cm_channel_
     if (!s)
       return s.error();
     multi_channel mc;
-    mc.s_ = std::move(*s);
+    mc.adopt(std::move(*s));
     return mc;
   };
   if (rdma_only)
@@ -479,7 +481,7 @@ int multi_channel::cm_fd() const noexcept {
 
 bool multi_channel::cm_connected(std::size_t peer) const noexcept {
   auto *l = link_of(s_);
-  if (!l || peer >= s_->failed.size())
+  if (!l || peer >= s_->peers())
     return false;
   if (s_->tcp && s_->over_tcp[peer])
     return s_->tcp->failure(peer).empty();

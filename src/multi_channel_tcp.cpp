@@ -78,15 +78,17 @@ result<multi_channel> multi_channel::create(const channel_options &opts) {
   if (!mc.s_) { // TCP only: a software PD, no CQ, no queue pairs
     auto s = std::make_shared<detail::channel_state>();
     s->pd = detail::software_pd();
-    s->failed.assign(opts.peers, 0);
+    s->peer_state.assign(opts.peers, 0);
     s->conn = opts.connect;
     s->limit = opts.scope_limit;
-    mc.s_ = std::move(s);
+    mc.adopt(std::move(s));
   }
   auto &s = *mc.s_;
   s.allowed = opts.transport;
   s.no_rdma = std::move(no_rdma);
   s.over_tcp.assign(opts.peers, 0);
+  for (auto &st : s.peer_state) // posts go out of line, where TCP is known
+    st |= detail::channel_core::k_neutral;
   s.why.assign(opts.peers, {});
   for (std::size_t i = 0; i < opts.peers; i++)
     s.tokens.push_back(fresh_token());
@@ -107,7 +109,7 @@ result<std::vector<channel_endpoint>> multi_channel::channel_endpoints() const {
   if (!s_)
     return detail::rdma_error(errc::empty_object);
   auto &s = *s_;
-  while (s.tokens.size() < s.failed.size()) // a channel made with a context
+  while (s.tokens.size() < s.peers()) // a channel made with a context
     s.tokens.push_back(fresh_token());
   std::vector<endpoint> rdma;
   if (!s.qps.empty() && s.allowed != channel_transport::tcp) {
@@ -116,7 +118,7 @@ result<std::vector<channel_endpoint>> multi_channel::channel_endpoints() const {
       return r.error();
     rdma = std::move(*r);
   }
-  std::vector<channel_endpoint> out(s.failed.size());
+  std::vector<channel_endpoint> out(s.peers());
   for (std::size_t i = 0; i < out.size(); i++) {
     auto &e = out[i];
     if (!rdma.empty()) {
@@ -135,7 +137,7 @@ result<void> multi_channel::connect(std::span<const channel_endpoint> remote) {
   if (!s_)
     return detail::rdma_error(errc::empty_object);
   auto &s = *s_;
-  const std::size_t n = s.failed.size();
+  const std::size_t n = s.peers();
   if (remote.size() != n)
     return detail::fail(
         errc::endpoint_count,
@@ -210,7 +212,7 @@ channel_transport multi_channel::transport_of(std::size_t peer) const noexcept {
 }
 
 std::string multi_channel::describe(std::size_t peer) const {
-  if (!s_ || peer >= s_->failed.size())
+  if (!s_ || peer >= s_->peers())
     return detail::format("peer %zu: no such peer", peer);
   if (peer >= s_->why.size() || s_->why[peer].empty())
     return detail::format("peer %zu: not connected yet", peer);

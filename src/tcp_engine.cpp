@@ -1246,6 +1246,8 @@ status_code channel_state::poll_mixed() noexcept {
   if (cq)
     if (auto st = poll_cq(); !st.ok())
       return st;
+  if (!tcp) // transport-neutral but RDMA only (channel_transport::rdma): no engine
+    return {};
   const std::size_t n = tcp->poll(twc, cq ? std::chrono::microseconds(0) : tcp_wait);
   for (std::size_t i = 0; i < n; i++) {
     if (twc[i].status)

@@ -27,12 +27,72 @@
 # scatter, gather and scope per part, set-up per peer and c++ heap per peer
 # at N = 512 are all within 1.1x of N = 8, else "flat: no (...)" naming
 # them, and the exit status is 1.
+#
+# bench/cxx/run-scaling.sh BUILD_DIR --vm [SUITE]: instead, the set-up on
+# Soft-RoCE: boots the VM of SUITE (default bookworm, ci/vm/run.sh) once and
+# runs rdmadl-bench-scaling natively on rxe0 for N = 1, 8, 32, three times
+# each: "setup" (out of band: multi_channel::create + local_endpoints +
+# handshake, each QP connected to itself) and "cm" (rdma_cm: a
+# multi_channel::create_cm accepting N channel::create_cm of the same
+# process, each with its own queue pair, PD and CQ, so 2N queue pairs where
+# "setup" has N). Prints "BENCH setup-MODE-N NS" lines (the least of three
+# runs) and a table of microseconds per peer; the VM log goes to
+# $RDMADL_BENCH_LOG (default /tmp/rdmadl-bench-scaling-DATE.log).
 # shellcheck disable=SC2034 # the per-N arrays are read through a nameref
 set -euo pipefail
-build=${1:?usage: run-scaling.sh BUILD_DIR}
+build=${1:?usage: run-scaling.sh BUILD_DIR [--vm [SUITE]]}
 bin=$build/bench/cxx
 nic=$bin/fake_nic/libibverbs.so.1
 prog=$bin/rdmadl-bench-scaling
+if [ "${2:-}" = --vm ]; then
+  suite=${3:-bookworm}
+  root=$(cd "$(dirname "$0")/../.." && pwd)
+  log=${RDMADL_BENCH_LOG:-/tmp/rdmadl-bench-scaling-$(date +%Y%m%d-%H%M%S).log}
+  [ -x "$prog" ] || { echo "run-scaling: $prog missing (build the bench targets)" >&2; exit 1; }
+  payload=$(mktemp -d)
+  trap 'rm -rf "$payload"' EXIT
+  mkdir "$payload/bin"
+  cp "$prog" "$payload/bin/"
+  cat >"$payload/guest-tests.sh" <<'GUEST'
+#!/bin/sh
+ulimit -l unlimited
+rc_all=0
+for n in 1 8 32; do
+  for m in setup cm; do
+    best=''
+    for r in 1 2 3; do
+      out=$(timeout 300 /payload/bin/rdmadl-bench-scaling "$n" "$m" 0 2>&1)
+      rc=$?
+      echo "--- rdmadl-bench-scaling $n $m 0, run $r (rc=$rc)"
+      echo "$out"
+      ns=$(echo "$out" | sed -n 's/^ns //p' | head -1)
+      if [ $rc = 0 ] && [ -n "$ns" ]; then
+        if [ -z "$best" ] || [ "$ns" -lt "$best" ]; then best=$ns; fi
+      else
+        rc_all=1
+      fi
+    done
+    echo "BENCH setup-$m-$n ${best:-missing}"
+  done
+done
+exit $rc_all
+GUEST
+  echo "host: $(nproc) cores, load before: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$log"
+  set +e
+  "$root/ci/vm/run.sh" --suite "$suite" --payload "$payload" --timeout 900 | tr -d '\r' >>"$log"
+  vm_rc=${PIPESTATUS[0]}
+  set -e
+  echo "host: load after: $(cut -d' ' -f1-3 /proc/loadavg); VM exit $vm_rc; log $log" | tee -a "$log"
+  grep '^BENCH' "$log" || true
+  echo "Soft-RoCE ($suite, rxe0) set-up per peer, least of 3 runs:"
+  printf '%5s %16s %15s\n' N oob-us/peer rdma_cm-us/peer
+  grep '^BENCH setup-' "$log" | awk '
+    { split($2, k, "-"); v[k[2], k[3]] = $3; ns[k[3]] = 1 }
+    function us(x, n) { return x ~ /^[0-9]+$/ ? sprintf("%.1f", x / 1000 / n) : "missing" }
+    END { for (n = 1; n <= 32; n++) if (n in ns)
+            printf "%5d %16s %15s\n", n, us(v["setup", n], n), us(v["cm", n], n) }'
+  exit "$vm_rc"
+fi
 command -v valgrind >/dev/null || { echo "run-scaling: valgrind is not installed" >&2; exit 1; }
 for f in "$nic" "$prog"; do
   [ -e "$f" ] || { echo "run-scaling: $f missing (build the bench targets)" >&2; exit 1; }

@@ -5,6 +5,9 @@
 // values and divides the difference (set-up and start-up cancel). MODE is
 //   base      open the context only (what "setup" is measured against)
 //   setup     multi_channel::create + local_endpoints + handshake, nothing more
+//   cm        (a real device: RDMADL_TEST_IP) a multi_channel of N peers made
+//             by create_cm, accepting N channel::create_cm of this process
+//             (ns: until all are connected; run-scaling.sh --vm)
 //   heap      setup, run natively: prints the heap bytes it took (all of the
 //             process's, from mallinfo2, and the C++ allocations alone)
 //   scatter   ITERS x scatter_write of N 8-byte parts, one per peer, each
@@ -26,7 +29,9 @@
 #include <cstdlib>
 #include <malloc.h>
 #include <new>
+#include <string>
 #include <string_view>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -170,6 +175,40 @@ int main(int argc, char **argv) {
     std::printf("heap %zu %ld %ld\n", n, heap_in_use() - before,
                 cxx_heap < 0 ? -1L : cxx_heap - cxx_before);
     return 0;
+  }
+  if (mode == "cm") {
+    // rdma_cm, on a real device (RDMADL_TEST_IP: its address): a
+    // multi_channel accepting N peers through a listener, each peer a
+    // channel::create_cm connecting with its own rank, both sides in this
+    // process (the acceptor on a thread of its own); ns is the wall time
+    // until every peer is connected on both sides.
+    const char *ip = std::getenv("RDMADL_TEST_IP");
+    const std::string host = ip ? ip : "127.0.0.1";
+    auto l = must(listener::bind(host, 0), "listener::bind");
+    const auto t0 = std::chrono::steady_clock::now();
+    result<multi_channel> hub = errc::empty_object;
+    std::thread acceptor([&] {
+      cm_channel_options o;
+      o.accept = n;
+      o.step_timeout = 60s;
+      hub = multi_channel::create_cm(&l, o);
+    });
+    std::vector<channel> peers;
+    for (std::size_t i = 0; i < n; i++) {
+      cm_channel_options o;
+      o.connect = {cm_address{host, l.port()}};
+      o.rank = static_cast<std::uint32_t>(i);
+      o.step_timeout = 60s;
+      peers.push_back(must(channel::create_cm(nullptr, o), "channel::create_cm"));
+    }
+    acceptor.join();
+    const long long ns = elapsed_ns(t0);
+    auto mc = must(std::move(hub), "multi_channel::create_cm (accepting)");
+    if (mc.peers() != n || !mc.connected())
+      fail("multi_channel::create_cm (accepting)", errc::not_honoured);
+    std::printf("iters %ld ok\nns %lld\n", iters, ns);
+    std::fflush(stdout);
+    _exit(0);
   }
   auto t0 = std::chrono::steady_clock::now();
   auto mc = make(ctx, n);

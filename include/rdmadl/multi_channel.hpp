@@ -200,19 +200,25 @@ struct RDMADL_CXX_API channel_core {
   connect_options conn;
   std::chrono::milliseconds limit{10000};
   bool connected = false;
-  std::vector<std::uint8_t> failed; ///< by peer: its queue pair is in the error state
+  /// By peer: k_failed (its queue pair is in the error state), k_neutral
+  /// (a transport-neutral channel's peer: its requests go out of line, where
+  /// TCP is known). The inline path tests the whole byte.
+  static constexpr std::uint8_t k_failed = 1, k_neutral = 2;
+  std::vector<std::uint8_t> peer_state;
   std::size_t failed_peers = 0;
   std::atomic<std::uint8_t> busy{0}; ///< k_open, k_orphan
   std::vector<slot> slot_store;      ///< the slots' storage (capacity kept across scopes)
   slot *slots = nullptr;             ///< slot_store.data(): the open scope's requests
   std::size_t nslots = 0, slot_cap = 0;
-  std::uint64_t next_id = 1;           ///< the next blocking call's, or scope's base
-  std::uint64_t base = 1;              ///< the id of the open scope's first slot
-  std::size_t ndone = 0;               ///< slots done
+  /// The id of the open scope's first slot; between scopes, the next id to
+  /// hand out (a blocking call takes it). So every id is below every later
+  /// scope's base, and a late completion of an earlier one finds no slot.
+  std::uint64_t base = 1;
+  std::size_t ndone = 0;               ///< slots done (0 between scopes)
   std::size_t first_failed = SIZE_MAX; ///< index of the first error completion
   std::array<completion, 16> wc;       ///< the poll buffer (not rebuilt per poll)
   /// By peer, with a TCP transport (transport-neutral channels only; empty
-  /// otherwise, which is what the inline path tests).
+  /// otherwise, which is what the inline poll tests).
   std::vector<std::uint8_t> over_tcp;
   std::shared_ptr<channel_state> orphan; ///< see busy
 
@@ -221,26 +227,23 @@ struct RDMADL_CXX_API channel_core {
   channel_core &operator=(const channel_core &) = delete;
   ~channel_core();
 
-  /// Takes the busy word and opens a scope's bookkeeping; false when busy.
+  /// Takes the busy word for a scope or a blocking call; false when busy.
+  /// The bookkeeping is ready: end_scope() left it so.
   bool open_scope() noexcept {
     std::uint8_t expected = 0;
-    if (!busy.compare_exchange_strong(expected, k_open, std::memory_order_acquire,
-                                      std::memory_order_relaxed)) [[unlikely]]
-      return false;
-    nslots = 0;
-    base = next_id;
-    ndone = 0;
-    first_failed = SIZE_MAX;
-    return true;
+    return busy.compare_exchange_strong(expected, k_open, std::memory_order_acquire,
+                                        std::memory_order_relaxed);
   }
-  /// Ends the open scope: settle() what is pending, clear the slots, release
-  /// the busy word; if the channel is gone meanwhile, frees the state (this
-  /// object: nothing may touch it after).
+  /// Ends the open scope: settle() what is pending, clear the slots for the
+  /// next one, release the busy word; if the channel is gone meanwhile,
+  /// frees the state (this object: nothing may touch it after).
   void end_scope() noexcept {
     if (ndone != nslots) [[unlikely]]
       settle();
-    next_id = base + nslots; // below every later scope's base
+    base += nslots; // below every later scope's base
     nslots = 0;
+    ndone = 0;
+    first_failed = SIZE_MAX;
     // (An exchange: one instruction where a fetch_and that returns the old
     // value is a compare-and-swap loop. Clearing k_orphan too is harmless:
     // this end then frees the state.)
@@ -259,11 +262,17 @@ struct RDMADL_CXX_API channel_core {
   }
   /// Marks peer failed (its queue pair is, or is being put, in the error state).
   void fail(std::size_t peer) noexcept {
-    if (peer < failed.size() && !failed[peer]) {
-      failed[peer] = 1;
+    if (peer < peer_state.size() && !(peer_state[peer] & k_failed)) {
+      peer_state[peer] |= k_failed;
       failed_peers++;
     }
   }
+  /// Whether peer is failed (false for no such peer).
+  bool failed(std::size_t peer) const noexcept {
+    return peer < peer_state.size() && (peer_state[peer] & k_failed);
+  }
+  /// The number of peers.
+  std::size_t peers() const noexcept { return peer_state.size(); }
   /// Marks s (not done yet) done with this outcome.
   void complete(slot &s, int status, std::uint32_t byte_len) noexcept {
     s.done = static_cast<std::uint32_t>(++ndone); // its place in completion order
@@ -279,18 +288,22 @@ struct RDMADL_CXX_API channel_core {
   }
   /// Takes what the CQ has; marks the matching slots done. A completion
   /// that matches no slot (of an earlier scope or blocking call) is dropped;
-  /// an error one marks its peer failed.
+  /// an error one marks its peer failed. (A success leaves the slot's
+  /// status 0, as its post wrote it.)
   [[gnu::always_inline]] status_code poll_cq() noexcept {
     auto n = cq.poll(wc);
     if (!n) [[unlikely]]
       return n.error();
-    for (std::size_t i = 0; i < *n; i++) {
+    const std::size_t got = *n;
+    for (std::size_t i = 0; i < got; i++) {
       const completion &c = wc[i];
       slot *s = find(c.wr_id);
-      if (c.status != 0) [[unlikely]]
+      if (c.status != 0) [[unlikely]] {
         error_completion(s, c);
-      else if (s && !s->done) [[likely]]
-        complete(*s, 0, c.byte_len);
+      } else if (s && !s->done) [[likely]] {
+        s->done = static_cast<std::uint32_t>(++ndone);
+        s->byte_len = c.byte_len;
+      }
     }
     return {};
   }
@@ -300,31 +313,65 @@ struct RDMADL_CXX_API channel_core {
       return poll_tcp();
     return poll_cq();
   }
+  /// Posts one request of kind K with id on qp.
+  template <int K>
+  [[gnu::always_inline]] static result<void> post_qp(queue_pair &qp, const local_slice &buf,
+                                                     const remote_region *r, std::uint64_t id) {
+    if constexpr (K == k_send)
+      return qp.post_send(buf, id);
+    else if constexpr (K == k_recv)
+      return qp.post_recv(buf, id);
+    else if constexpr (K == k_write)
+      return qp.post_write(buf, *r, id);
+    else
+      return qp.post_read(buf, *r, id);
+  }
   /// Posts one request of kind K on peer's queue pair and gives it the next
-  /// slot of the open scope; its id in *id. The checks, TCP peers and a
-  /// full slot array go out of line (post_slow).
+  /// slot of the open scope; its id in *id (unless id is null). The
+  /// checks, TCP peers and a full slot array go out of line (post_slow).
   template <int K>
   [[gnu::always_inline]] status_code post(std::size_t peer, const local_slice &buf,
                                           const remote_region *r, std::uint64_t *id) {
-    if (peer >= failed.size() || failed[peer] || !over_tcp.empty() || nslots == slot_cap)
-        [[unlikely]]
+    if (peer >= peer_state.size() || peer_state[peer] || nslots == slot_cap) [[unlikely]]
       return post_slow(peer, K, buf, r, id);
     const std::uint64_t i = base + nslots;
-    queue_pair &qp = qps[peer];
-    result<void> posted;
-    if constexpr (K == k_send)
-      posted = qp.post_send(buf, i);
-    else if constexpr (K == k_recv)
-      posted = qp.post_recv(buf, i);
-    else if constexpr (K == k_write)
-      posted = qp.post_write(buf, *r, i);
-    else
-      posted = qp.post_read(buf, *r, i);
-    if (!posted) [[unlikely]]
+    if (result<void> posted = post_qp<K>(qps[peer], buf, r, i); !posted) [[unlikely]]
       return posted.error();
     slots[nslots++] = {static_cast<std::uint32_t>(peer), 0, 0, 0};
-    *id = i;
+    if (id)
+      *id = i;
     return {};
+  }
+  /// A blocking call: one request of kind K to peer, awaited up to timeout
+  /// with a scope's guarantees (exclusive; what has not completed in time
+  /// is flushed before the return) but without its slots. Inline down to
+  /// the first poll; the usual outcome (that poll took just this request's
+  /// completion, a success) returns here, everything else goes out of line
+  /// (run_one_slow, run_one_rest). byte_len, when not null, receives the
+  /// completion's byte count.
+  template <int K>
+  [[gnu::always_inline]] status_code
+  run_one(std::size_t peer, const local_slice &buf, const remote_region *r,
+          std::chrono::milliseconds timeout, std::uint32_t *byte_len) {
+    if (!open_scope()) [[unlikely]]
+      return busy_error();
+    if (peer >= peer_state.size() || peer_state[peer]) [[unlikely]]
+      return run_one_slow(peer, K, buf, r, timeout, byte_len);
+    const std::uint64_t id = base++; // below every later scope's base
+    if (result<void> posted = post_qp<K>(qps[peer], buf, r, id); !posted) [[unlikely]] {
+      busy.store(0, std::memory_order_release);
+      return posted.error();
+    }
+    auto n = cq.poll(wc);
+    if (n && *n == 1 && wc[0].wr_id == id && wc[0].status == 0) [[likely]] {
+      if (byte_len)
+        *byte_len = wc[0].byte_len;
+      // (No k_orphan can appear meanwhile: the channel is inside this call.)
+      busy.store(0, std::memory_order_release);
+      return {};
+    }
+    return run_one_rest(peer, id, n ? *n : 0, n ? status_code() : status_code(n.error()), timeout,
+                        byte_len);
   }
 
   /// @name Out of line (multi_channel.cpp)
@@ -333,6 +380,17 @@ struct RDMADL_CXX_API channel_core {
   /// peer, the slot array grown.
   status_code post_slow(std::size_t peer, int k, const local_slice &buf, const remote_region *r,
                         std::uint64_t *id);
+  /// errc::channel_busy.
+  static status_code busy_error() noexcept;
+  /// run_one() with its checks (errc::no_such_peer, errc::peer_failed) and
+  /// a TCP engine; the busy word is taken, and released on return.
+  status_code run_one_slow(std::size_t peer, int k, const local_slice &buf, const remote_region *r,
+                           std::chrono::milliseconds timeout, std::uint32_t *byte_len) noexcept;
+  /// run_one() once id is posted and its first poll took n completions
+  /// (polled: the poll's error) without the usual outcome; releases the
+  /// busy word.
+  status_code run_one_rest(std::size_t peer, std::uint64_t id, std::size_t n, status_code polled,
+                           std::chrono::milliseconds timeout, std::uint32_t *byte_len) noexcept;
   /// An error completion: marks its peer failed and its slot (if any) done.
   void error_completion(slot *s, const completion &c) noexcept;
   /// Marks the peer of an error completion failed (by its QP number).
@@ -429,7 +487,16 @@ public:
 
 private:
   friend class multi_channel;
-  explicit polling_scope(detail::channel_core *s) noexcept;
+  /// Opens a scope on s (inline: a compare-and-swap of the busy word); an
+  /// empty or busy channel gives a scope whose every call fails.
+  explicit polling_scope(detail::channel_core *s) noexcept {
+    if (s && s->open_scope()) [[likely]]
+      s_ = s;
+    else
+      err_ = refused(s);
+  }
+  /// errc::empty_object (s null) or errc::channel_busy.
+  static status_code refused(const detail::channel_core *s) noexcept;
   template <int K>
   [[gnu::always_inline]] result<work_handle> post(std::size_t peer, const local_slice &buf,
                                                   const remote_region *r) {
@@ -545,8 +612,8 @@ public:
   /// A polling scope (see polling_scope). Opening a second one while one is
   /// open gives a scope whose every call fails with errc::channel_busy. The
   /// channel may be moved or destroyed while the scope is open (its state
-  /// is then freed by the scope's end).
-  polling_scope scope() noexcept;
+  /// is then freed by the scope's end). Inline.
+  polling_scope scope() noexcept { return polling_scope(core_); }
 
   /// @name Blocking operations on one peer
   /// Each posts one request, then waits up to timeout for it, as a scope of
@@ -557,17 +624,41 @@ public:
   /// errc::timed_out, errc::channel_busy (a scope or another blocking call
   /// is running), errc::no_such_peer, errc::peer_failed, or a post's error.
   /**@{*/
+  /// Inline down to the provider's post and poll (channel_core::run_one).
   /// Sends buf to peer.
-  result<void> send(std::size_t peer, const local_slice &buf, std::chrono::milliseconds timeout);
+  [[gnu::always_inline]] result<void> send(std::size_t peer, const local_slice &buf,
+                                           std::chrono::milliseconds timeout) {
+    if (!core_) [[unlikely]]
+      return empty_error();
+    return core_->run_one<detail::k_send>(peer, buf, nullptr, timeout, nullptr);
+  }
   /// Receives into buf from peer; returns the bytes received.
-  result<std::uint32_t> receive(std::size_t peer, const local_slice &buf,
-                                std::chrono::milliseconds timeout);
+  [[gnu::always_inline]] result<std::uint32_t> receive(std::size_t peer, const local_slice &buf,
+                                                       std::chrono::milliseconds timeout) {
+    if (!core_) [[unlikely]]
+      return empty_error();
+    std::uint32_t len = 0;
+    if (status_code st = core_->run_one<detail::k_recv>(peer, buf, nullptr, timeout, &len);
+        !st.ok()) [[unlikely]]
+      return st;
+    return len;
+  }
   /// Writes buf to dst at peer.
-  result<void> write(std::size_t peer, const local_slice &buf, const remote_region &dst,
-                     std::chrono::milliseconds timeout);
+  [[gnu::always_inline]] result<void> write(std::size_t peer, const local_slice &buf,
+                                            const remote_region &dst,
+                                            std::chrono::milliseconds timeout) {
+    if (!core_) [[unlikely]]
+      return empty_error();
+    return core_->run_one<detail::k_write>(peer, buf, &dst, timeout, nullptr);
+  }
   /// Reads src at peer into buf.
-  result<void> read(std::size_t peer, const local_slice &buf, const remote_region &src,
-                    std::chrono::milliseconds timeout);
+  [[gnu::always_inline]] result<void> read(std::size_t peer, const local_slice &buf,
+                                           const remote_region &src,
+                                           std::chrono::milliseconds timeout) {
+    if (!core_) [[unlikely]]
+      return empty_error();
+    return core_->run_one<detail::k_read>(peer, buf, &src, timeout, nullptr);
+  }
   /**@}*/
   /// One request of scatter_send(), gather_receive(), scatter_write() or
   /// gather_read().
@@ -660,13 +751,19 @@ public:
 private:
   /// Posts n requests (part_at(i) gives peer, buffer and remote region) in a
   /// scope of this channel and awaits them; defined in multi_channel.cpp.
-  template <class PartAt>
-  result<void> run(std::size_t n, int kind, const PartAt &part_at,
-                   std::chrono::milliseconds timeout, std::span<work_result> results,
-                   std::uint32_t *byte_len = nullptr);
+  template <int K, class PartAt>
+  [[gnu::always_inline]] result<void> run(std::size_t n, const PartAt &part_at,
+                                          std::chrono::milliseconds timeout,
+                                          std::span<work_result> results);
   /// Gives up s_: freed now, or by the open scope's end (channel_core::busy).
   void release() noexcept;
+  /// Holds s (s_, and core_ for the inline data path).
+  void adopt(std::shared_ptr<detail::channel_state> s) noexcept;
+  /// What a call on an empty channel answers (errc::empty_object, or
+  /// operation_not_supported when RDMA cannot work here).
+  static status_code empty_error() noexcept;
   std::shared_ptr<detail::channel_state> s_;
+  detail::channel_core *core_ = nullptr; ///< s_'s core (null when empty)
 };
 
 } // namespace rdmadl

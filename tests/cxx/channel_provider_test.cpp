@@ -1041,6 +1041,37 @@ TEST_CASE("channel: automatic picks RDMA per pair where both can, TCP for a TCP-
   fp().fakeprov_reset();
 }
 
+TEST_CASE("channel: a transport-neutral channel of transport rdma has no TCP engine to poll") {
+  fp().fakeprov_reset();
+  const int live = fp().fakeprov_live_total();
+  {
+    channel_options o;
+    o.device = FAKEPROV_DEVICE_NAME;
+    o.transport = channel_transport::rdma; // create(opts): RDMA only, no engine
+    auto a = ok(channel::create(o)), b = ok(channel::create(o));
+    auto ea = ok(a.local_channel_endpoint()), eb = ok(b.local_channel_endpoint());
+    ok(a.connect(eb));
+    ok(b.connect(ea));
+    CHECK(a.transport() == channel_transport::rdma);
+    std::array<std::byte, 64> ab{}, bb{};
+    auto am = ok(a.pd().register_memory(ab));
+    auto bm = ok(b.pd().register_memory(bb));
+    bb.fill(std::byte{7});
+    {
+      auto s = a.scope(); // transport-neutral (over_tcp set) without an engine
+      auto h = ok(s.post_recv(0, ok(am.slice(0, 16))));
+      ok(b.send(ok(bm.slice(0, 16)), 2s));
+      auto r = ok(s.wait(h, 2s));
+      CHECK(r.ok());
+      CHECK(r.byte_len == 16);
+    }
+    CHECK(ab[15] == std::byte{7});
+  }
+  CHECK(fp().fakeprov_live_total() == live);
+  CHECK_MESSAGE(fp().fakeprov_violations() == 0, fp().fakeprov_last_violation());
+  fp().fakeprov_reset();
+}
+
 TEST_CASE("channel tcp: a channel pair's warm data path allocates nothing") {
   channel_options o;
   o.transport = channel_transport::tcp;

@@ -177,6 +177,46 @@ TEST_CASE("absent: string functions keep returning rdma-core's strings") {
   CHECK(std::string(rdma_event_str(static_cast<rdma_cm_event_type>(999))) == "UNKNOWN EVENT");
 }
 
+// The C ABI takes any int as an enum ibv_rate, and C callers pass values
+// outside the enumerators; in C++ such a value in the enum type is outside
+// its range, which clang's UBSan (-fsanitize=enum) reports at each load.
+// What is tested is the C ABI, so this loop's loads are exempt from that one
+// check (gcc has no such check).
+#if defined(__clang__)
+#define RDMADL_TEST_NO_SANITIZE_ENUM __attribute__((no_sanitize("enum")))
+#else
+#define RDMADL_TEST_NO_SANITIZE_ENUM
+#endif
+
+using rate_to_int = int (*)(ibv_rate);
+using int_to_rate = ibv_rate (*)(int);
+
+// How many of the inputs the real conversions answer otherwise than rdmadl's
+// (the first ten are reported).
+RDMADL_TEST_NO_SANITIZE_ENUM static int rate_differences(rate_to_int real_to_mult,
+                                                         int_to_rate real_from_mult,
+                                                         rate_to_int real_to_mbps,
+                                                         int_to_rate real_from_mbps) {
+  std::vector<int> inputs{INT_MIN, INT_MIN + 1, INT_MAX - 1, INT_MAX};
+  for (int i = -1000; i <= 1'300'000; i++)
+    inputs.push_back(i);
+  int differ = 0;
+  for (int i : inputs) {
+    auto rate = static_cast<ibv_rate>(i);
+    if (ibv_rate_to_mult(rate) != real_to_mult(rate) ||
+        ibv_rate_to_mbps(rate) != real_to_mbps(rate) || mult_to_ibv_rate(i) != real_from_mult(i) ||
+        mbps_to_ibv_rate(i) != real_from_mbps(i)) {
+      if (differ++ < 10)
+        FAIL_CHECK("input " << i << ": rdmadl " << ibv_rate_to_mult(rate) << "/"
+                            << ibv_rate_to_mbps(rate) << "/" << mult_to_ibv_rate(i) << "/"
+                            << mbps_to_ibv_rate(i) << ", libibverbs " << real_to_mult(rate) << "/"
+                            << real_to_mbps(rate) << "/" << real_from_mult(i) << "/"
+                            << real_from_mbps(i));
+    }
+  }
+  return differ;
+}
+
 // Every input of the four rate conversions against the real libibverbs named
 // by RDMADL_TEST_REAL_IBVERBS (ctest: rdma-core 44.0's, the first tested
 // release with 65.0's whole table; opened privately, so the names this
@@ -191,34 +231,17 @@ TEST_CASE("absent: the rate conversions answer as libibverbs does, for every inp
     return;
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   REQUIRE_MESSAGE(h != nullptr, dlerror());
-  auto real_to_mult = reinterpret_cast<decltype(&ibv_rate_to_mult)>(dlsym(h, "ibv_rate_to_mult"));
-  auto real_from_mult = reinterpret_cast<decltype(&mult_to_ibv_rate)>(dlsym(h, "mult_to_ibv_rate"));
-  auto real_to_mbps = reinterpret_cast<decltype(&ibv_rate_to_mbps)>(dlsym(h, "ibv_rate_to_mbps"));
-  auto real_from_mbps = reinterpret_cast<decltype(&mbps_to_ibv_rate)>(dlsym(h, "mbps_to_ibv_rate"));
+  auto real_to_mult = reinterpret_cast<rate_to_int>(dlsym(h, "ibv_rate_to_mult"));
+  auto real_from_mult = reinterpret_cast<int_to_rate>(dlsym(h, "mult_to_ibv_rate"));
+  auto real_to_mbps = reinterpret_cast<rate_to_int>(dlsym(h, "ibv_rate_to_mbps"));
+  auto real_from_mbps = reinterpret_cast<int_to_rate>(dlsym(h, "mbps_to_ibv_rate"));
   REQUIRE(real_to_mult);
   REQUIRE(real_from_mult);
   REQUIRE(real_to_mbps);
   REQUIRE(real_from_mbps);
   REQUIRE(real_to_mult != &ibv_rate_to_mult);
-  std::vector<int> inputs{INT_MIN, INT_MIN + 1, INT_MAX - 1, INT_MAX};
-  for (int i = -1000; i <= 1'300'000; i++)
-    inputs.push_back(i);
-  int differ = 0;
   errno = 0;
-  for (int i : inputs) {
-    auto rate = static_cast<ibv_rate>(i);
-    if (ibv_rate_to_mult(rate) != real_to_mult(rate) ||
-        ibv_rate_to_mbps(rate) != real_to_mbps(rate) || mult_to_ibv_rate(i) != real_from_mult(i) ||
-        mbps_to_ibv_rate(i) != real_from_mbps(i)) {
-      if (differ++ < 10)
-        FAIL_CHECK("input " << i << ": rdmadl " << ibv_rate_to_mult(rate) << "/"
-                            << ibv_rate_to_mbps(rate) << "/" << mult_to_ibv_rate(i) << "/"
-                            << mbps_to_ibv_rate(i) << ", libibverbs " << real_to_mult(rate) << "/"
-                            << real_to_mbps(rate) << "/" << real_from_mult(i) << "/"
-                            << real_from_mbps(i));
-    }
-  }
-  CHECK(differ == 0);
+  CHECK(rate_differences(real_to_mult, real_from_mult, real_to_mbps, real_from_mbps) == 0);
   CHECK(errno == 0);
   dlclose(h);
 }
