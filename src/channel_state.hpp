@@ -89,11 +89,14 @@ struct channel_state : channel_core {
   std::unordered_map<std::uint32_t, std::uint32_t> peer_of_qpn;
 
   // Fills peer_of_qpn from qps; called once the queue pairs are in place.
+  // A peer without one (over TCP, in a channel made by create_cm) has none
+  // to index.
   void index_qps() {
     peer_of_qpn.clear();
     peer_of_qpn.reserve(qps.size());
     for (std::size_t p = 0; p < qps.size(); p++)
-      peer_of_qpn.emplace(qps[p].qp_num(), static_cast<std::uint32_t>(p));
+      if (qps[p])
+        peer_of_qpn.emplace(qps[p].qp_num(), static_cast<std::uint32_t>(p));
   }
   // What a timeout does to peer: its queue pair (or TCP connection) goes to
   // the error state, which flushes what it still has.
@@ -138,6 +141,11 @@ struct channel_state : channel_core {
   channel_transport allowed = channel_transport::rdma;
   std::string no_rdma; // why this side has no RDMA (a TCP-only channel)
   bool tcp_started = false;
+  // Sets peer's transport and describe()'s sentence by connect()'s rule
+  // (multi_channel_tcp.cpp): TCP unless rdma_here and rdma_there; each
+  // fallback to TCP is logged once (log_level::warn). Returns whether the
+  // peer is over TCP. over_tcp and why must be sized already.
+  bool choose(std::size_t peer, bool rdma_here, bool rdma_there);
   std::array<tcp_completion, 16> twc; // poll_mixed's buffer
   static constexpr std::chrono::microseconds tcp_wait{1000};
 

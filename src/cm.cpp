@@ -2,8 +2,12 @@
 #include "rdmadl_verbs.h"
 
 #include <algorithm>
+#include <arpa/inet.h>
 #include <chrono>
+#include <netinet/in.h>
 #include <string>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <utility>
 
 #include "cm_group.hpp"
@@ -257,19 +261,72 @@ result<listener> listener::bind(std::string_view host, std::uint16_t port, int b
     return failed(where("rdmadl::listener::bind", "on", host, port), step, r.error());
   return r;
 }
+result<listener> listener::bind(std::string_view host, std::uint16_t port,
+                                channel_transport transport, int backlog) {
+  if (transport == channel_transport::rdma)
+    return bind(host, port, backlog);
+  detail::clear_error_detail();
+  const std::string what = where("rdmadl::listener::bind", "on", host, port);
+  auto addr = detail::resolve_address(host, port, true);
+  if (!addr)
+    return failed(what, "resolve the host name", addr.error());
+  // Port 0 with rdma_cm: the TCP socket picks a port, rdma_cm takes the
+  // same one, and another is tried while rdma_cm finds it taken.
+  for (int attempt = 0;; attempt++) {
+    detail::fd_guard t(::socket(addr->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    int one = 1;
+    sockaddr_storage bound{};
+    socklen_t len = sizeof bound;
+    if (t.get() < 0 || ::setsockopt(t.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+        ::bind(t.get(), reinterpret_cast<const sockaddr *>(&*addr),
+               addr->ss_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in)) != 0 ||
+        ::listen(t.get(), backlog) != 0 ||
+        ::getsockname(t.get(), reinterpret_cast<sockaddr *>(&bound), &len) != 0)
+      return failed(what, "listen on TCP", errno_code(errno));
+    listener l;
+    if (transport == channel_transport::automatic) {
+      const std::uint16_t p =
+          ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6 *>(&bound)->sin6_port
+                                            : reinterpret_cast<sockaddr_in *>(&bound)->sin_port);
+      auto r = bind(host, p, backlog);
+      if (r) {
+        l = std::move(*r);
+      } else if (r.error() == std::errc::address_in_use) {
+        if (port == 0 && attempt < 8)
+          continue;
+        return r.error(); // bind() said where
+      } else {
+        detail::clear_error_detail(); // no rdma_cm here: the TCP socket alone
+      }
+    }
+    l.tcp_fd_ = t.release();
+    return l;
+  }
+}
 listener::listener(listener &&o) noexcept
-    : ch_(std::move(o.ch_)), id_(std::exchange(o.id_, nullptr)) {}
+    : ch_(std::move(o.ch_)), id_(std::exchange(o.id_, nullptr)),
+      tcp_fd_(std::exchange(o.tcp_fd_, -1)) {}
 listener &listener::operator=(listener &&o) noexcept {
   std::swap(ch_, o.ch_);
   std::swap(id_, o.id_);
+  std::swap(tcp_fd_, o.tcp_fd_);
   return *this;
 }
 listener::~listener() {
   if (id_)
     rdma_destroy_id(id_);
+  if (tcp_fd_ >= 0)
+    ::close(tcp_fd_);
 }
 std::uint16_t listener::port() const noexcept {
-  return id_ ? be16toh(rdma_get_src_port(id_)) : 0;
+  if (id_)
+    return be16toh(rdma_get_src_port(id_));
+  sockaddr_storage bound{};
+  socklen_t len = sizeof bound;
+  if (tcp_fd_ < 0 || ::getsockname(tcp_fd_, reinterpret_cast<sockaddr *>(&bound), &len) != 0)
+    return 0;
+  return ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6 *>(&bound)->sin6_port
+                                           : reinterpret_cast<sockaddr_in *>(&bound)->sin_port);
 }
 
 result<connection_request> listener::get_request(std::chrono::milliseconds timeout) {

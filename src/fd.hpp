@@ -2,7 +2,8 @@
 // The one seam between the C++ layer and file descriptors: every wait on a
 // completion channel, an async event fd, an rdma_cm event channel or an oob
 // socket goes through wait_ready (one poll(2), one EINTR retry), and every
-// O_NONBLOCK through set_nonblocking. Include after "rdmadl_verbs.h".
+// O_NONBLOCK through set_nonblocking, and every socket a call owns is held
+// by an fd_guard. Include after "rdmadl_verbs.h".
 #ifndef RDMADL_SRC_FD_HPP
 #define RDMADL_SRC_FD_HPP
 
@@ -11,10 +12,41 @@
 #include <cstddef>
 #include <poll.h>
 #include <system_error>
+#include <unistd.h>
+#include <utility>
 
 #include "detail.hpp"
 
 namespace rdmadl::detail {
+
+// Owns a file descriptor (-1: none), closing it when destroyed or reset.
+class fd_guard {
+public:
+  explicit fd_guard(int fd = -1) noexcept : fd_(fd) {}
+  fd_guard(const fd_guard &) = delete;
+  fd_guard &operator=(const fd_guard &) = delete;
+  fd_guard(fd_guard &&o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  fd_guard &operator=(fd_guard &&o) noexcept {
+    reset(std::exchange(o.fd_, -1));
+    return *this;
+  }
+  ~fd_guard() {
+    if (fd_ >= 0)
+      ::close(fd_);
+  }
+  int get() const noexcept { return fd_; }
+  // Closes what it holds and takes fd.
+  void reset(int fd = -1) noexcept {
+    if (fd_ >= 0)
+      ::close(fd_);
+    fd_ = fd;
+  }
+  // Gives up the descriptor without closing it.
+  int release() noexcept { return std::exchange(fd_, -1); }
+
+private:
+  int fd_;
+};
 
 // Sets O_NONBLOCK on fd (no change when it is set already). Returns the
 // errno of fcntl(2) as it is (a system call: no rdma_error()).

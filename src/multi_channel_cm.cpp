@@ -2,19 +2,33 @@
 // multi_channel over rdma_cm: peers connected to addresses and accepted from
 // a listener, identified by the rank each connecting side sends, all on one
 // PD and one CQ; their rdma_cm events for an event loop.
+//
+// With a transport other than rdma, every peer first meets over TCP (the
+// rendezvous, cm_rendezvous.hpp): the ranks and what each side can do
+// travel there, so a node without rdma-core takes part. A pair that can
+// use RDMA then connects through rdma_cm as with transport rdma; any other
+// keeps the rendezvous connection as its TCP connection (the channel's TCP
+// engine). A TCP peer's end is reported by next_cm_event() as an rdma_cm
+// disconnect is, and wakes cm_fd() (an epoll set of the group's event
+// channel and the engine's failure eventfd).
 #include "rdmadl_verbs.h"
 
 #include <atomic>
 #include <chrono>
 #include <optional>
+#include <sys/epoll.h>
 
 #include "channel_state.hpp"
 #include "cm_group.hpp"
 #include "cm_hello.hpp"
+#include "cm_rendezvous.hpp"
 #include "detail.hpp"
+#include "fd.hpp"
+#include "nodes.hpp"
 #include "rdmadl/channel.hpp"
 #include "rdmadl/cm.hpp"
 #include "rdmadl/multi_channel.hpp"
+#include "rdmadl/runtime.hpp"
 
 namespace rdmadl {
 
@@ -49,9 +63,74 @@ void refuse(rdma_cm_id *id, refusal why) {
   rdma_destroy_id(id);
 }
 
-// The group of a channel built with create_cm (held by the channel state).
-detail::cm_group *group_of(const std::shared_ptr<detail::channel_state> &s) noexcept {
-  return s ? static_cast<detail::cm_group *>(s->link.get()) : nullptr;
+// What a refusal's reason means, for last_error_detail().
+const char *refusal_text(std::uint32_t why) noexcept {
+  switch (why) {
+  case r_malformed:
+    return "its rank was malformed";
+  case r_range:
+    return "its rank is outside the accepted range";
+  case r_taken:
+    return "its rank is taken already";
+  default:
+    return "refused";
+  }
+}
+
+// What a channel built with create_cm holds beside its queue pairs (the
+// channel state's link): the rdma_cm group (null on a node where rdma_cm
+// cannot work, or with transport tcp) and, with TCP peers, the epoll set
+// behind cm_fd().
+struct cm_link {
+  std::shared_ptr<detail::cm_group> g;
+  detail::fd_guard events;
+};
+
+cm_link *link_of(const std::shared_ptr<detail::channel_state> &s) noexcept {
+  return s ? static_cast<cm_link *>(s->link.get()) : nullptr;
+}
+
+// The TCP side of the accepting (transport other than rdma): where the
+// rendezvous connections of TCP peers go, by peer index.
+struct tcp_accept {
+  std::vector<detail::fd_guard> &fds;
+  bool rdma_here = false; // this side offers RDMA to the clients of its listener
+};
+
+// Answers one whole rendezvous frame (at, a connection of l's TCP socket):
+// refuses a malformed, out-of-range or taken rank, as for an rdma_cm
+// request; else takes the client, as a TCP peer (the connection is kept:
+// done grows) or, when both offer RDMA, as one whose rdma_cm request is to
+// come (the connection is closed). Whether it refused.
+bool answer_rendezvous(detail::rendezvous_desk::arrival &at, detail::cm_group *g,
+                       const cm_channel_options &o, tcp_accept &t, std::size_t &done) {
+  const std::size_t base = o.connect.size();
+  std::uint32_t why = 0;
+  std::size_t peer = 0;
+  if (!at.frame) {
+    why = r_malformed;
+  } else {
+    const std::uint32_t rank = at.frame->value;
+    if (rank < o.first_rank || rank - o.first_rank >= o.accept) {
+      why = r_range;
+    } else {
+      peer = base + (rank - o.first_rank);
+      if (t.fds[peer].get() >= 0 || (g && g->ids[peer]))
+        why = r_taken;
+    }
+  }
+  detail::cm_rendezvous answer{why, detail::cm_can_tcp};
+  if (t.rdma_here)
+    answer.caps |= detail::cm_can_rdma;
+  // An answer that cannot go out leaves the rank free: the client fails
+  // (its connection closes) and may try again.
+  if (!detail::rendezvous_answer(at.fd.get(), answer) || why != 0)
+    return why != 0;
+  if (t.rdma_here && (at.frame->caps & detail::cm_can_rdma))
+    return false; // its rdma_cm request follows
+  t.fds[peer] = std::move(at.fd);
+  done++;
+  return false;
 }
 
 // Accepts o.accept clients from l, each at the index its rank gives, all
@@ -62,17 +141,54 @@ detail::cm_group *group_of(const std::shared_ptr<detail::channel_state> &s) noex
 // UNREACHABLE, REJECTED, DISCONNECTED before ESTABLISHED) frees its rank
 // for a new attempt. Refused clients (malformed, out-of-range or taken
 // rank) are rejected and the accepting goes on.
-result<void> accept_peers(detail::cm_group &g, listener &l, const cm_channel_options &o) {
+//
+// With tcp (a transport other than rdma), the clients' rendezvous come to
+// l's TCP socket in the same loop, under the same deadline; rdma_cm
+// requests come only where this side offers RDMA (its listener has an
+// rdma_cm id, and g exists).
+result<void> accept_peers(detail::cm_group *gp, listener &l, const cm_channel_options &o,
+                          tcp_accept *tcp) {
   const std::size_t base = o.connect.size();
-  rdma_event_channel *lch = l.native_handle()->channel;
-  rdma_event_channel *const chans[] = {lch, g.native()};
+  rdma_event_channel *lch = gp && l.native_handle() ? l.native_handle()->channel : nullptr;
+  rdma_event_channel *chans[2] = {};
+  std::size_t nchans = 0;
+  if (lch && (!tcp || tcp->rdma_here))
+    chans[nchans++] = lch;
+  if (gp)
+    chans[nchans++] = gp->native();
   const auto deadline = detail::deadline(o.step_timeout);
   std::error_code refused; // the first client refused, reported if time runs out
   std::size_t done = 0;
+  std::optional<detail::rendezvous_desk> desk;
+  std::vector<detail::rendezvous_desk::arrival> arrivals;
+  std::vector<pollfd> fds;
+  if (tcp)
+    desk.emplace(l.tcp_fd(), o.accept + 16);
   while (done < o.accept) {
-    auto ev = detail::take_cm_event(chans, deadline);
+    if (desk) { // the rendezvous that came whole (without blocking)
+      desk->take(arrivals);
+      for (auto &a : arrivals)
+        if (answer_rendezvous(a, gp, o, *tcp, done) && !refused)
+          refused = make_error_code(errc::rank_refused);
+      arrivals.clear(); // the connections not taken close now, not at the next turn
+      if (done >= o.accept)
+        break;
+    }
+    auto ev = detail::take_cm_event(std::span(chans, nchans),
+                                    desk ? std::chrono::steady_clock::now() : deadline);
+    if (!ev && desk && ev.error() == errc::timed_out && !detail::expired(deadline)) {
+      fds.clear(); // wait for either kind of client
+      for (std::size_t i = 0; i < nchans; i++)
+        fds.push_back({chans[i]->fd, POLLIN, 0});
+      desk->watch(fds);
+      if (auto ec = detail::wait_ready(fds.data(), fds.size(), deadline);
+          ec && ec != errc::timed_out)
+        return ec;
+      continue;
+    }
     if (!ev)
       return refused && ev.error() == errc::timed_out ? result<void>(refused) : ev.error();
+    detail::cm_group &g = *gp; // an event came: there is a group
     rdma_cm_id *id = (*ev)->id;
     if ((*ev)->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
       const auto type = (*ev)->event;
@@ -106,10 +222,11 @@ result<void> accept_peers(detail::cm_group &g, listener &l, const cm_channel_opt
     const bool ok = hello.has_value();
     const std::uint32_t rank = hello.value_or(0);
     rdma_ack_cm_event(*ev);
-    refusal why = !ok                                                      ? r_malformed
-                  : rank < o.first_rank || rank - o.first_rank >= o.accept ? r_range
-                  : g.ids[base + (rank - o.first_rank)]                    ? r_taken
-                                                                           : refusal{};
+    refusal why = !ok                                                        ? r_malformed
+                  : rank < o.first_rank || rank - o.first_rank >= o.accept   ? r_range
+                  : g.ids[base + (rank - o.first_rank)]                      ? r_taken
+                  : tcp && tcp->fds[base + (rank - o.first_rank)].get() >= 0 ? r_taken
+                                                                             : refusal{};
     if (why == refusal{} && g.ctx && g.ctx.native_handle() != id->verbs)
       why = r_device;
     if (why != refusal{}) {
@@ -144,6 +261,86 @@ result<cm_channel_options> cm_mesh(std::size_t rank, std::span<const cm_address>
   return base;
 }
 
+namespace {
+
+// The channel create_cm() makes of what it connected and accepted: the
+// group's verbs objects (a software PD where no peer is over RDMA), and
+// with a transport other than rdma each peer's transport (over RDMA: it has
+// a queue pair; this side offered RDMA to it when rdma_here[peer]) and the
+// TCP engine on the rendezvous connections (tcp_fds).
+result<std::shared_ptr<detail::channel_state>>
+assemble(std::shared_ptr<detail::cm_group> g, const cm_channel_options &o, std::size_t total,
+         std::vector<detail::fd_guard> &tcp_fds, const std::vector<std::uint8_t> &rdma_here,
+         std::string no_rdma) {
+  auto s = std::make_shared<detail::channel_state>();
+  std::vector<std::uint8_t> rdma(total, 0);
+  if (g) {
+    g->learn_paths();
+    for (std::size_t p = 0; p < total; p++)
+      rdma[p] = g->qps[p] ? 1 : 0;
+    // The channel state gets the verbs objects; the group (its ids, their
+    // events) goes with it, disconnecting the peers when the state ends.
+    s->ctx = std::move(g->ctx);
+    s->pd = std::move(g->pd);
+    s->cq = std::move(g->cq);
+    s->qps = std::move(g->qps);
+  }
+  if (!s->pd)
+    s->pd = detail::software_pd();
+  s->index_qps();
+  s->peer_state.assign(total, 0);
+  s->limit = o.channel.scope_limit;
+  auto link = std::make_shared<cm_link>();
+  link->g = std::move(g);
+  if (!tcp_fds.empty()) {
+    s->allowed = o.channel.transport;
+    s->no_rdma = std::move(no_rdma);
+    s->why.assign(total, {});
+    s->over_tcp.assign(total, 0);
+    bool any_tcp = false;
+    for (std::size_t p = 0; p < total; p++)
+      any_tcp |= s->choose(p, rdma_here[p] || rdma[p], rdma[p]);
+    if (any_tcp) {
+      for (auto &st : s->peer_state) // posts go out of line, where TCP is known
+        st |= detail::channel_core::k_neutral;
+      auto e = detail::tcp_engine::make(total, detail::access::node(s->pd), o.channel.send_depth,
+                                        o.channel.recv_depth);
+      if (!e)
+        return e.error();
+      (*e)->keep_alive(o.channel.connect.transport.ack_timeout,
+                       o.channel.connect.transport.retry_count);
+      auto failures = (*e)->watch_failures();
+      if (!failures)
+        return failures.error();
+      link->events.reset(::epoll_create1(EPOLL_CLOEXEC));
+      if (link->events.get() < 0)
+        return errno_code(errno);
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      for (int fd : {*failures, link->g ? link->g->fd() : -1})
+        if (fd >= 0 && ::epoll_ctl(link->events.get(), EPOLL_CTL_ADD, fd, &ev) != 0)
+          return errno_code(errno);
+      std::vector<detail::tcp_engine::peer_setup> setups(total);
+      for (std::size_t p = 0; p < total; p++)
+        if (s->over_tcp[p]) {
+          setups[p].tcp = true;
+          setups[p].fd = tcp_fds[p].release();
+        }
+      s->tcp = std::move(*e);
+      if (auto st = s->tcp->start(std::move(setups)); !st.ok())
+        return st;
+      s->tcp_started = true;
+    } else {
+      s->over_tcp.clear(); // every peer over RDMA: the inline data path, as with rdma
+    }
+  }
+  s->connected = true;
+  s->link = std::move(link);
+  return s;
+}
+
+} // namespace
+
 result<multi_channel> multi_channel::create_cm(listener *from, const cm_channel_options &o) {
   detail::clear_error_detail();
   const std::size_t total = o.connect.size() + o.accept;
@@ -166,91 +363,162 @@ result<multi_channel> multi_channel::create_cm(listener *from, const cm_channel_
       return r.error();
     addrs.push_back(*r);
   }
-  if (o.accept && !from->native_handle())
+  const bool rdma_only = o.channel.transport == channel_transport::rdma;
+  if (rdma_only && o.accept && !from->native_handle())
     return detail::rdma_error(errc::empty_object);
-  return detail::rdma_error([&]() -> result<multi_channel> {
-    auto made = detail::cm_group::create(total);
-    if (!made)
-      return made.error();
-    std::shared_ptr<detail::cm_group> g = std::move(*made);
-    g->transport = o.channel.connect.transport;
-    g->step_timeout = o.step_timeout;
-    g->linger = o.disconnect_timeout;
-    g->rejection = rank_rejection;
-    // One CQ for every peer's send and receive entries, cut to the device.
-    g->sizes = [total, send = o.channel.send_depth,
-                recv = o.channel.recv_depth](const device_attr &dev) -> result<detail::cm_sizes> {
-      auto depths = detail::plan_depths(dev, total, send, recv);
-      if (!depths)
-        return depths.error();
-      detail::cm_sizes z;
-      z.qp.send_depth = depths->send;
-      z.qp.recv_depth = depths->recv;
-      z.qp.wr_api = false;
-      z.cq_depth = depths->cqe;
-      return z;
-    };
+  if (!rdma_only && o.accept && !from->native_handle() && from->tcp_fd() < 0)
+    return errc::empty_object;
+  if (!rdma_only && o.accept && from->tcp_fd() < 0)
+    return detail::fail(errc::not_honoured,
+                        detail::format("multi_channel::create_cm: the listener has no TCP socket "
+                                       "for the rendezvous of transport %s (bind it with "
+                                       "listener::bind(host, port, channel_transport::%s))",
+                                       name(o.channel.transport).data(),
+                                       name(o.channel.transport).data()));
+  auto build = [&]() -> result<multi_channel> {
+    std::shared_ptr<detail::cm_group> g;
+    std::string no_rdma;
+    if (o.channel.transport != channel_transport::tcp) {
+      auto made = detail::cm_group::create(total);
+      if (made)
+        g = std::move(*made);
+      else if (rdma_only)
+        return made.error();
+      else // the reason as multi_channel::create(opts) gives it
+        no_rdma = stack() == stack_state::ready ? made.error().message()
+                                                : std::string(diagnose().sentence);
+    } else {
+      no_rdma = "the channel's transport is tcp";
+    }
+    if (g) {
+      g->transport = o.channel.connect.transport;
+      g->step_timeout = o.step_timeout;
+      g->linger = o.disconnect_timeout;
+      g->rejection = rank_rejection;
+      // One CQ for every peer's send and receive entries, cut to the device.
+      g->sizes = [total, send = o.channel.send_depth,
+                  recv = o.channel.recv_depth](const device_attr &dev) -> result<detail::cm_sizes> {
+        auto depths = detail::plan_depths(dev, total, send, recv);
+        if (!depths)
+          return depths.error();
+        detail::cm_sizes z;
+        z.qp.send_depth = depths->send;
+        z.qp.recv_depth = depths->recv;
+        z.qp.wr_api = false;
+        z.cq_depth = depths->cqe;
+        return z;
+      };
+    }
+    // What this side offers each peer: a connecting side RDMA wherever
+    // rdma_cm works here; an accepting one where its listener has an
+    // rdma_cm id too.
+    std::vector<std::uint8_t> rdma_here(total, g ? 1 : 0);
+    const bool listener_rdma = g && o.accept && from->native_handle();
+    for (std::size_t p = o.connect.size(); p < total; p++)
+      rdma_here[p] = listener_rdma ? 1 : 0;
+    if (g && !listener_rdma && no_rdma.empty())
+      no_rdma = "its listener has no rdma_cm id (rdma_cm could not bind its address)";
+    std::vector<detail::fd_guard> tcp_fds(rdma_only ? 0 : total);
     const auto me = cm_hello(o.rank);
     for (std::size_t i = 0; i < addrs.size(); i++) {
       const char *step = nullptr;
-      if (auto r = g->connect(i, addrs[i], me, nullptr, &step); !r) {
+      std::uint32_t refusal = 0;
+      result<void> r;
+      if (rdma_only) {
+        r = g->connect(i, addrs[i], me, nullptr, &step);
+      } else {
+        const detail::cm_rendezvous mine{
+            o.rank, static_cast<std::uint8_t>(detail::cm_can_tcp | (g ? detail::cm_can_rdma : 0))};
+        auto rv = detail::rendezvous_connect(addrs[i], mine, detail::deadline(o.step_timeout),
+                                             &step, &refusal);
+        if (!rv)
+          r = rv.error();
+        else if (g && (rv->answer.caps & detail::cm_can_rdma))
+          r = g->connect(i, addrs[i], me, nullptr, &step); // the rendezvous connection closes
+        else
+          tcp_fds[i] = std::move(rv->fd);
+      }
+      if (!r) {
         // Which peer and which step, as rdmadl::connect says it (and the
         // failed call's own detail, if it left one).
         std::string why =
             detail::format("multi_channel::create_cm: peer %zu (%s:%u): %s: %s", i,
                            o.connect[i].host.c_str(), static_cast<unsigned>(o.connect[i].port),
                            step ? step : "start", r.error().message().c_str());
-        if (!last_error_detail().empty())
+        if (refusal)
+          why += detail::format(" (rank %u: %s)", o.rank, refusal_text(refusal));
+        else if (!last_error_detail().empty())
           why += " (" + std::string(last_error_detail()) + ")";
         detail::set_error_detail(std::move(why));
         return r.error();
       }
     }
-    if (o.accept)
-      if (auto r = accept_peers(*g, *from, o); !r)
+    if (o.accept) {
+      tcp_accept t{tcp_fds, from->native_handle() != nullptr && g != nullptr};
+      if (auto r = accept_peers(g.get(), *from, o, rdma_only ? nullptr : &t); !r)
         return r.error();
-    g->learn_paths();
-    // The channel state gets the verbs objects; the group (its ids, their
-    // events) goes with it, disconnecting the peers when the state ends.
-    auto s = std::make_shared<detail::channel_state>();
-    s->ctx = std::move(g->ctx);
-    s->pd = std::move(g->pd);
-    s->cq = std::move(g->cq);
-    s->qps = std::move(g->qps);
-    s->index_qps();
-    s->peer_state.assign(total, 0);
-    s->limit = o.channel.scope_limit;
-    s->connected = true;
-    s->link = std::move(g);
+    }
+    auto s = assemble(std::move(g), o, total, tcp_fds, rdma_here, std::move(no_rdma));
+    if (!s)
+      return s.error();
     multi_channel mc;
-    mc.adopt(std::move(s));
+    mc.adopt(std::move(*s));
     return mc;
-  }());
+  };
+  if (rdma_only)
+    return detail::rdma_error(build());
+  return build();
 }
 
 int multi_channel::cm_fd() const noexcept {
-  auto *g = group_of(s_);
-  return g ? g->fd() : -1;
+  auto *l = link_of(s_);
+  if (!l)
+    return -1;
+  if (l->events.get() >= 0)
+    return l->events.get();
+  return l->g ? l->g->fd() : -1;
 }
 
 bool multi_channel::cm_connected(std::size_t peer) const noexcept {
-  auto *g = group_of(s_);
-  return g && peer < g->ids.size() && g->up[peer].load();
+  auto *l = link_of(s_);
+  if (!l || peer >= s_->peers())
+    return false;
+  if (s_->tcp && s_->over_tcp[peer])
+    return s_->tcp->failure(peer).empty();
+  return l->g && l->g->up[peer].load();
 }
 
 result<cm_peer_event> multi_channel::next_cm_event(std::chrono::milliseconds timeout) {
-  auto *g = group_of(s_);
-  if (!g)
+  auto *l = link_of(s_);
+  if (!l)
     return detail::rdma_error(errc::empty_object);
-  auto e = g->next_event(detail::deadline(timeout));
-  if (!e)
-    return e.error();
-  // A peer reported gone was disconnected from this side too (its queue
-  // pair flushed): it is failed, as after a failed request.
-  if (e->kind == cm_event_kind::disconnected || e->kind == cm_event_kind::connection_error ||
-      e->kind == cm_event_kind::device_removal)
-    s_->fail(e->peer);
-  return e;
+  const auto until = detail::deadline(timeout);
+  for (;;) {
+    // A TCP peer's connection ended (the engine failed it): reported as an
+    // rdma_cm disconnect.
+    if (s_->tcp)
+      if (std::size_t p = s_->tcp->take_failure(); p != SIZE_MAX) {
+        s_->fail(p);
+        return cm_peer_event{p, cm_event_kind::disconnected, RDMA_CM_EVENT_DISCONNECTED, 0};
+      }
+    if (l->g) {
+      auto e = l->g->next_event(s_->tcp ? std::chrono::steady_clock::now() : until);
+      if (e) {
+        // A peer reported gone was disconnected from this side too (its
+        // queue pair flushed): it is failed, as after a failed request.
+        if (e->kind == cm_event_kind::disconnected || e->kind == cm_event_kind::connection_error ||
+            e->kind == cm_event_kind::device_removal)
+          s_->fail(e->peer);
+        return e;
+      }
+      if (!s_->tcp || e.error() != errc::timed_out)
+        return e.error();
+    }
+    if (!s_->tcp || detail::expired(until))
+      return errc::timed_out;
+    if (auto ec = detail::wait_readable(l->events.get(), until); ec && ec != errc::timed_out)
+      return ec;
+  }
 }
 
 result<channel> channel::create_cm(listener *from, const cm_channel_options &opts) {

@@ -149,7 +149,6 @@ result<void> multi_channel::connect(std::span<const channel_endpoint> remote) {
     s.tokens.push_back(fresh_token());
   const bool rdma_here = !s.qps.empty() && s.allowed != channel_transport::tcp;
   std::vector<detail::tcp_engine::peer_setup> setups(n);
-  std::vector<std::string> why(n);
   bool any_tcp = false;
   for (std::size_t i = 0; i < n; i++) {
     const auto &r = remote[i];
@@ -159,10 +158,8 @@ result<void> multi_channel::connect(std::span<const channel_endpoint> remote) {
                           detail::format("multi_channel::connect: peer %zu: its token is ours "
                                          "(our own endpoint given back?)",
                                          i));
-    if (rdma_here && rdma_there) {
-      why[i] = detail::format("peer %zu over RDMA", i);
+    if (rdma_here && rdma_there)
       continue;
-    }
     if (!s.tcp || !(r.caps & channel_endpoint::can_tcp))
       return detail::fail(
           errc::no_common_transport,
@@ -173,11 +170,6 @@ result<void> multi_channel::connect(std::span<const channel_endpoint> remote) {
     setups[i] = setup_of(r);
     setups[i].mine = s.tokens[i];
     any_tcp = true;
-    if (!rdma_here)
-      why[i] = detail::format("peer %zu over TCP: this host has no RDMA: %s", i, s.no_rdma.c_str());
-    else
-      why[i] =
-          detail::format("peer %zu over TCP: its host has no RDMA (or its transport is tcp)", i);
   }
   for (std::size_t i = 0; i < n; i++)
     if (!setups[i].tcp)
@@ -186,19 +178,32 @@ result<void> multi_channel::connect(std::span<const channel_endpoint> remote) {
                                  std::string(last_error_detail()));
         return c;
       }
+  s.why.resize(n); // (a channel made with a context has none yet)
+  for (std::size_t i = 0; i < n; i++)
+    (void)s.choose(i, rdma_here, !setups[i].tcp);
   if (any_tcp) {
-    for (std::size_t i = 0; i < n; i++)
-      if (setups[i].tcp) {
-        s.over_tcp[i] = 1;
-        rdmadl_log_emit(RDMADL_LOG_WARN, "multi_channel: %s", why[i].c_str());
-      }
     if (auto st = s.tcp->start(std::move(setups)); !st.ok())
       return st;
     s.tcp_started = true;
   }
-  s.why = std::move(why);
   s.connected = true;
   return {};
+}
+
+bool detail::channel_state::choose(std::size_t peer, bool rdma_here, bool rdma_there) {
+  if (rdma_here && rdma_there) {
+    why[peer] = detail::format("peer %zu over RDMA", peer);
+    return false;
+  }
+  over_tcp[peer] = 1;
+  if (!rdma_here)
+    why[peer] =
+        detail::format("peer %zu over TCP: this host has no RDMA: %s", peer, no_rdma.c_str());
+  else
+    why[peer] =
+        detail::format("peer %zu over TCP: its host has no RDMA (or its transport is tcp)", peer);
+  rdmadl_log_emit(RDMADL_LOG_WARN, "multi_channel: %s", why[peer].c_str());
+  return true;
 }
 
 channel_transport multi_channel::transport_of(std::size_t peer) const noexcept {

@@ -26,30 +26,7 @@ namespace rdmadl::oob {
 namespace {
 using clock = std::chrono::steady_clock;
 
-class fd_guard {
-public:
-  explicit fd_guard(int fd = -1) noexcept : fd_(fd) {}
-  fd_guard(const fd_guard &) = delete;
-  fd_guard &operator=(const fd_guard &) = delete;
-  fd_guard(fd_guard &&o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-  fd_guard &operator=(fd_guard &&o) noexcept {
-    reset(std::exchange(o.fd_, -1));
-    return *this;
-  }
-  ~fd_guard() {
-    if (fd_ >= 0)
-      ::close(fd_);
-  }
-  int get() const noexcept { return fd_; }
-  void reset(int fd) noexcept {
-    if (fd_ >= 0)
-      ::close(fd_);
-    fd_ = fd;
-  }
-
-private:
-  int fd_;
-};
+using detail::fd_guard;
 
 std::error_code last() noexcept {
   return {errno ? errno : EIO, std::generic_category()};

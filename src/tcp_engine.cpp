@@ -67,12 +67,33 @@ std::uint32_t first_host_address() noexcept {
 }
 } // namespace
 
+result<std::unique_ptr<tcp_engine>> tcp_engine::make(std::size_t peers, std::shared_ptr<pd_node> pd,
+                                                     std::uint32_t send_depth,
+                                                     std::uint32_t recv_depth) {
+  std::unique_ptr<tcp_engine> e(new tcp_engine);
+  e->pd_ = std::move(pd);
+  e->peers_.resize(peers);
+  std::size_t total = 0;
+  for (auto &q : e->peers_) {
+    q.sq.reserve(send_depth);
+    q.rq.reserve(recv_depth);
+    q.answers.reserve(send_depth); // the reading stops while it is full
+    total += send_depth + recv_depth;
+  }
+  e->done_.reserve(total + 16);
+  e->scratch_.resize(64 * 1024);
+  return e;
+}
+
 result<std::unique_ptr<tcp_engine>> tcp_engine::listen(const std::string &address,
                                                        std::uint16_t port, std::size_t peers,
                                                        std::shared_ptr<pd_node> pd,
                                                        std::uint32_t send_depth,
                                                        std::uint32_t recv_depth) {
-  std::unique_ptr<tcp_engine> e(new tcp_engine);
+  auto made = make(peers, std::move(pd), send_depth, recv_depth);
+  if (!made)
+    return made.error();
+  std::unique_ptr<tcp_engine> e = std::move(*made);
   sockaddr_storage ss{};
   socklen_t len = 0;
   if (address.find(':') != std::string::npos) {
@@ -110,17 +131,6 @@ result<std::unique_ptr<tcp_engine>> tcp_engine::listen(const std::string &addres
     return errno_code();
   e->port_ = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6 *>(&bound)->sin6_port
                                                : reinterpret_cast<sockaddr_in *>(&bound)->sin_port);
-  e->pd_ = std::move(pd);
-  e->peers_.resize(peers);
-  std::size_t total = 0;
-  for (auto &q : e->peers_) {
-    q.sq.reserve(send_depth);
-    q.rq.reserve(recv_depth);
-    q.answers.reserve(send_depth); // the reading stops while it is full
-    total += send_depth + recv_depth;
-  }
-  e->done_.reserve(total + 16);
-  e->scratch_.resize(64 * 1024);
   return e;
 }
 
@@ -145,6 +155,8 @@ tcp_engine::~tcp_engine() {
     ::close(listen_fd_);
   if (wake_fd_ >= 0)
     ::close(wake_fd_);
+  if (failure_fd_ >= 0)
+    ::close(failure_fd_);
 }
 
 void tcp_engine::keep_alive(std::uint8_t ack_timeout, std::uint8_t retry_count) noexcept {
@@ -162,8 +174,13 @@ void tcp_engine::advertise(channel_endpoint &e) const noexcept {
 
 status_code tcp_engine::start(std::vector<peer_setup> setups) {
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (wake_fd_ < 0)
-    return errno_code();
+  if (wake_fd_ < 0) {
+    const status_code st = errno_code();
+    for (auto &q : setups) // the engine owns them from here
+      if (q.fd >= 0)
+        ::close(q.fd);
+    return st;
+  }
   for (std::size_t p = 0; p < peers_.size() && p < setups.size(); p++) {
     auto &q = peers_[p];
     q.setup = setups[p];
@@ -174,6 +191,13 @@ status_code tcp_engine::start(std::vector<peer_setup> setups) {
     q.stage.resize(tcp_eager_sends * tcp_eager_max);
     q.inbuf.resize(tcp_read_ahead);
     q.staged.reserve(tcp_eager_sends);
+    if (q.setup.fd >= 0) { // connected and matched already (create_cm's rendezvous)
+      q.fd = q.setup.fd;
+      q.setup.fd = -1;
+      tune(q.fd, probe_secs_, probes_);
+      q.st = state::up;
+      continue;
+    }
     if (!q.connector)
       continue;
     q.fd = ::socket(q.setup.addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -327,6 +351,42 @@ std::string tcp_engine::failure(std::size_t p) const {
   return p < peers_.size() ? peers_[p].why : std::string();
 }
 
+result<int> tcp_engine::watch_failures() {
+  if (failure_fd_ < 0)
+    failure_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (failure_fd_ < 0)
+    return errno_code();
+  return failure_fd_;
+}
+
+// fail() adds one to the eventfd per failed peer; this takes the count
+// (so the fd stops being readable) and puts one back while a peer is left.
+std::size_t tcp_engine::take_failure() noexcept {
+  std::lock_guard lock(m_);
+  if (failure_fd_ < 0)
+    return SIZE_MAX;
+  std::uint64_t v = 0;
+  (void)!::read(failure_fd_, &v, sizeof v);
+  std::size_t found = SIZE_MAX;
+  bool more = false;
+  for (std::size_t p = 0; p < peers_.size(); p++) {
+    if (!peers_[p].unreported)
+      continue;
+    if (found == SIZE_MAX) {
+      found = p;
+      peers_[p].unreported = false;
+    } else {
+      more = true;
+      break;
+    }
+  }
+  if (more) {
+    std::uint64_t one = 1;
+    (void)!::write(failure_fd_, &one, sizeof one);
+  }
+  return found;
+}
+
 void tcp_engine::complete(std::size_t p, std::uint64_t wr_id, int status,
                           std::uint32_t len) noexcept {
   if (done_.full()) { // the application has not polled for a long time: make room
@@ -352,6 +412,11 @@ void tcp_engine::fail(std::size_t p, const std::string &why, int head_status,
     return;
   q.st = state::dead;
   q.why = why;
+  if (failure_fd_ >= 0) { // multi_channel::next_cm_event() reports it (take_failure())
+    q.unreported = true;
+    std::uint64_t one = 1;
+    (void)!::write(failure_fd_, &one, sizeof one);
+  }
   if (q.fd >= 0)
     ::shutdown(q.fd, SHUT_RDWR); // closed by the thread (it may be polling it)
   for (std::size_t i = 0; i < q.sq.size(); i++)
@@ -584,8 +649,10 @@ void tcp_engine::run() noexcept {
     // The listener is watched even with no peer waiting: the connections of
     // others' probes (probe_waiting()) and of strangers are taken and closed,
     // not left to fill its backlog.
-    fds.push_back({listen_fd_, POLLIN, 0});
-    who.push_back(SIZE_MAX - 1);
+    if (listen_fd_ >= 0) { // none when every peer came connected (make())
+      fds.push_back({listen_fd_, POLLIN, 0});
+      who.push_back(SIZE_MAX - 1);
+    }
     for (auto &a : accepting_) {
       fds.push_back({a.fd, POLLIN, 0});
       who.push_back(SIZE_MAX - 2);

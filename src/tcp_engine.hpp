@@ -112,7 +112,17 @@ public:
     std::uint64_t theirs = 0; // the token the peer gave this side
     sockaddr_storage addr{};  // the peer's listener
     socklen_t addr_len = 0;
+    // A connection made already (multi_channel::create_cm's rendezvous,
+    // which matched the ranks): the peer starts up, with no hello and no
+    // tokens; the engine owns the descriptor from start() on.
+    int fd = -1;
   };
+  // An engine for peers peers that listens for nothing: every TCP peer
+  // comes with its connection (peer_setup::fd). Errors: none beyond
+  // allocation; a result for listen()'s sake.
+  static result<std::unique_ptr<tcp_engine>> make(std::size_t peers, std::shared_ptr<pd_node> pd,
+                                                  std::uint32_t send_depth,
+                                                  std::uint32_t recv_depth);
   // Listens on address:port (numeric; empty: every interface). Errors:
   // std::errc::invalid_argument (not a numeric address), or the errno.
   static result<std::unique_ptr<tcp_engine>> listen(const std::string &address, std::uint16_t port,
@@ -150,6 +160,13 @@ public:
   void flush(std::size_t peer) noexcept;
   // Why peer failed ("" while it has not).
   std::string failure(std::size_t peer) const;
+  // An eventfd that is readable while a peer has failed and take_failure()
+  // has not given it yet (multi_channel::cm_fd()); the engine owns it. Call
+  // before start(). Errors: the errno of eventfd(2).
+  result<int> watch_failures();
+  // A peer that failed since the last call, each once (oldest index first),
+  // or SIZE_MAX; watch_failures()' fd stays readable while another is left.
+  std::size_t take_failure() noexcept;
 
 private:
   struct op {
@@ -214,11 +231,12 @@ private:
     int in_dest = 0;   // where the payload goes (see tcp_engine.cpp)
     int in_status = 0; // the outcome once the payload is in
     bool close_after_output = false;
-    bool hung_up = false; // poll saw POLLHUP/POLLERR (see wanted())
-    bool wrote = false;   // bytes went out since check_acks() last saw all acknowledged
-    int probe_fd = -1;    // while it owes this side its connection: a probe of its listener
-    short polled = 0;     // the events the progress thread sleeps on
-    std::string why;      // why it failed
+    bool hung_up = false;    // poll saw POLLHUP/POLLERR (see wanted())
+    bool wrote = false;      // bytes went out since check_acks() last saw all acknowledged
+    int probe_fd = -1;       // while it owes this side its connection: a probe of its listener
+    short polled = 0;        // the events the progress thread sleeps on
+    bool unreported = false; // failed, and take_failure() has not given it yet
+    std::string why;         // why it failed
   };
   struct pending_accept {
     int fd = -1;
@@ -269,7 +287,7 @@ private:
   std::vector<pending_accept> accepting_;
   fifo<tcp_completion> done_;
   std::shared_ptr<pd_node> pd_;
-  int listen_fd_ = -1, wake_fd_ = -1;
+  int listen_fd_ = -1, wake_fd_ = -1, failure_fd_ = -1;
   int family_ = 4;
   std::array<std::uint8_t, 16> addr_{};
   std::uint16_t port_ = 0;

@@ -4,8 +4,9 @@
 # shellcheck shell=bash
 
 # cluster_plan SUITE...: plan lines "ID KIND SERVER CLIENT PORT" for nodes
-# 0..N-1 running SUITE 0..N-1 ("none": no rdma-core). Kinds mc and mca name
-# three nodes: SERVER is "R0,R1,R2" (ranks 0 to 2; rank 2 is killed), CLIENT "-".
+# 0..N-1 running SUITE 0..N-1 ("none": no rdma-core). Kinds mc, mca and mcm
+# name three nodes: SERVER is "R0,R1,R2" (ranks 0 to 2; rank 2 is killed,
+# but for mcm), CLIENT "-".
 # Every test has ports PORT to PORT+9 to itself.
 #  - every pair of RDMA nodes, in round-robin rounds (with 4 nodes two pairs
 #    run at once): Debian's ibv_rc_pingpong and rping, rc_ops and cm_pingpong
@@ -20,10 +21,12 @@
 #    optional_rdma from node 0 to every other node:
 #    RDMA to an RDMA node, TCP to a node without rdma-core, TCP to the first
 #    RDMA peer when that runs with RDMADL_DISABLE=1;
-#    then a multi_channel with channel_transport::automatic (kind mca, as
-#    mc) over node 0, the first RDMA peer and the first node without
-#    rdma-core, which is killed mid-scope: RDMA between the first two, TCP
-#    with the third;
+#    then a multi_channel with channel_transport::automatic built with
+#    create_cm (kind mcm: a TCP rendezvous per pair, then rdma_cm between
+#    the first two, TCP with the third; no kill) over node 0, the first
+#    RDMA peer and the first node without rdma-core; then the same three
+#    with blobs (kind mca, as mc), the node without rdma-core killed
+#    mid-scope: RDMA between the first two, TCP with the third;
 #    last, node 0 sends to the first RDMA peer, which the host then kills
 #    (the sender survives).
 cluster_plan() {
@@ -76,6 +79,8 @@ cluster_plan() {
   if [ -n "$first" ]; then
     for ((j = 1; j < n; j++)); do
       [ "${s[$j]}" = none ] || continue
+      echo "mcm.n0-n$first-n$j mcm 0,$first,$j - $port"
+      port=$((port + 10))
       echo "mca.n0-n$first-n$j mca 0,$first,$j - $port"
       port=$((port + 10))
       break
@@ -111,7 +116,7 @@ impair_plan() {
 cluster_sides() {
   local i=0 r
   case $1 in
-    mc | mca) for r in ${2//,/ }; do echo "$r rank$i"; i=$((i + 1)); done ;;
+    mc | mca | mcm) for r in ${2//,/ }; do echo "$r rank$i"; i=$((i + 1)); done ;;
     *) echo "$2 server"; echo "$3 client" ;;
   esac
 }
@@ -164,6 +169,9 @@ cluster_owed() {
       "mc_cluster.exit" ;;&
     mca.rank0) echo "mc.kill.live_first" ;;
     mca.*) ;;
+    mcm.*) echo "mc.listen mc.meet mc.create mc.register mc.windows mc.transport" \
+      "mc.gather_recv mc.multicast mc.scatter_write mc.write.target mc.gather_read mc.done" \
+      "mc_cluster.exit" ;;
     *) echo "unknown-kind-$1" ;;
   esac
 }

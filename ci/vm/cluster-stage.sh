@@ -98,7 +98,7 @@ cluster_stage() {
     done
     cl_pass=$((cl_pass + p))
     cl_fail=$((cl_fail + n - p))
-    if [ "$kind" = mc ] || [ "$kind" = mca ]; then
+    if [ "$kind" = mc ] || [ "$kind" = mca ] || [ "$kind" = mcm ]; then
       who=$(for r in ${srv//,/ }; do label "$r"; done | paste -sd, - | sed 's/,/, /g')
     else
       who="$(label "$srv") <- $(label "$cli")"

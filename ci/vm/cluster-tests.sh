@@ -127,7 +127,7 @@ retry() {
 echo "cluster-tests: node $me ($RDMADL_SUITE, $myip) of: $RDMADL_CLUSTER"
 while read -r id kind srv cli port arg <&3; do
   case $id in '' | \#*) continue ;; esac
-  if [ "$kind" = mc ] || [ "$kind" = mca ]; then
+  if [ "$kind" = mc ] || [ "$kind" = mca ] || [ "$kind" = mcm ]; then
     rank=0 role=""
     for r in $(echo "$srv" | tr , ' '); do
       [ "$r" != "$me" ] || role=rank$rank
@@ -142,9 +142,10 @@ while read -r id kind srv cli port arg <&3; do
   else
     continue
   fi
-  [ "$kind" = mc ] || [ "$kind" = mca ] || peer_ip=$(ip_of "$peer")
+  [ "$kind" = mc ] || [ "$kind" = mca ] || [ "$kind" = mcm ] || peer_ip=$(ip_of "$peer")
   echo "RDMADL-STEP $id $kind $role peer=$peer_ip up=$(up)s"
-  if [ "$kind" != mc ] && [ "$kind" != mca ] && ! meet "$role" "$peer_ip" $((port + 9)); then
+  if [ "$kind" != mc ] && [ "$kind" != mca ] && [ "$kind" != mcm ] &&
+    ! meet "$role" "$peer_ip" $((port + 9)); then
     echo "cluster-tests: $id: node $peer never came to the rendezvous (400 s)"
     check "$id:meet.$role" 1
     continue
@@ -276,15 +277,20 @@ while read -r id kind srv cli port arg <&3; do
       check "$id:mc_cluster.exit" $st
       ;;
     # The same with channel_transport::automatic: each rank's capability is
-    # its node's suite (none: no rdma-core), RDMA where both have it.
-    mca.rank*)
+    # its node's suite (none: no rdma-core), RDMA where both have it; mcm
+    # builds it with create_cm (--cm) instead of trading blobs, and kills
+    # nobody (mca, after it, kills rank 2's node).
+    mca.rank* | mcm.rank*)
       caps=$(for r in $(echo "$srv" | tr , ' '); do
         echo "$RDMADL_CLUSTER" | awk -v i=$((r + 1)) '{print $i == "none" ? "none" : "rdma"}'
       done | paste -sd, -)
+      kill=${srv##*,} cm=""
+      [ "$kind" != mcm ] || kill=-1 cm=--cm
       timeout 240 cxx_mc_cluster --rank "${role#rank}" --nodes "$peer_ip" --port "$port" \
-        --kill "${srv##*,}" --id "$id" --caps "$caps" </dev/null 2>&1
+        --kill "$kill" --id "$id" --caps "$caps" $cm </dev/null 2>&1
       st=$?
-      [ "$role" != rank2 ] || echo "cluster-tests: rank 2 still alive after its test"
+      [ "$role" != rank2 ] || [ "$kind" = mcm ] ||
+        echo "cluster-tests: rank 2 still alive after its test"
       check "$id:mc_cluster.exit" $st
       ;;
     *)

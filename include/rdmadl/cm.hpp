@@ -142,15 +142,31 @@ private:
   std::unique_ptr<detail::cm_state, detail::cm_state_deleter> s_;
 };
 
-/// A listening rdma_cm id. Move-only.
+/// A listening rdma_cm id, a listening TCP socket for multi_channel::create_cm
+/// over TCP, or both on the same port. Move-only.
 class RDMADL_CXX_API listener {
 public:
-  /// Binds to host:port (host empty: any address; port 0: any port) and
-  /// listens. Errors: operation_not_supported, or the errno
+  /// Binds an rdma_cm id to host:port (host empty: any address; port 0: any
+  /// port) and listens. Errors: operation_not_supported, or the errno
   /// (address_in_use, address_not_available, ...). A failure sets
   /// last_error_detail(), naming host, port and the step
   /// ("rdmadl::listener::bind on host:port: listen: ...").
   static result<listener> bind(std::string_view host, std::uint16_t port, int backlog = 16);
+  /// Binds for multi_channel::create_cm() peers of the given transport
+  /// (cm_channel_options::channel.transport): rdma is bind(host, port,
+  /// backlog); tcp listens on a TCP socket at host:port alone (no rdma_cm:
+  /// works without rdma-core); automatic does both on the same port number
+  /// where rdma_cm can bind here (port 0: a port free for both), and the TCP
+  /// socket alone where it cannot (no rdma-core, no kernel support, an
+  /// address no RDMA device has). The TCP socket takes create_cm's
+  /// rendezvous (the ranks and what each side can do) from every peer whose
+  /// transport is not rdma. Errors: as bind(host, port, backlog) for rdma
+  /// and for the rdma_cm side of automatic when rdma_cm works here but its
+  /// port is taken (address_in_use), else the errno of socket, bind or
+  /// listen; std::errc::address_not_available (host does not resolve).
+  /// A failure sets last_error_detail() as bind(host, port, backlog) does.
+  static result<listener> bind(std::string_view host, std::uint16_t port,
+                               channel_transport transport, int backlog = 16);
   /// An empty listener.
   listener() noexcept = default;
   /// Moves; the source becomes empty.
@@ -159,8 +175,11 @@ public:
   listener &operator=(listener &&o) noexcept;
   /// Stops listening and frees the id and its event channel.
   ~listener();
-  /// The bound port.
+  /// The bound port (the TCP socket's when there is no rdma_cm id); 0 when empty.
   std::uint16_t port() const noexcept;
+  /// The listening TCP socket (non-blocking) that create_cm's rendezvous
+  /// comes to; -1 when the listener has none (bound for rdma, or empty).
+  int tcp_fd() const noexcept { return tcp_fd_; }
   /// Waits up to timeout for a connection request. Errors: errc::timed_out,
   /// errc::unexpected_event, the errno.
   result<connection_request> get_request(std::chrono::milliseconds timeout);
@@ -170,6 +189,7 @@ public:
 private:
   event_channel ch_;
   ::rdma_cm_id *id_ = nullptr;
+  int tcp_fd_ = -1;
 };
 
 /// Resolves host:port, creates a QP (opts.qp) with its own PD and CQ,
@@ -207,8 +227,16 @@ struct cm_channel_options {
   /// defaults: the route and the kernel decide them); peers and the rest of
   /// connect are unused (the count is connect.size() + accept; rdma_cm sets
   /// the path and the rights); port and gid must stay at their defaults
-  /// (else errc::not_honoured).
-  channel_options channel;
+  /// (else errc::not_honoured). transport is rdma by default here (rdma_cm
+  /// only, as before create_cm had transports); tcp and automatic meet each
+  /// peer over TCP first (see multi_channel::create_cm), and tcp_address,
+  /// tcp_port and device are unused (the rendezvous connection is the TCP
+  /// connection).
+  channel_options channel = [] {
+    channel_options c;
+    c.transport = channel_transport::rdma;
+    return c;
+  }();
   std::vector<cm_address> connect; ///< peers 0 to connect.size() - 1, in order
   std::uint32_t rank = 0;          ///< sent to every address connected to
   std::size_t accept = 0;          ///< peers connected from the listener

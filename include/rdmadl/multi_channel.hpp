@@ -83,7 +83,8 @@ struct channel_options {
   std::chrono::milliseconds scope_limit{10000};
   /// The wire, for the create() overloads without a context (those with a
   /// context are RDMA only: they take rdma and automatic as rdma, and refuse
-  /// tcp with errc::not_honoured).
+  /// tcp with errc::not_honoured) and for create_cm (where
+  /// cm_channel_options makes rdma the default).
   channel_transport transport = channel_transport::automatic;
   /// The device to open when RDMA is allowed (empty: the first device).
   std::string device;
@@ -733,18 +734,48 @@ public:
   /// as in create()). A failed connect sets last_error_detail(), naming the
   /// peer, its address and the step ("multi_channel::create_cm: peer 0
   /// (192.0.2.2:18515): connect: timed out").
+  ///
+  /// All of the above is opts.channel.transport rdma, the default of
+  /// cm_channel_options. With tcp or automatic, each peer first meets over
+  /// TCP (a rendezvous at accept_from's TCP socket, see listener::bind(host,
+  /// port, channel_transport)): the rank and what each side can do travel
+  /// there, and each pair uses RDMA (then through rdma_cm, as above) when
+  /// both sides can and neither side's transport is tcp, else TCP on the
+  /// rendezvous connection itself, as connect() chooses (transport_of(),
+  /// describe(), one log line per fallback). A node without rdma-core takes
+  /// part over TCP; its pd() is then a software one and cq() null. Ranks
+  /// are refused as above (the refused client gets errc::rank_refused, its
+  /// last_error_detail() says why), and opts.step_timeout bounds the whole
+  /// accepting and each peer's rendezvous. Errors then, besides those
+  /// above: errc::empty_object (accept > 0 and accept_from an empty
+  /// listener), errc::not_honoured (accept > 0 and accept_from has no TCP
+  /// socket), the errno of the rendezvous connect
+  /// (std::errc::connection_refused: nothing listens there),
+  /// std::errc::connection_reset (the acceptor closed without answering),
+  /// errc::bad_magic, errc::newer_format, errc::bad_blob (a malformed
+  /// answer), or the errno of eventfd(2) or epoll_create1(2); a failed
+  /// rendezvous names the peer and step in last_error_detail()
+  /// ("multi_channel::create_cm: peer 1 (192.0.2.2:18515): rendezvous:
+  /// connect: Connection refused").
   static result<multi_channel> create_cm(listener *accept_from, const cm_channel_options &opts);
   /// The rdma_cm event channel's fd (non-blocking; readable when an event is
-  /// waiting), for epoll/poll; -1 when not built with create_cm.
+  /// waiting), for epoll/poll; -1 when not built with create_cm. When a peer
+  /// of create_cm is over TCP, an epoll fd instead, readable also while a
+  /// TCP peer's end waits to be taken by next_cm_event().
   int cm_fd() const noexcept;
   /// Takes one rdma_cm event of a peer, waiting up to timeout (0: do not
   /// wait). A peer that disconnects (or whose connection fails) is reported
   /// once, with its index; this side then disconnects it too, which flushes
-  /// its queue pair. Errors: errc::timed_out (nothing waiting),
-  /// errc::empty_object (not built with create_cm), or the errno.
+  /// its queue pair. A TCP peer whose connection ends, for whatever reason
+  /// (closed, reset, silent past keepalive, flushed by this side), is
+  /// reported once as kind disconnected (event RDMA_CM_EVENT_DISCONNECTED,
+  /// status 0; describe() says why) and is failed. Errors: errc::timed_out
+  /// (nothing waiting), errc::empty_object (not built with create_cm), or
+  /// the errno.
   result<cm_peer_event> next_cm_event(std::chrono::milliseconds timeout = {});
   /// Whether peer is still connected through rdma_cm (false for a channel
-  /// built out of band, or after next_cm_event reported it disconnected).
+  /// built out of band, or after next_cm_event reported it disconnected);
+  /// for a TCP peer of create_cm, whether its connection has not ended.
   bool cm_connected(std::size_t peer) const noexcept;
 
 private:

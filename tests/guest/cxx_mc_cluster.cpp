@@ -24,7 +24,19 @@
 // connect(), check mc.transport (transport_of each peer is rdma exactly
 // when both nodes have rdma-core, else tcp) and run the same phases and
 // kill, over RDMA, TCP or both. Check mc.open is then not printed.
+//
+// With --cm as well (after --caps), no endpoint travels out of band: each
+// rank binds listener::bind(IP, P+5, automatic) (rdma_cm and TCP, or TCP
+// alone without rdma-core), waits until the other ranks' listeners take
+// TCP connections (mc.meet), and builds the channel with create_cm and
+// cm_mesh() (transport automatic: a TCP rendezvous per peer, then rdma_cm
+// between two nodes with rdma-core, TCP to one without). The windows travel
+// over the channel itself (mc.windows); mc.channel_endpoints, mc.oob_exchange
+// and mc.handshake are not printed, mc.listen, mc.meet and mc.windows are.
 // RDMADL_VM_BREAK=mc.NAME breaks the byte check NAME (see same()).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -32,6 +44,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <rdmadl/rdmadl.hpp>
@@ -86,14 +99,33 @@ std::string describe(const std::vector<work_result> &rs) {
 
 int usage() {
   std::fprintf(stderr, "usage: cxx_mc_cluster --rank 0|1|2 --nodes IP0,IP1,IP2 --port P "
-                       "--kill NODE --id ID [--caps rdma|none,rdma|none,rdma|none]\n");
+                       "--kill NODE --id ID [--caps rdma|none,rdma|none,rdma|none [--cm]]\n");
   return 2;
+}
+
+// Whether a TCP connection to ip:port is taken (closed at once, having said
+// nothing: a create_cm acceptor drops it).
+bool listening(const std::string &ip, std::uint16_t port) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  if (inet_pton(AF_INET, ip.c_str(), &a.sin_addr) != 1)
+    return false;
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0)
+    return false;
+  const bool ok = ::connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0;
+  ::close(fd);
+  return ok;
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
   long rank = -1, port = 0, kill_node = -1;
+  const bool by_cm = argc > 1 && std::string(argv[argc - 1]) == "--cm";
+  if (by_cm)
+    argc--;
   std::vector<std::string> ip, caps;
   auto split = [](const std::string &v, std::vector<std::string> &out) {
     for (std::size_t a = 0, b; a <= v.size(); a = b + 1)
@@ -121,7 +153,7 @@ int main(int argc, char **argv) {
   }
   const bool neutral = !caps.empty();
   if (argc != (neutral ? 13 : 11) || rank < 0 || rank > 2 || port < 1 || port > 65530 ||
-      kill_node < -1 || ip.size() != 3 || !*id ||
+      kill_node < -1 || ip.size() != 3 || !*id || (by_cm && !neutral) ||
       (neutral && (caps.size() != 3 || std::count(caps.begin(), caps.end(), "rdma") +
                                                std::count(caps.begin(), caps.end(), "none") !=
                                            3)))
@@ -139,7 +171,40 @@ int main(int argc, char **argv) {
   opts.connect.transport.ack_timeout = 18;
   opts.connect.transport.retry_count = 4;
   result<multi_channel> mc = errc::empty_object;
-  if (neutral) {
+  result<listener> lst = errc::empty_object;
+  if (by_cm) {
+    const auto cm_port = static_cast<std::uint16_t>(port + 5);
+    lst = listener::bind(ip[me], cm_port, channel_transport::automatic);
+    if (!check("listen", bool(lst),
+               lst ? "" : lst.error().message() + " (" + std::string(last_error_detail()) + ")"))
+      return 1;
+    std::printf("mc: rank %u: listener on %s:%u, rdma_cm %s\n", me, ip[me].c_str(), cm_port,
+                lst->native_handle() ? "too" : "not here (TCP alone)");
+    // create_cm connects once: every listener must be up first.
+    std::string missing;
+    for (auto until = std::chrono::steady_clock::now() + 300s;;) {
+      missing.clear();
+      for (unsigned r = 0; r < 3; r++)
+        if (r != me && !listening(ip[r], cm_port))
+          missing += " " + std::to_string(r);
+      if (missing.empty() || std::chrono::steady_clock::now() > until)
+        break;
+      std::this_thread::sleep_for(200ms);
+    }
+    if (!check("meet", missing.empty(), "no listener of rank(s)" + missing))
+      return 1;
+    std::vector<cm_address> nodes;
+    for (unsigned r = 0; r < 3; r++)
+      nodes.push_back({ip[r], cm_port});
+    cm_channel_options base;
+    base.channel.transport = channel_transport::automatic;
+    base.channel.connect.transport = opts.connect.transport;
+    base.step_timeout = 120s; // also the accepting's one deadline: the ranks start apart
+    auto o = cm_mesh(me, nodes, base);
+    mc = o ? multi_channel::create_cm(&*lst, *o) : result<multi_channel>(o.error());
+    if (!mc)
+      std::printf("mc: create_cm: %s\n", std::string(last_error_detail()).c_str());
+  } else if (neutral) {
     mc = multi_channel::create(opts); // automatic: RDMA when this node can
   } else {
     auto ctx = context::open();
@@ -162,14 +227,45 @@ int main(int argc, char **argv) {
   // Out of band: with each peer, our endpoint for it and our window.
   std::vector<endpoint> theirs(2);
   std::vector<channel_endpoint> theirs_any(2);
-  auto mine_any = neutral ? mc->channel_endpoints()
-                          : result<std::vector<channel_endpoint>>(std::vector<channel_endpoint>{});
-  if (neutral &&
+  auto mine_any = neutral && !by_cm
+                      ? mc->channel_endpoints()
+                      : result<std::vector<channel_endpoint>>(std::vector<channel_endpoint>{});
+  if (neutral && !by_cm &&
       !check("channel_endpoints", bool(mine_any), mine_any ? "" : mine_any.error().message()))
     return 1;
   remote_region window[2];
   std::string why;
-  for (unsigned a = 0; a < 3; a++)
+  if (by_cm) {
+    // Our window to each peer, over the channel itself (slots 14-15 in, 7-8 out).
+    auto w = mr->remote(4 * slot, 3 * slot).value().serialize();
+    for (unsigned k = 0; k < 2; k++)
+      std::memcpy(at(7 + k), w.data(), w.size());
+    auto s = mc->scope();
+    work_handle in[2];
+    bool posted = true;
+    for (unsigned k = 0; k < 2; k++) {
+      auto h = s.post_recv(k, sl(14 + k));
+      posted = posted && h && s.post_send(k, sl(7 + k, w.size()));
+      if (h)
+        in[k] = *h;
+    }
+    auto all = posted ? s.wait_all(60s) : result<std::vector<work_result>>(errc::timed_out);
+    if (!posted || !all)
+      why = posted ? "wait_all: " + all.error().message() : "a post failed";
+    for (unsigned k = 0; k < 2 && why.empty(); k++) {
+      auto r = s.wait(in[k], 0ms);
+      auto reg = r && r->ok() && r->byte_len == w.size()
+                     ? remote_region::parse(std::span(at(14 + k), w.size()))
+                     : result<remote_region>(errc::bad_size);
+      if (!reg)
+        why += "from rank " + std::to_string(other[k]) + ": " + reg.error().message() + "; ";
+      else
+        window[k] = *reg;
+    }
+    if (!check("windows", why.empty(), why))
+      return 1;
+  }
+  for (unsigned a = 0; a < 3 && !by_cm; a++)
     for (unsigned b = a + 1; b < 3; b++) {
       if (me != a && me != b)
         continue;
@@ -214,11 +310,13 @@ int main(int argc, char **argv) {
       }
       window[k] = *reg;
     }
-  if (!check("oob_exchange", why.empty(), why))
-    return 1;
-  auto hs = neutral ? mc->connect(theirs_any) : mc->handshake(theirs);
-  if (!check("handshake", bool(hs), hs ? "" : hs.error().message()))
-    return 1;
+  if (!by_cm) {
+    if (!check("oob_exchange", why.empty(), why))
+      return 1;
+    auto hs = neutral ? mc->connect(theirs_any) : mc->handshake(theirs);
+    if (!check("handshake", bool(hs), hs ? "" : hs.error().message()))
+      return 1;
+  }
   if (neutral) {
     // RDMA exactly between two nodes with rdma-core; TCP wherever one lacks it.
     std::string got;
