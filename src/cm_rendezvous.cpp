@@ -9,12 +9,6 @@
 
 namespace rdmadl::detail {
 
-namespace {
-std::error_code sys_error(int e) noexcept {
-  return {e ? e : EIO, std::generic_category()};
-}
-} // namespace
-
 result<rendezvous_reply> rendezvous_connect(const sockaddr_storage &addr, const cm_rendezvous &mine,
                                             std::chrono::steady_clock::time_point deadline,
                                             const char **step, std::uint32_t *refusal) {

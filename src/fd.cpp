@@ -7,13 +7,6 @@
 
 namespace rdmadl::detail {
 
-namespace {
-// A failed system call (not an rdma-core one): its errno as it is.
-std::error_code sys_error() noexcept {
-  return {errno ? errno : EIO, std::generic_category()};
-}
-} // namespace
-
 std::error_code set_nonblocking(int fd) noexcept {
   int fl = ::fcntl(fd, F_GETFL);
   if (fl < 0 || (!(fl & O_NONBLOCK) && ::fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0))

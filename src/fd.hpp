@@ -48,6 +48,12 @@ private:
   int fd_;
 };
 
+// A failed system call's error (not an rdma-core one: no rdma_error()): e
+// as it is, in the generic category, and EIO for a 0 no failure should leave.
+inline std::error_code sys_error(int e = errno) noexcept {
+  return {e ? e : EIO, std::generic_category()};
+}
+
 // Sets O_NONBLOCK on fd (no change when it is set already). Returns the
 // errno of fcntl(2) as it is (a system call: no rdma_error()).
 std::error_code set_nonblocking(int fd) noexcept;

@@ -28,10 +28,6 @@ using clock = std::chrono::steady_clock;
 
 using detail::fd_guard;
 
-std::error_code last() noexcept {
-  return {errno ? errno : EIO, std::generic_category()};
-}
-
 int nonblocking_socket(const addrinfo *a) noexcept {
   return ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
 }
@@ -61,7 +57,7 @@ result<std::vector<fd_guard>> listen_all(const addrinfo *list) {
     fd_guard l(nonblocking_socket(a));
     if (l.get() < 0) {
       if (!skipped)
-        skipped = last();
+        skipped = detail::sys_error();
       continue;
     }
     int one = 1;
@@ -237,7 +233,7 @@ status_code flush_out(oob_stream &st, const call &c, clock::time_point d) {
     if (k < 0 && (errno == EPIPE || errno == ECONNRESET))
       return stop_here(st.out_stop, c, errc::peer_closed, ": the peer closed the connection");
     if (k < 0 && errno != EAGAIN && errno != EINTR) {
-      auto ec = last();
+      auto ec = detail::sys_error();
       return stop_here(st.out_stop, c, ec, ": send failed (" + message(ec) + ")");
     }
     if (auto ec = detail::wait_writable(st.fd.get(), d)) {
@@ -313,7 +309,7 @@ result<std::vector<std::byte>> receive_frame(oob_stream &st, const call &c, cloc
       }
       continue;
     }
-    auto ec = last();
+    auto ec = detail::sys_error();
     if (ec == std::errc::connection_reset)
       return stop_here(st.in_stop, c, errc::peer_closed,
                        ": the peer closed the connection (reset)");
