@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "rdmadl/rdmadl.hpp"
+#include "test_buffer.hpp"
 #include "test_ok.hpp"
 
 using namespace rdmadl;
@@ -39,30 +40,6 @@ channel_options tcp_options(std::size_t peers = 1) {
   o.scope_limit = 2000ms;
   return o;
 }
-
-// A buffer filled with a pattern of seed, registered on pd.
-struct buffer {
-  std::vector<std::byte> bytes;
-  memory_region mr;
-  buffer(const protection_domain &pd, std::size_t n, unsigned seed,
-         rdmadl::access rights = rdmadl::access::local)
-      : bytes(n) {
-    fill(seed);
-    mr = ok(pd.register_memory(bytes, rights));
-  }
-  void fill(unsigned seed) {
-    for (std::size_t i = 0; i < bytes.size(); i++)
-      bytes[i] = static_cast<std::byte>((i * 131 + seed * 7 + (i >> 8)) & 0xff);
-  }
-  bool holds(unsigned seed, std::size_t from = 0, std::size_t len = SIZE_MAX) const {
-    len = std::min(len, bytes.size() - from);
-    for (std::size_t i = from; i < from + len; i++)
-      if (bytes[i] != static_cast<std::byte>((i * 131 + seed * 7 + (i >> 8)) & 0xff))
-        return false;
-    return true;
-  }
-  local_slice all() const { return ok(mr.all()); }
-};
 
 // N multi_channels, each with a peer per other one, connected over TCP.
 std::vector<multi_channel> mesh(std::size_t n, channel_options o = tcp_options()) {

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "rdmadl/rdmadl.hpp"
+#include "test_buffer.hpp"
 #include "test_ok.hpp"
 
 using namespace rdmadl;
@@ -29,30 +30,6 @@ namespace {
 bool has(std::string_view s, std::string_view part) {
   return s.find(part) != std::string_view::npos;
 }
-
-// A buffer filled with a pattern of seed, registered on pd.
-struct buffer {
-  std::vector<std::byte> bytes;
-  memory_region mr;
-  buffer(const protection_domain &pd, std::size_t n, unsigned seed,
-         rdmadl::access rights = rdmadl::access::local)
-      : bytes(n) {
-    fill(seed);
-    mr = ok(pd.register_memory(bytes, rights));
-  }
-  void fill(unsigned seed) {
-    for (std::size_t i = 0; i < bytes.size(); i++)
-      bytes[i] = static_cast<std::byte>((i * 131 + seed * 7 + (i >> 8)) & 0xff);
-  }
-  bool holds(unsigned seed, std::size_t from = 0, std::size_t len = SIZE_MAX) const {
-    len = std::min(len, bytes.size() - from);
-    for (std::size_t i = from; i < from + len; i++)
-      if (bytes[i] != static_cast<std::byte>((i * 131 + seed * 7 + (i >> 8)) & 0xff))
-        return false;
-    return true;
-  }
-  local_slice all() const { return ok(mr.all()); }
-};
 
 cm_channel_options base_options(channel_transport t) {
   cm_channel_options o;
