@@ -2,9 +2,7 @@
 #include "rdmadl_verbs.h"
 
 #include <algorithm>
-#include <arpa/inet.h>
 #include <chrono>
-#include <netinet/in.h>
 #include <string>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -275,20 +273,17 @@ result<listener> listener::bind(std::string_view host, std::uint16_t port,
   for (int attempt = 0;; attempt++) {
     detail::fd_guard t(::socket(addr->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     int one = 1;
-    sockaddr_storage bound{};
-    socklen_t len = sizeof bound;
     if (t.get() < 0 || ::setsockopt(t.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
-        ::bind(t.get(), reinterpret_cast<const sockaddr *>(&*addr),
-               addr->ss_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in)) != 0 ||
-        ::listen(t.get(), backlog) != 0 ||
-        ::getsockname(t.get(), reinterpret_cast<sockaddr *>(&bound), &len) != 0)
+        ::bind(t.get(), reinterpret_cast<const sockaddr *>(&*addr), detail::sockaddr_len(*addr)) !=
+            0 ||
+        ::listen(t.get(), backlog) != 0)
+      return failed(what, "listen on TCP", errno_code(errno));
+    const auto bound = detail::bound_port(t.get());
+    if (!bound)
       return failed(what, "listen on TCP", errno_code(errno));
     listener l;
     if (transport == channel_transport::automatic) {
-      const std::uint16_t p =
-          ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6 *>(&bound)->sin6_port
-                                            : reinterpret_cast<sockaddr_in *>(&bound)->sin_port);
-      auto r = bind(host, p, backlog);
+      auto r = bind(host, *bound, backlog);
       if (r) {
         l = std::move(*r);
       } else if (r.error() == std::errc::address_in_use) {
@@ -321,12 +316,7 @@ listener::~listener() {
 std::uint16_t listener::port() const noexcept {
   if (id_)
     return be16toh(rdma_get_src_port(id_));
-  sockaddr_storage bound{};
-  socklen_t len = sizeof bound;
-  if (tcp_fd_ < 0 || ::getsockname(tcp_fd_, reinterpret_cast<sockaddr *>(&bound), &len) != 0)
-    return 0;
-  return ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6 *>(&bound)->sin6_port
-                                           : reinterpret_cast<sockaddr_in *>(&bound)->sin_port);
+  return tcp_fd_ >= 0 ? detail::bound_port(tcp_fd_).value_or(0) : 0;
 }
 
 result<connection_request> listener::get_request(std::chrono::milliseconds timeout) {

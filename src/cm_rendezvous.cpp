@@ -18,8 +18,7 @@ result<rendezvous_reply> rendezvous_connect(const sockaddr_storage &addr, const 
   const int fd = out.fd.get();
   if (fd < 0)
     return sys_error(errno);
-  const socklen_t len = addr.ss_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
-  if (::connect(fd, reinterpret_cast<const sockaddr *>(&addr), len) != 0) {
+  if (::connect(fd, reinterpret_cast<const sockaddr *>(&addr), sockaddr_len(addr)) != 0) {
     if (errno != EINPROGRESS)
       return sys_error(errno);
     if (auto ec = wait_writable(fd, deadline))

@@ -1,11 +1,21 @@
 // SPDX-License-Identifier: MIT
 #include "rdmadl_verbs.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 
 #include "fd.hpp"
 
 namespace rdmadl::detail {
+
+std::optional<std::uint16_t> bound_port(int fd) noexcept {
+  sockaddr_storage bound{};
+  socklen_t len = sizeof bound;
+  if (::getsockname(fd, reinterpret_cast<sockaddr *>(&bound), &len) != 0)
+    return std::nullopt;
+  return ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6 *>(&bound)->sin6_port
+                                           : reinterpret_cast<sockaddr_in *>(&bound)->sin_port);
+}
 
 std::error_code set_nonblocking(int fd) noexcept {
   int fl = ::fcntl(fd, F_GETFL);

@@ -10,7 +10,11 @@
 #include <cerrno>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <netinet/in.h>
+#include <optional>
 #include <poll.h>
+#include <sys/socket.h>
 #include <system_error>
 #include <unistd.h>
 #include <utility>
@@ -53,6 +57,14 @@ private:
 inline std::error_code sys_error(int e = errno) noexcept {
   return {e ? e : EIO, std::generic_category()};
 }
+
+// The length of addr's sockaddr, for bind(2) and connect(2): an IPv6 or
+// an IPv4 one.
+inline socklen_t sockaddr_len(const sockaddr_storage &addr) noexcept {
+  return addr.ss_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+}
+// The port socket fd is bound to, or nothing (errno set by getsockname(2)).
+std::optional<std::uint16_t> bound_port(int fd) noexcept;
 
 // Sets O_NONBLOCK on fd (no change when it is set already). Returns the
 // errno of fcntl(2) as it is (a system call: no rdma_error()).

@@ -125,12 +125,10 @@ result<std::unique_ptr<tcp_engine>> tcp_engine::listen(const std::string &addres
   if (::bind(e->listen_fd_, reinterpret_cast<sockaddr *>(&ss), len) != 0 ||
       ::listen(e->listen_fd_, static_cast<int>(std::min<std::size_t>(peers + 16, 4096))) != 0)
     return errno_code();
-  sockaddr_storage bound{};
-  socklen_t blen = sizeof bound;
-  if (getsockname(e->listen_fd_, reinterpret_cast<sockaddr *>(&bound), &blen) != 0)
+  const auto bound = bound_port(e->listen_fd_);
+  if (!bound)
     return errno_code();
-  e->port_ = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6 *>(&bound)->sin6_port
-                                               : reinterpret_cast<sockaddr_in *>(&bound)->sin_port);
+  e->port_ = *bound;
   return e;
 }
 

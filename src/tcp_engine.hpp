@@ -164,7 +164,7 @@ public:
   // has not given it yet (multi_channel::cm_fd()); the engine owns it. Call
   // before start(). Errors: the errno of eventfd(2).
   result<int> watch_failures();
-  // A peer that failed since the last call, each once (oldest index first),
+  // A peer that failed since the last call, each once (lowest index first),
   // or SIZE_MAX; watch_failures()' fd stays readable while another is left.
   std::size_t take_failure() noexcept;
 
