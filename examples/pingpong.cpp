@@ -36,13 +36,11 @@ static bool posted(result<void> r, const char *what, int i) {
   return bool(r);
 }
 
-// Receives one message into buf, then sends it back; n times.
-static bool bounce(connection &c, std::span<std::byte> buf, int n, bool first_send) {
-  auto mr = c.pd().register_memory(buf).value();
+// Bounces one message in mr n times: the client sends first; the server's
+// first receive is posted already (see serve()).
+static bool bounce(connection &c, const memory_region &mr, int n, bool first_send) {
   auto s = *mr.all();
   auto &cq = *c.cq();
-  if (!first_send && !posted(c.qp()->post_recv(s, 1), "receive", 0))
-    return false;
   for (int i = 0; i < n; i++) {
     if (first_send) {
       // The two completions come in either order; both must be good.
@@ -65,11 +63,24 @@ static bool bounce(connection &c, std::span<std::byte> buf, int n, bool first_se
 // The server's side: one connection, n bounces, then the client's disconnect.
 static bool serve(listener &lst, int n, std::chrono::seconds wait) {
   std::byte sbuf[64] = {};
+  memory_region mr;
+  // The first receive goes in before the accept: the client sends as soon as
+  // it is connected, and should its confirmation of the accept be lost, that
+  // message is what completes the accept (cm_options::prepare).
+  cm_options o;
+  o.prepare = [&](connection &c) -> result<void> {
+    auto m = c.pd().register_memory(sbuf);
+    if (!m)
+      return m.error();
+    mr = std::move(*m);
+    auto all = mr.all();
+    return all ? c.qp()->post_recv(*all, 1) : result<void>(all.error());
+  };
   auto req = lst.get_request(wait);
-  auto conn = req ? req->accept() : result<connection>(req.error());
+  auto conn = req ? req->accept(o) : result<connection>(req.error());
   if (!conn)
     std::fprintf(stderr, "accept: %s\n", conn.error().message().c_str());
-  if (!conn || !bounce(*conn, sbuf, n, false))
+  if (!conn || !bounce(*conn, mr, n, false))
     return false;
   // 30 s: the CM resends a lost DREQ or DREP only after seconds (one loss
   // cost ~6 s at 5% frame loss in the impaired cluster).
@@ -99,8 +110,13 @@ static bool ping(const char *ip, std::uint16_t port, int n, int tries) {
   }
   std::byte cbuf[64] = {};
   std::memcpy(cbuf, "ping", 4);
+  auto mr = conn->pd().register_memory(cbuf);
+  if (!mr) {
+    std::fprintf(stderr, "register: %s\n", mr.error().message().c_str());
+    return false;
+  }
   auto t0 = std::chrono::steady_clock::now();
-  bool ok = bounce(*conn, cbuf, n, true);
+  bool ok = bounce(*conn, *mr, n, true);
   auto us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0);
   auto disc = conn->disconnect(30s); // (see serve())
   if (!disc)

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <string>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -165,15 +166,18 @@ result<connection> connect(std::string_view host, std::uint16_t port, const cm_o
     auto g = detail::cm_group::create(1);
     if (!g)
       return g.error();
-    state_ptr s(new detail::cm_state);
-    s->g = std::move(*g);
-    s->answered = true;
-    configure(*s->g, opts);
-    if (auto c = s->g->connect(0, *addr, opts.private_data, &s->peer_data, &step); !c)
-      return c.error();
-    s->g->learn_paths();
     connection c;
-    c.s_ = std::move(s);
+    c.s_.reset(new detail::cm_state);
+    auto &s = *c.s_;
+    s.g = std::move(*g);
+    s.answered = true;
+    configure(*s.g, opts);
+    std::function<result<void>()> before;
+    if (opts.prepare)
+      before = [&] { return opts.prepare(c); };
+    if (auto made = s.g->connect(0, *addr, opts.private_data, &s.peer_data, &step, before); !made)
+      return made.error();
+    s.g->learn_paths();
     return c;
   }());
   if (!r)
@@ -205,14 +209,25 @@ result<connection> connection_request::accept(const cm_options &opts) {
     return r.error();
   s_->answered = true;
   configure(*s_->g, opts);
-  if (auto r = s_->g->accept(0, opts.private_data); !r)
-    return r.error();
-  if (auto r = s_->g->expect(0, RDMA_CM_EVENT_ESTABLISHED, opts.step_timeout); !r)
-    return r.error();
-  s_->g->up[0] = true;
-  s_->g->learn_paths();
+  // The connection holds the state from here, so opts.prepare sees the
+  // object it gets back; a failure hands the state back to the request.
   connection c;
   c.s_ = std::move(s_);
+  auto &g = *c.s_->g;
+  std::function<result<void>()> before;
+  if (opts.prepare) {
+    g.watch_first_completion = true;
+    before = [&] { return opts.prepare(c); };
+  }
+  auto r = g.accept(0, opts.private_data, before);
+  if (r)
+    r = g.await_established(0, opts.step_timeout);
+  if (!r) {
+    s_ = std::move(c.s_);
+    return r.error();
+  }
+  g.up[0] = true;
+  g.learn_paths();
   return c;
 }
 

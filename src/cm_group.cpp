@@ -8,8 +8,10 @@
 #include <utility>
 
 #include "fd.hpp"
+#include "log.h"
 #include "lookup.hpp"
 #include "nodes.hpp"
+#include "rdmadl/loader.h"
 
 namespace rdmadl::detail {
 
@@ -150,6 +152,13 @@ result<void> cm_group::add_qp(std::size_t peer) {
     cq_options co;
     co.depth = made_.cq_depth;
     co.extended = false;
+    if (watch_first_completion) {
+      auto ch = completion_channel::create(ctx);
+      if (!ch)
+        return ch.error();
+      cq_channel = std::move(*ch);
+      co.channel = &cq_channel;
+    }
     auto c = completion_queue::create(ctx, co);
     if (!c)
       return c.error();
@@ -218,7 +227,7 @@ result<void> cm_group::pre_connect(std::size_t peer, rdma_conn_param &p,
 
 result<void> cm_group::connect(std::size_t peer, const sockaddr_storage &addr,
                                std::span<const std::byte> data, std::vector<std::byte> *reply,
-                               const char **step) {
+                               const char **step, const std::function<result<void>()> &before) {
   *step = "create the id";
   auto node = std::make_shared<cm_peer_id>();
   node->ch = ch_;
@@ -243,6 +252,10 @@ result<void> cm_group::connect(std::size_t peer, const sockaddr_storage &addr,
   *step = "create the queue pair";
   if (auto r = add_qp(peer); !r)
     return r;
+  *step = "prepare";
+  if (before)
+    if (auto r = before(); !r)
+      return r;
   *step = "connect";
   rdma_conn_param p;
   if (auto r = pre_connect(peer, p, data); !r)
@@ -268,12 +281,17 @@ result<void> cm_group::adopt(std::size_t peer, rdma_cm_id *id) {
   return {};
 }
 
-result<void> cm_group::accept(std::size_t peer, std::span<const std::byte> data) {
+result<void> cm_group::accept(std::size_t peer, std::span<const std::byte> data,
+                              const std::function<result<void>()> &before) {
   rdma_cm_id *id = ids[peer]->id;
   rdma_conn_param p;
   auto r = add_qp(peer);
   if (r)
     r = pre_connect(peer, p, data);
+  if (r && before)
+    r = before();
+  if (r && cq_channel)
+    r = cq.request_notify();
   if (r && rdma_accept(id, &p))
     r = rdma_error();
   // A request this side cannot take is rejected, so its client learns it
@@ -307,6 +325,29 @@ result<void> cm_group::expect(std::size_t peer, rdma_cm_event_type want,
     if (mine)
       return ec ? result<void>(ec) : result<void>();
   }
+}
+
+result<void> cm_group::await_established(std::size_t peer, std::chrono::milliseconds timeout) {
+  const auto until = deadline(timeout);
+  for (bool watch = bool(cq_channel); watch;) {
+    pollfd p[] = {{fd(), POLLIN, 0}, {cq_channel.fd(), POLLIN, 0}};
+    if (auto ec = wait_ready(p, 2, until))
+      return ec;
+    if (p[1].revents) {
+      // The peer's first message: it is connected, whatever became of its
+      // RTU. rdma_notify answers EISCONN when ESTABLISHED is on its way.
+      if (cq_channel.wait(std::chrono::milliseconds(0)) &&
+          rdma_notify(ids[peer]->id, IBV_EVENT_COMM_EST) == 0)
+        rdmadl_log_emit(RDMADL_LOG_INFO, "accept: a completion came before the RTU; "
+                                         "told rdma_cm the connection is established");
+      watch = false;
+    }
+    if (p[0].revents)
+      break;
+  }
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      until - std::chrono::steady_clock::now());
+  return expect(peer, RDMA_CM_EVENT_ESTABLISHED, std::max(left, std::chrono::milliseconds(0)));
 }
 
 void cm_group::hang_up(std::size_t peer) noexcept {

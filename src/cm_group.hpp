@@ -28,6 +28,7 @@
 
 #include "detail.hpp"
 #include "rdmadl/cm.hpp"
+#include "rdmadl/completion_channel.hpp"
 #include "rdmadl/error.hpp"
 #include "rdmadl/runtime.hpp"
 
@@ -96,6 +97,11 @@ public:
   context ctx;
   protection_domain pd;
   completion_queue cq;
+  // Set before the first peer's queue pair: the CQ gets this channel, armed
+  // before an accept, so await_established() can take a first completion
+  // for the RTU (cm_options::prepare).
+  bool watch_first_completion = false;
+  completion_channel cq_channel;
   std::vector<queue_pair> qps;
 
   // Each peer's id (null until made), by peer index.
@@ -117,16 +123,24 @@ public:
   // connects sending data and waits for ESTABLISHED (each step up to
   // step_timeout); the peer's private data goes to *reply when asked.
   // Errors: as rdmadl::connect(); *step names the step that failed.
+  // before, when given, runs once the queue pair exists, before the
+  // connect goes out.
   result<void> connect(std::size_t peer, const sockaddr_storage &addr,
                        std::span<const std::byte> data, std::vector<std::byte> *reply,
-                       const char **step);
+                       const char **step, const std::function<result<void>()> &before = {});
   // Takes id (of a connection request) as peer's, moving it onto this
   // group's channel. On failure the request is rejected. Errors: the errno.
   result<void> adopt(std::size_t peer, rdma_cm_id *id);
-  // Makes peer's queue pair and accepts peer's request, sending data; does
+  // Makes peer's queue pair, runs before (when given), arms the CQ's
+  // channel (when watched) and accepts peer's request, sending data; does
   // not wait for ESTABLISHED. On failure the request is rejected. Errors:
-  // errc::wrong_device, those of the QP setup, or the errno.
-  result<void> accept(std::size_t peer, std::span<const std::byte> data);
+  // errc::wrong_device, those of the QP setup or of before, or the errno.
+  result<void> accept(std::size_t peer, std::span<const std::byte> data,
+                      const std::function<result<void>()> &before = {});
+  // Waits up to timeout for peer's ESTABLISHED, as expect() does; with a
+  // watched CQ, a completion first tells rdma_cm that the peer is connected
+  // (rdma_notify, COMM_EST), so a lost RTU costs no resent REP.
+  result<void> await_established(std::size_t peer, std::chrono::milliseconds timeout);
   // Waits up to timeout for event want on peer; the events of other peers
   // that come meanwhile are noted. data, when given, receives the event's
   // private data. Errors: errc::timed_out, what cm_event_error() or

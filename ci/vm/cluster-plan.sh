@@ -142,9 +142,9 @@ cluster_owed() {
     rc.*) echo "rc.connect rc.send_recv rc.send_imm rc.write rc.write_imm rc.read" \
       "rc.atomic_fetch_add rc.atomic_cmp_swap rc.batch_poll rc_ops.exit" ;;
     cm.server) echo "cm.listen cm.private_data.client_to_server cm.accept cm.established.server" \
-      "cm.send_recv cm.disconnected.server cm_pingpong.exit" ;;
+      "cm.send_recv cm.notify cm.reply.server cm.disconnected.server cm_pingpong.exit" ;;
     cm.client) echo "cm.resolve_addr cm.resolve_route cm.private_data.server_to_client cm.connect" \
-      "cm.send cm.disconnect cm_pingpong.exit" ;;
+      "cm.send cm.reply.client cm.disconnect cm_pingpong.exit" ;;
     pingpong.*) echo "pingpong.exit" ;;
     impair.server) echo "impair.select" ;;
     impair.client) ;;

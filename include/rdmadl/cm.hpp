@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -49,6 +50,8 @@ private:
   ::rdma_event_channel *ch_ = nullptr;
 };
 
+class connection;
+
 /// Options of rdmadl::connect() and connection_request::accept().
 ///
 /// rdma_cm decides the port and the GID from the route, so qp.port,
@@ -62,6 +65,24 @@ struct cm_options {
   std::span<const std::byte> private_data;      ///< sent with connect/accept (<= 56 bytes)
   std::chrono::milliseconds step_timeout{5000}; ///< how long each step may take
   transport_options transport;                  ///< ACK timeout, retries, rd_atomic
+  /// Called with the connection being made once its protection domain,
+  /// completion queue and queue pair exist, before the connect or accept
+  /// goes out: register memory on c.pd() and post the receives the peer's
+  /// first messages need there (c is the object connect() or accept() then
+  /// returns, moved; keep no reference to it). A peer may send as soon as it
+  /// is connected, and a message that meets an empty receive queue waits
+  /// for one (RNR retries). An error it returns fails the call (an accept
+  /// rejects the request) and is the call's error.
+  ///
+  /// With it, accept() also watches the completion queue (which then has a
+  /// completion channel of its own): the first completion shows the client
+  /// connected, and rdma_cm is told so (rdma_notify(), IBV_EVENT_COMM_EST).
+  /// That matters when the client's confirmation of the accept (the RTU) is
+  /// lost on a device that raises no communication-established event of
+  /// its own (Soft-RoCE): without it, ESTABLISHED waits for rdma_cm to
+  /// resend its answer, seconds later, while the client's messages wait. The
+  /// completion stays in the queue for the caller to poll.
+  std::function<result<void>(connection &c)> prepare;
 };
 
 namespace detail {
@@ -127,8 +148,10 @@ public:
   ~connection_request(); ///< rejects if neither accepted nor rejected
   /// The private data the client sent.
   std::span<const std::byte> peer_data() const noexcept;
-  /// Creates the QP and accepts, sending opts.private_data; waits for
-  /// ESTABLISHED (up to opts.step_timeout). Options rdma_cm decides itself
+  /// Creates the QP, calls opts.prepare, and accepts, sending
+  /// opts.private_data; waits for ESTABLISHED (up to opts.step_timeout), or
+  /// with opts.prepare for the first completion, which stands for a lost
+  /// RTU (see cm_options::prepare). Options rdma_cm decides itself
   /// are refused first (errc::not_honoured, errc::wrong_qp_type; the request
   /// stays unanswered); a failure after that rejects the request. Errors:
   /// errc::empty_object (no request, or answered already), errc::timed_out,
@@ -192,8 +215,8 @@ private:
   int tcp_fd_ = -1;
 };
 
-/// Resolves host:port, creates a QP (opts.qp) with its own PD and CQ,
-/// connects with opts.private_data and waits for ESTABLISHED
+/// Resolves host:port, creates a QP (opts.qp) with its own PD and CQ, calls
+/// opts.prepare, connects with opts.private_data and waits for ESTABLISHED
 /// (opts.step_timeout per step). Errors: operation_not_supported,
 /// std::errc::address_not_available (host does not resolve), errc::rejected
 /// (peer_data of the reject is lost), errc::timed_out, errc::unexpected_event,

@@ -2,8 +2,17 @@
 /*
  * cm_pingpong - an rdma_cm client and server in one process (two threads, two
  * event channels) on RDMADL_TEST_IP: bind/listen, resolve address and route,
- * connect/accept with private data checked both ways, one send/recv checked
- * byte for byte, disconnect. Every event is checked for its expected type.
+ * connect/accept with private data checked both ways, one message each way
+ * checked byte for byte, disconnect. Every event is checked for its expected
+ * type.
+ *
+ * A lost RTU: the server's ESTABLISHED then waits for rdma_cm to resend its
+ * REP (seconds), unless the device raises a communication-established event
+ * on the first message, which Soft-RoCE never does. So the server, once the
+ * client's message is in, tells rdma_cm itself (rdma_notify, COMM_EST, as
+ * rdma_notify(3) asks), and the client disconnects only after the server's
+ * answer, which the server sends after its ESTABLISHED: a DREQ can no longer
+ * overtake it (ci/vm/README.md, "Impaired frames").
  *
  * Across two nodes: "--listen" runs the server on RDMADL_TEST_IP, port
  * --port + 1, and "--connect IP" the client against the listener's node
@@ -156,12 +165,24 @@ static void *server(void *arg) {
       rdma_reject(cid, NULL, 0);
     goto out;
   }
-  event_ok("cm.established.server", "server", ch, RDMA_CM_EVENT_ESTABLISHED);
   struct ibv_wc wc;
   int n = t_poll(cq, &wc, 1, 1, TIMEOUT);
   ok = n == 1 && t_wc_ok(&wc, 1) && wc.wr_id == 77 && wc.byte_len == MSG;
   t_check("cm.send_recv", ok && t_same("cm.send_recv", buf, payload, MSG),
           "%d receive completions, byte_len %u", n, n == 1 ? wc.byte_len : 0);
+  /* The message proves the client connected: stand in for a lost RTU. 0, or
+   * EISCONN when the RTU came first. */
+  if (n == 1) {
+    errno = 0;
+    int r = rdma_notify(cid, IBV_EVENT_COMM_EST);
+    t_check("cm.notify", r == 0 || errno == EISCONN, "rdma_notify: %d, %s", r, strerror(errno));
+    if (r == 0)
+      printf("cm_pingpong: server: the message came before the RTU; rdma_notify established\n");
+  }
+  event_ok("cm.established.server", "server", ch, RDMA_CM_EVENT_ESTABLISHED);
+  ok = n == 1 && t_post1(cid->qp, IBV_WR_SEND, 78, buf, MSG, mr->lkey, 0, 0, 0) == 0 &&
+       t_poll(cq, &wc, 1, 1, TIMEOUT) == 1 && t_wc_ok(&wc, 1) && wc.wr_id == 78;
+  t_check("cm.reply.server", ok, "server: the answer did not complete");
   /* The client disconnects; the server sees it and disconnects too. */
   if (event_ok("cm.disconnected.server", "server", ch, RDMA_CM_EVENT_DISCONNECTED))
     rdma_disconnect(cid);
@@ -180,9 +201,10 @@ static void client(void) {
   struct rdma_cm_id *id = NULL;
   struct ibv_pd *pd = NULL;
   struct ibv_cq *cq = NULL;
-  struct ibv_mr *mr = NULL;
+  struct ibv_mr *mr = NULL, *rmr = NULL;
+  uint8_t *reply = calloc(1, MSG + 64);
   struct rdma_cm_event *ev = NULL;
-  bool ok = ch && rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) == 0 &&
+  bool ok = ch && reply && rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) == 0 &&
             rdma_resolve_addr(id, NULL, (struct sockaddr *)&server_addr, 2000) == 0;
   ok = ok && event_ok(NULL, "client", ch, RDMA_CM_EVENT_ADDR_RESOLVED);
   t_check("cm.resolve_addr", ok, "client: %s", strerror(errno));
@@ -193,6 +215,7 @@ static void client(void) {
   pd = ibv_alloc_pd(id->verbs);
   cq = pd ? t_create_cq(id->verbs, 8) : NULL;
   mr = cq ? ibv_reg_mr(pd, payload, MSG, IBV_ACCESS_LOCAL_WRITE) : NULL;
+  rmr = mr ? ibv_reg_mr(pd, reply, MSG + 64, IBV_ACCESS_LOCAL_WRITE) : NULL;
   struct ibv_qp_init_attr qa;
   init_qp_attr(&qa, cq);
   struct rdma_conn_param cp = {.private_data = client_pd,
@@ -201,7 +224,7 @@ static void client(void) {
                                .initiator_depth = 1,
                                .retry_count = 7,
                                .rnr_retry_count = 7};
-  ok = mr && rdma_create_qp(id, pd, &qa) == 0 && rdma_connect(id, &cp) == 0 &&
+  ok = rmr && rdma_create_qp(id, pd, &qa) == 0 && rdma_connect(id, &cp) == 0 &&
        want_event("client", ch, RDMA_CM_EVENT_ESTABLISHED, &ev);
   if (ev) {
     t_check("cm.private_data.server_to_client", private_data_ok(&ev->param.conn, server_pd),
@@ -210,17 +233,33 @@ static void client(void) {
   }
   if (!t_check("cm.connect", ok, "client: %s", strerror(errno)))
     goto out;
-  struct ibv_wc wc;
-  ok = t_post1(id->qp, IBV_WR_SEND, 1, payload, MSG, mr->lkey, 0, 0, 0) == 0 &&
-       t_poll(cq, &wc, 1, 1, TIMEOUT) == 1 && t_wc_ok(&wc, 1) && wc.opcode == IBV_WC_SEND;
-  t_check("cm.send", ok, "client send did not complete");
+  /* The answer's receive goes first; the two completions come in either order. */
+  struct ibv_sge sge = {.addr = (uintptr_t)reply, .length = MSG + 64, .lkey = rmr->lkey};
+  struct ibv_recv_wr rwr = {.wr_id = 2, .sg_list = &sge, .num_sge = 1}, *bad;
+  struct ibv_wc wc[2];
+  int n = 0;
+  ok = ibv_post_recv(id->qp, &rwr, &bad) == 0 &&
+       t_post1(id->qp, IBV_WR_SEND, 1, payload, MSG, mr->lkey, 0, 0, 0) == 0;
+  if (ok)
+    n = t_poll(cq, wc, 2, 2, TIMEOUT);
+  int sent = -1, got = -1;
+  for (int i = 0; i < n; i++)
+    *(wc[i].wr_id == 1 ? &sent : &got) = i;
+  t_check("cm.send", sent >= 0 && t_wc_ok(&wc[sent], 1) && wc[sent].opcode == IBV_WC_SEND,
+          "client send did not complete");
+  ok = got >= 0 && t_wc_ok(&wc[got], 1) && wc[got].byte_len == MSG;
+  t_check("cm.reply.client", ok && t_same("cm.reply.client", reply, payload, MSG),
+          "%d completions, the answer's byte_len %u", n, got >= 0 ? wc[got].byte_len : 0);
   ok = rdma_disconnect(id) == 0;
   t_check("cm.disconnect", ok && event_ok(NULL, "client", ch, RDMA_CM_EVENT_DISCONNECTED),
           "client: %s", strerror(errno));
 out:
+  if (rmr)
+    ibv_dereg_mr(rmr);
   release(id, mr, cq, pd);
   if (ch)
     rdma_destroy_event_channel(ch);
+  free(reply);
 }
 
 /* No stack: rdma_cm must fail the documented way with EOPNOTSUPP. */

@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <atomic>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 namespace cxx_device {
@@ -39,16 +40,30 @@ bool check_cm() {
       std::fprintf(stderr, "  server: accept with an MTU was not refused\n");
       return;
     }
+    // The receive goes in before the accept (cm_options::prepare), on the
+    // queue pair of the connection accept() then returns.
+    std::optional<memory_region> mr;
+    queue_pair *prepared = nullptr;
+    o.prepare = [&](connection &c) -> result<void> {
+      prepared = c.qp();
+      auto m = c.pd().register_memory(srv_buf);
+      if (!m)
+        return m.error();
+      mr = std::move(*m);
+      auto all = mr->all();
+      return all ? c.qp()->post_recv(*all, 1) : result<void>(all.error());
+    };
     auto conn = req->accept(o);
     if (!conn) {
       std::fprintf(stderr, "  server accept: %s\n", conn.error().message().c_str());
       return;
     }
-    auto mr = conn->pd().register_memory(srv_buf);
-    if (!mr)
+    if (!prepared || prepared->qp_num() != conn->qp()->qp_num() || !mr) {
+      std::fprintf(stderr, "  server: prepare did not run on the accepted queue pair\n");
       return;
+    }
     auto s = mr->all();
-    if (!s || !conn->qp()->post_recv(*s, 1))
+    if (!s)
       return;
     auto c = one(*conn->cq(), 10s);
     if (!c)
