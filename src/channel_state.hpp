@@ -143,9 +143,10 @@ struct channel_state : channel_core {
   bool tcp_started = false;
   // Sets peer's transport and describe()'s sentence by connect()'s rule
   // (multi_channel_tcp.cpp): TCP unless rdma_here and rdma_there; each
-  // fallback to TCP is logged once (log_level::warn). Returns whether the
-  // peer is over TCP. over_tcp and why must be sized already.
-  bool choose(std::size_t peer, bool rdma_here, bool rdma_there);
+  // fallback to TCP is logged once (log_level::warn), with rdma_failed as
+  // the reason when given (both could, RDMA did not connect). Returns
+  // whether the peer is over TCP. over_tcp and why must be sized already.
+  bool choose(std::size_t peer, bool rdma_here, bool rdma_there, std::string_view rdma_failed = {});
   std::array<tcp_completion, 16> twc; // poll_mixed's buffer
   static constexpr std::chrono::microseconds tcp_wait{1000};
 

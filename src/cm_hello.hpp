@@ -49,9 +49,17 @@ inline std::optional<std::uint32_t> parse_cm_hello(std::span<const std::byte> b)
 }
 
 inline constexpr char cm_rendezvous_magic[5] = "RDMR";
-inline constexpr std::uint8_t cm_rendezvous_version = 1;
+// Version 2: after a rendezvous that chose RDMA the connection stays open
+// for the outcome frame (below); version 1 closed it at once.
+inline constexpr std::uint8_t cm_rendezvous_version = 2;
 inline constexpr std::size_t cm_rendezvous_size = 16;
 inline constexpr std::uint8_t cm_can_rdma = 1, cm_can_tcp = 2; // channel_endpoint's caps bits
+// After a rendezvous that chose RDMA, the connecting side sends one more
+// frame on the same connection once its rdma_cm connect is over, with
+// value cm_outcome_rdma (connected: the connection then closes) or
+// cm_outcome_tcp (rdma_cm could not connect: the pair falls back to TCP,
+// and this connection is its TCP connection).
+inline constexpr std::uint32_t cm_outcome_rdma = 0, cm_outcome_tcp = 1;
 
 // One rendezvous frame's fields.
 struct cm_rendezvous {

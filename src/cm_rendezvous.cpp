@@ -30,18 +30,8 @@ result<rendezvous_reply> rendezvous_connect(const sockaddr_storage &addr, const 
       return sys_error(err);
   }
   *step = "rendezvous: send the rank";
-  const auto frame = encode(mine);
-  for (std::size_t off = 0; off < frame.size();) {
-    const ssize_t n = ::send(fd, frame.data() + off, frame.size() - off, MSG_NOSIGNAL);
-    if (n > 0) {
-      off += static_cast<std::size_t>(n);
-    } else if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
-      if (auto ec = wait_writable(fd, deadline))
-        return ec;
-    } else {
-      return sys_error(errno);
-    }
-  }
+  if (auto r = rendezvous_send(fd, mine, deadline); !r)
+    return r.error();
   // Exactly the answer's bytes: what follows is the TCP engine's.
   *step = "rendezvous: the answer";
   std::array<std::byte, cm_rendezvous_size> got{};
@@ -79,6 +69,27 @@ result<void> rendezvous_answer(int fd, const cm_rendezvous &answer) {
   return {};
 }
 
+result<void> rendezvous_send(int fd, const cm_rendezvous &frame,
+                             std::chrono::steady_clock::time_point deadline) {
+  const auto bytes = encode(frame);
+  for (std::size_t off = 0; off < bytes.size();) {
+    const ssize_t n = ::send(fd, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+    if (n > 0) {
+      off += static_cast<std::size_t>(n);
+    } else if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+      if (auto ec = wait_writable(fd, deadline))
+        return ec;
+    } else {
+      return sys_error(errno);
+    }
+  }
+  return {};
+}
+
+void rendezvous_desk::expect(fd_guard fd, std::size_t peer) {
+  waiting_.push_back({std::move(fd), {}, 0, peer});
+}
+
 void rendezvous_desk::take(std::vector<arrival> &out) {
   for (;;) {
     const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -86,7 +97,7 @@ void rendezvous_desk::take(std::vector<arrival> &out) {
       break;
     fd_guard g(fd);
     if (waiting_.size() < max_) // more strangers than that: refused (closed)
-      waiting_.push_back({std::move(g), {}, 0});
+      waiting_.push_back({std::move(g), {}, 0, SIZE_MAX});
   }
   for (std::size_t i = 0; i < waiting_.size();) {
     auto &w = waiting_[i];
@@ -96,8 +107,11 @@ void rendezvous_desk::take(std::vector<arrival> &out) {
     if (n > 0)
       w.off += static_cast<std::size_t>(n);
     if (!drop && w.off == w.buf.size()) {
-      out.push_back({std::move(w.fd), parse_cm_rendezvous(w.buf)});
+      auto frame = parse_cm_rendezvous(w.buf);
+      out.push_back({std::move(w.fd), frame ? std::optional(*frame) : std::nullopt, w.peer});
       drop = true;
+    } else if (drop && w.peer != SIZE_MAX) { // an awaited outcome that cannot come
+      out.push_back({std::move(w.fd), std::nullopt, w.peer});
     }
     if (drop) {
       waiting_[i] = std::move(waiting_.back());

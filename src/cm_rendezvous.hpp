@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <poll.h>
 #include <sys/socket.h>
 #include <vector>
@@ -46,13 +47,22 @@ result<rendezvous_reply> rendezvous_connect(const sockaddr_storage &addr, const 
 // std::errc::connection_reset for a short send.
 result<void> rendezvous_answer(int fd, const cm_rendezvous &answer);
 
+// Sends frame whole on fd (non-blocking), waiting for room until deadline.
+// Errors: the errno of send(2), errc::timed_out.
+result<void> rendezvous_send(int fd, const cm_rendezvous &frame,
+                             std::chrono::steady_clock::time_point deadline);
+
 // The accepting side's connections whose frame has not all come yet.
 class rendezvous_desk {
 public:
-  // A connection whose frame came whole, and the frame (or why it is malformed).
+  // A connection whose frame came whole, and the frame (none: malformed).
+  // For a connection given to expect(), peer is its peer, and one that
+  // closed or failed first arrives too, without a frame; a new one's peer is
+  // SIZE_MAX.
   struct arrival {
     fd_guard fd;
-    result<cm_rendezvous> frame;
+    std::optional<cm_rendezvous> frame;
+    std::size_t peer = SIZE_MAX;
   };
   // Takes connections from listen_fd (non-blocking), at most max_pending
   // waiting at once (more are closed).
@@ -65,12 +75,16 @@ public:
   // The descriptors to wait on for take() (the listener and every waiting
   // connection, for input), appended to out.
   void watch(std::vector<pollfd> &out) const;
+  // Waits for peer's next frame on fd (the outcome of its rdma_cm connect),
+  // reported by take(); not counted against max_pending.
+  void expect(fd_guard fd, std::size_t peer);
 
 private:
   struct waiting {
     fd_guard fd;
     std::array<std::byte, cm_rendezvous_size> buf{};
     std::size_t off = 0;
+    std::size_t peer = SIZE_MAX;
   };
   int listen_fd_;
   std::size_t max_;

@@ -6,9 +6,11 @@
 // With a transport other than rdma, every peer first meets over TCP (the
 // rendezvous, cm_rendezvous.hpp): the ranks and what each side can do
 // travel there, so a node without rdma-core takes part. A pair that can
-// use RDMA then connects through rdma_cm as with transport rdma; any other
-// keeps the rendezvous connection as its TCP connection (the channel's TCP
-// engine). A TCP peer's end is reported by next_cm_event() as an rdma_cm
+// use RDMA then connects through rdma_cm as with transport rdma, and the
+// connecting side reports the outcome over the rendezvous connection: if
+// rdma_cm could not connect, the pair falls back to TCP on it. Any other
+// pair keeps the rendezvous connection as its TCP connection (the channel's
+// TCP engine). A TCP peer's end is reported by next_cm_event() as an rdma_cm
 // disconnect is, and wakes cm_fd() (an epoll set of the group's event
 // channel and the engine's failure eventfd).
 #include "rdmadl_verbs.h"
@@ -95,15 +97,21 @@ cm_link *link_of(const std::shared_ptr<detail::channel_state> &s) noexcept {
 struct tcp_accept {
   std::vector<detail::fd_guard> &fds;
   bool rdma_here = false; // this side offers RDMA to the clients of its listener
+  // Why a pair that chose RDMA is over TCP after all, by peer index.
+  std::vector<std::string> &rdma_failed;
+  // By peer index: 1 its rendezvous chose RDMA and its outcome has not
+  // come; 2 the outcome said connected, its ESTABLISHED has not come.
+  std::vector<std::uint8_t> stage = std::vector<std::uint8_t>(fds.size(), 0);
 };
 
 // Answers one whole rendezvous frame (at, a connection of l's TCP socket):
 // refuses a malformed, out-of-range or taken rank, as for an rdma_cm
 // request; else takes the client, as a TCP peer (the connection is kept:
 // done grows) or, when both offer RDMA, as one whose rdma_cm request is to
-// come (the connection is closed). Whether it refused.
+// come (the connection waits on desk for the outcome). Whether it refused.
 bool answer_rendezvous(detail::rendezvous_desk::arrival &at, detail::cm_group *g,
-                       const cm_channel_options &o, tcp_accept &t, std::size_t &done) {
+                       const cm_channel_options &o, tcp_accept &t, detail::rendezvous_desk &desk,
+                       std::size_t &done) {
   const std::size_t base = o.connect.size();
   std::uint32_t why = 0;
   std::size_t peer = 0;
@@ -115,7 +123,7 @@ bool answer_rendezvous(detail::rendezvous_desk::arrival &at, detail::cm_group *g
       why = r_range;
     } else {
       peer = base + (rank - o.first_rank);
-      if (t.fds[peer].get() >= 0 || (g && g->ids[peer]))
+      if (t.fds[peer].get() >= 0 || (g && g->ids[peer]) || t.stage[peer])
         why = r_taken;
     }
   }
@@ -126,11 +134,44 @@ bool answer_rendezvous(detail::rendezvous_desk::arrival &at, detail::cm_group *g
   // (its connection closes) and may try again.
   if (!detail::rendezvous_answer(at.fd.get(), answer) || why != 0)
     return why != 0;
-  if (t.rdma_here && (at.frame->caps & detail::cm_can_rdma))
-    return false; // its rdma_cm request follows
+  if (t.rdma_here && (at.frame->caps & detail::cm_can_rdma)) {
+    t.stage[peer] = 1; // its rdma_cm request follows, then the outcome
+    desk.expect(std::move(at.fd), peer);
+    return false;
+  }
   t.fds[peer] = std::move(at.fd);
   done++;
   return false;
+}
+
+// Takes the outcome of the rdma_cm connect of a pair that chose RDMA (at,
+// on its rendezvous connection): connected, the peer is done once its
+// ESTABLISHED came (and rdma_cm is told it is connected, in case the RTU
+// was lost: the client's word is the proof); TCP, the peer's rdma_cm id, if
+// any, goes and the connection becomes its TCP connection; anything else
+// (the connection closed, a malformed frame, connected without a request
+// here) means the client gave up: its id goes and its rank is free again.
+void take_outcome(detail::rendezvous_desk::arrival &at, detail::cm_group *g, tcp_accept &t,
+                  std::size_t &done) {
+  const std::size_t peer = at.peer;
+  t.stage[peer] = 0;
+  const bool has_id = g && g->ids[peer];
+  if (at.frame && at.frame->value == detail::cm_outcome_rdma && has_id) {
+    if (g->up[peer]) {
+      done++;
+    } else {
+      t.stage[peer] = 2;
+      rdma_notify(g->ids[peer]->id, IBV_EVENT_COMM_EST); // EISCONN: ESTABLISHED is on its way
+    }
+    return;
+  }
+  if (has_id)
+    g->drop(peer);
+  if (at.frame && at.frame->value == detail::cm_outcome_tcp) {
+    t.rdma_failed[peer] = "its rdma_cm connect to this side failed (it fell back)";
+    t.fds[peer] = std::move(at.fd);
+    done++;
+  }
 }
 
 // Accepts o.accept clients from l, each at the index its rank gives, all
@@ -168,7 +209,9 @@ result<void> accept_peers(detail::cm_group *gp, listener &l, const cm_channel_op
     if (desk) { // the rendezvous that came whole (without blocking)
       desk->take(arrivals);
       for (auto &a : arrivals)
-        if (answer_rendezvous(a, gp, o, *tcp, done) && !refused)
+        if (a.peer != SIZE_MAX)
+          take_outcome(a, gp, *tcp, done);
+        else if (answer_rendezvous(a, gp, o, *tcp, *desk, done) && !refused)
           refused = make_error_code(errc::rank_refused);
       arrivals.clear(); // the connections not taken close now, not at the next turn
       if (done >= o.accept)
@@ -209,12 +252,21 @@ result<void> accept_peers(detail::cm_group *gp, listener &l, const cm_channel_op
         continue;
       }
       rdma_ack_cm_event(*ev);
+      // After a rendezvous, a peer is done once both its ESTABLISHED and
+      // its outcome came (take_outcome()); a failed connection leaves its
+      // outcome to come (TCP, most likely).
+      const std::uint8_t stage = tcp ? tcp->stage[peer] : 0;
       if (type == RDMA_CM_EVENT_ESTABLISHED) {
         g.up[peer] = true;
-        done++;
+        if (stage != 1)
+          done++;
+        if (stage == 2)
+          tcp->stage[peer] = 0;
       } else if (type == RDMA_CM_EVENT_CONNECT_ERROR || type == RDMA_CM_EVENT_UNREACHABLE ||
                  type == RDMA_CM_EVENT_REJECTED || type == RDMA_CM_EVENT_DISCONNECTED) {
         g.drop(peer);
+        if (stage == 2) // it said connected; it is not: its rank is free again
+          tcp->stage[peer] = 0;
       }
       continue;
     }
@@ -231,7 +283,9 @@ result<void> accept_peers(detail::cm_group *gp, listener &l, const cm_channel_op
       why = r_device;
     if (why != refusal{}) {
       refuse(id, why);
-      if (why == r_device)
+      // After a rendezvous, the client falls back to TCP; without one, the
+      // accepting cannot take it at all.
+      if (why == r_device && !(tcp && tcp->stage[base + (rank - o.first_rank)] == 1))
         return errc::wrong_device;
       if (!refused)
         refused = make_error_code(errc::rank_refused);
@@ -266,12 +320,13 @@ namespace {
 // The channel create_cm() makes of what it connected and accepted: the
 // group's verbs objects (a software PD where no peer is over RDMA), and
 // with a transport other than rdma each peer's transport (over RDMA: it has
-// a queue pair; this side offered RDMA to it when rdma_here[peer]) and the
-// TCP engine on the rendezvous connections (tcp_fds).
+// a queue pair; this side offered RDMA to it when rdma_here[peer];
+// rdma_failed[peer] says why a pair that chose RDMA fell back) and the TCP
+// engine on the rendezvous connections (tcp_fds).
 result<std::shared_ptr<detail::channel_state>>
 assemble(std::shared_ptr<detail::cm_group> g, const cm_channel_options &o, std::size_t total,
          std::vector<detail::fd_guard> &tcp_fds, const std::vector<std::uint8_t> &rdma_here,
-         std::string no_rdma) {
+         const std::vector<std::string> &rdma_failed, std::string no_rdma) {
   auto s = std::make_shared<detail::channel_state>();
   std::vector<std::uint8_t> rdma(total, 0);
   if (g) {
@@ -299,7 +354,7 @@ assemble(std::shared_ptr<detail::cm_group> g, const cm_channel_options &o, std::
     s->over_tcp.assign(total, 0);
     bool any_tcp = false;
     for (std::size_t p = 0; p < total; p++)
-      any_tcp |= s->choose(p, rdma_here[p] || rdma[p], rdma[p]);
+      any_tcp |= s->choose(p, rdma_here[p] || rdma[p], rdma[p], rdma_failed[p]);
     if (any_tcp) {
       for (auto &st : s->peer_state) // posts go out of line, where TCP is known
         st |= detail::channel_core::k_neutral;
@@ -337,6 +392,36 @@ assemble(std::shared_ptr<detail::cm_group> g, const cm_channel_options &o, std::
   s->connected = true;
   s->link = std::move(link);
   return s;
+}
+
+// After a rendezvous in which both sides offered RDMA: rdma_cm connects peer
+// i, each step within half of step_timeout (so that a fallback still fits
+// the accepting side's one deadline), and the outcome goes back over the
+// rendezvous connection: connected (the connection then closes), or, when
+// rdma_cm could not connect, TCP on that connection (tcp_fd; failed says
+// why). Errors: those of sending the outcome (*step says so).
+result<void> rdma_or_tcp(detail::cm_group &g, std::size_t i, const sockaddr_storage &addr,
+                         std::span<const std::byte> hello, std::chrono::milliseconds step_timeout,
+                         detail::rendezvous_reply &rv, detail::fd_guard &tcp_fd,
+                         std::string &failed, const char **step) {
+  const auto whole = g.step_timeout;
+  g.step_timeout = step_timeout / 2;
+  auto r = g.connect(i, addr, hello, nullptr, step);
+  g.step_timeout = whole;
+  if (!r) {
+    failed =
+        detail::format("rdma_cm could not connect: %s: %s", *step, r.error().message().c_str());
+    g.drop(i);
+  }
+  *step = "rendezvous: send the outcome";
+  const detail::cm_rendezvous outcome{r ? detail::cm_outcome_rdma : detail::cm_outcome_tcp,
+                                      detail::cm_can_tcp};
+  if (auto sent = detail::rendezvous_send(rv.fd.get(), outcome, detail::deadline(step_timeout));
+      !sent)
+    return sent.error();
+  if (!r)
+    tcp_fd = std::move(rv.fd);
+  return {};
 }
 
 } // namespace
@@ -419,6 +504,7 @@ result<multi_channel> multi_channel::create_cm(listener *from, const cm_channel_
     if (g && !listener_rdma && no_rdma.empty())
       no_rdma = "its listener has no rdma_cm id (rdma_cm could not bind its address)";
     std::vector<detail::fd_guard> tcp_fds(rdma_only ? 0 : total);
+    std::vector<std::string> rdma_failed(total);
     const auto me = cm_hello(o.rank);
     for (std::size_t i = 0; i < addrs.size(); i++) {
       const char *step = nullptr;
@@ -434,7 +520,8 @@ result<multi_channel> multi_channel::create_cm(listener *from, const cm_channel_
         if (!rv)
           r = rv.error();
         else if (g && (rv->answer.caps & detail::cm_can_rdma))
-          r = g->connect(i, addrs[i], me, nullptr, &step); // the rendezvous connection closes
+          r = rdma_or_tcp(*g, i, addrs[i], me, o.step_timeout, *rv, tcp_fds[i], rdma_failed[i],
+                          &step);
         else
           tcp_fds[i] = std::move(rv->fd);
       }
@@ -454,11 +541,11 @@ result<multi_channel> multi_channel::create_cm(listener *from, const cm_channel_
       }
     }
     if (o.accept) {
-      tcp_accept t{tcp_fds, from->native_handle() != nullptr && g != nullptr};
+      tcp_accept t{tcp_fds, from->native_handle() != nullptr && g != nullptr, rdma_failed};
       if (auto r = accept_peers(g.get(), *from, o, rdma_only ? nullptr : &t); !r)
         return r.error();
     }
-    auto s = assemble(std::move(g), o, total, tcp_fds, rdma_here, std::move(no_rdma));
+    auto s = assemble(std::move(g), o, total, tcp_fds, rdma_here, rdma_failed, std::move(no_rdma));
     if (!s)
       return s.error();
     multi_channel mc;

@@ -190,13 +190,17 @@ result<void> multi_channel::connect(std::span<const channel_endpoint> remote) {
   return {};
 }
 
-bool detail::channel_state::choose(std::size_t peer, bool rdma_here, bool rdma_there) {
+bool detail::channel_state::choose(std::size_t peer, bool rdma_here, bool rdma_there,
+                                   std::string_view rdma_failed) {
   if (rdma_here && rdma_there) {
     why[peer] = detail::format("peer %zu over RDMA", peer);
     return false;
   }
   over_tcp[peer] = 1;
-  if (!rdma_here)
+  if (!rdma_failed.empty())
+    why[peer] = detail::format("peer %zu over TCP: %.*s", peer,
+                               static_cast<int>(rdma_failed.size()), rdma_failed.data());
+  else if (!rdma_here)
     why[peer] =
         detail::format("peer %zu over TCP: this host has no RDMA: %s", peer, no_rdma.c_str());
   else

@@ -99,13 +99,26 @@ cluster_plan() {
 # rdmadl-example-optional-rdma over RDMA, every byte in its checksum, so
 # that a 1% profile drops dozens of frames, not a handful) as
 # "impair.NAME.KIND.n0-n1".
+#
+# Profile noroce (every RoCE frame dropped, TCP untouched: a fabric that
+# does not carry RDMA between the nodes) runs only kind mcfb: mc2's three
+# ranks built with create_cm and transport automatic. Both nodes offer
+# RDMA, so every pair chooses it in its rendezvous; rdma_cm then connects
+# ranks 0 and 2 (one node: rxe loops back) and cannot connect rank 1's
+# pairs across the hub, which must fall back to TCP, every byte checked.
 impair_kinds="rc cm pingpong mc2 bulk"
+impair_kinds_of() {
+  case $1 in
+    noroce) echo mcfb ;;
+    *) echo "$impair_kinds" ;;
+  esac
+}
 impair_plan() {
   local port=18600 k=0 name kind
   for name in none "$@"; do
     echo "impair.$name impair 0 1 $port $k"
     port=$((port + 10)) k=$((k + 1))
-    for kind in $impair_kinds; do
+    for kind in $(impair_kinds_of "$name"); do
       echo "impair.$name.$kind.n0-n1 $kind 0 1 $port"
       port=$((port + 10))
     done
@@ -169,9 +182,11 @@ cluster_owed() {
       "mc_cluster.exit" ;;&
     mca.rank0) echo "mc.kill.live_first" ;;
     mca.*) ;;
-    mcm.*) echo "mc.listen mc.meet mc.create mc.register mc.windows mc.transport" \
+    mcm.* | mcfb.*) echo "mc.listen mc.meet mc.create mc.register mc.windows mc.transport" \
       "mc.gather_recv mc.multicast mc.scatter_write mc.write.target mc.gather_read mc.done" \
-      "mc_cluster.exit" ;;
+      "mc_cluster.exit" ;;&
+    mcfb.server) echo "mc_rank2.exit" ;;
+    mcm.* | mcfb.*) ;;
     *) echo "unknown-kind-$1" ;;
   esac
 }

@@ -138,7 +138,7 @@ impair_tally() {
       cluster_failed+=("cluster $ck: impair.$name.hub: ${hubl:-no hub count}")
     fi
     lines+=("  impair.$name.hub: ${hubl#hub: impair }")
-    for kind in $impair_kinds; do
+    for kind in $(impair_kinds_of "$name"); do
       id=impair.$name.$kind.n0-n1
       t0=$(impair_time "$clog" "impair.none.$kind.n0-n1")
       t1="" lim="" # no time when a side never ran the test

@@ -244,19 +244,25 @@ while read -r id kind srv cli port arg <&3; do
     impair.client) ;;
     # A multi_channel of three ranks on two nodes (the impaired cluster):
     # ranks 0 and 2 on the server's node, rank 1 on the client's; no kill.
-    mc2.*)
+    # mcfb: the same with create_cm and transport automatic under profile
+    # noroce (cluster-plan.sh): --caps says which pairs must end on RDMA (0
+    # and 2, one node) and which on TCP (rank 1's, fallen back), and
+    # rdma_cm's attempt across the hub gets half of a 20 s step_timeout.
+    mc2.* | mcfb.*)
       lim=240
       case $id in impair.*) lim=120 ;; esac
       nodes=$myip,$peer_ip,$myip r=0
       [ "$role" = server ] || nodes=$peer_ip,$myip,$peer_ip r=1
+      set --
+      [ "$kind" != mcfb ] || set -- --step-timeout 20 --caps rdma,none,rdma --cm
       t0=$(up)
       if [ "$role" = server ]; then
         timeout $lim cxx_mc_cluster --rank 2 --nodes "$nodes" --port "$port" --kill -1 --id "$id" \
-          </dev/null >"/tmp/$id.r2" 2>&1 &
+          "$@" </dev/null >"/tmp/$id.r2" 2>&1 &
         pid=$!
       fi
       timeout $lim cxx_mc_cluster --rank $r --nodes "$nodes" --port "$port" --kill -1 --id "$id" \
-        </dev/null 2>&1
+        "$@" </dev/null 2>&1
       st=$?
       if [ "$role" = server ]; then
         wait "$pid"

@@ -742,7 +742,14 @@ public:
   /// there, and each pair uses RDMA (then through rdma_cm, as above) when
   /// both sides can and neither side's transport is tcp, else TCP on the
   /// rendezvous connection itself, as connect() chooses (transport_of(),
-  /// describe(), one log line per fallback). A node without rdma-core takes
+  /// describe(), one log line per fallback). A pair that chose RDMA and
+  /// whose rdma_cm connect then fails (each of its steps gets half of
+  /// step_timeout: no route, a fabric that carries no RoCE between the two,
+  /// another device at the acceptor) falls back to TCP on the rendezvous
+  /// connection, which stays open for the connecting side's word on the
+  /// outcome; describe() then says why ("peer 0 over TCP: rdma_cm could not
+  /// connect: connect: timed out"). That word also stands for a lost RTU at
+  /// the accepting side. A node without rdma-core takes
   /// part over TCP; its pd() is then a software one and cq() null. Ranks
   /// are refused as above (the refused client gets errc::rank_refused, its
   /// last_error_detail() says why), and opts.step_timeout bounds the whole

@@ -84,10 +84,10 @@ struct cm_group_of {
   static std::size_t peer(std::size_t i, std::size_t j) { return j < i ? j : j - 1; }
 };
 
-// The raw bytes of a rendezvous frame (cm_hello.hpp): "RDMR", version 1, 3
+// The raw bytes of a rendezvous frame (cm_hello.hpp): "RDMR", version 2, 3
 // zero bytes, value (LE), caps, 3 zero bytes.
 std::vector<std::uint8_t> rendezvous(std::uint32_t value, std::uint8_t caps = 2) {
-  std::vector<std::uint8_t> b = {'R', 'D', 'M', 'R', 1, 0, 0, 0};
+  std::vector<std::uint8_t> b = {'R', 'D', 'M', 'R', 2, 0, 0, 0};
   for (int i = 0; i < 4; i++)
     b.push_back(static_cast<std::uint8_t>(value >> (8 * i)));
   b.insert(b.end(), {caps, 0, 0, 0});
@@ -418,7 +418,7 @@ TEST_CASE("cm tcp: a malformed rendezvous answer is a clear error of that peer")
   auto magic = rendezvous(0);
   magic[3] = 'X';
   auto newer = rendezvous(0);
-  newer[4] = 2;
+  newer[4] = 3;
   auto caps = rendezvous(0, 0x82); // an unknown caps bit
   auto reserved = rendezvous(0);
   reserved[14] = 1;
@@ -467,7 +467,7 @@ TEST_CASE("cm tcp: a malformed rendezvous frame is refused, and the accepting go
     auto answer = raw_socket::read_n(raw.fd, 17); // 16, then the end of the connection
     REQUIRE(answer.size() == 16);
     CHECK(std::vector<std::uint8_t>(answer.begin(), answer.begin() + 8) ==
-          std::vector<std::uint8_t>({'R', 'D', 'M', 'R', 1, 0, 0, 0}));
+          std::vector<std::uint8_t>({'R', 'D', 'M', 'R', 2, 0, 0, 0}));
     CHECK(answer[8] == 1); // r_malformed
   }
   // A frame cut short, and a connection that says nothing: dropped.

@@ -33,6 +33,12 @@
 // between two nodes with rdma-core, TCP to one without). The windows travel
 // over the channel itself (mc.windows); mc.channel_endpoints, mc.oob_exchange
 // and mc.handshake are not printed, mc.listen, mc.meet and mc.windows are.
+// Rank r's listener is on port P+5+r. --step-timeout S (default 120) is
+// create_cm's step_timeout. --caps then says what each pair must end on,
+// not only what its nodes have: under the impaired cluster's profile
+// noroce (mcfb, ci/vm/cluster-plan.sh) both nodes have rdma-core but no
+// RoCE frame crosses, so "rdma,none,rdma" asks for RDMA between ranks 0
+// and 2 (one node) and TCP, fallen back after rdma_cm failed, for rank 1.
 // RDMADL_VM_BREAK=mc.NAME breaks the byte check NAME (see same()).
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -98,8 +104,10 @@ std::string describe(const std::vector<work_result> &rs) {
 }
 
 int usage() {
-  std::fprintf(stderr, "usage: cxx_mc_cluster --rank 0|1|2 --nodes IP0,IP1,IP2 --port P "
-                       "--kill NODE --id ID [--caps rdma|none,rdma|none,rdma|none [--cm]]\n");
+  std::fprintf(stderr,
+               "usage: cxx_mc_cluster --rank 0|1|2 --nodes IP0,IP1,IP2 --port P "
+               "--kill NODE --id ID [--step-timeout S] [--caps rdma|none,rdma|none,rdma|none "
+               "[--cm]]\n");
   return 2;
 }
 
@@ -122,7 +130,8 @@ bool listening(const std::string &ip, std::uint16_t port) {
 } // namespace
 
 int main(int argc, char **argv) {
-  long rank = -1, port = 0, kill_node = -1;
+  long rank = -1, port = 0, kill_node = -1, step_secs = 120;
+  bool has_step = false;
   const bool by_cm = argc > 1 && std::string(argv[argc - 1]) == "--cm";
   if (by_cm)
     argc--;
@@ -146,13 +155,17 @@ int main(int argc, char **argv) {
       split(v, ip);
     else if (k == "--caps")
       split(v, caps);
+    else if (k == "--step-timeout")
+      step_secs = std::strtol(v.c_str(), &end, 10), has_step = true;
     else
       return usage();
     if (end && *end)
       return usage();
   }
   const bool neutral = !caps.empty();
-  if (argc != (neutral ? 13 : 11) || rank < 0 || rank > 2 || port < 1 || port > 65530 ||
+  const std::chrono::seconds step_timeout(step_secs);
+  const int given = 11 + (neutral ? 2 : 0) + (has_step ? 2 : 0);
+  if (argc != given || step_secs < 1 || rank < 0 || rank > 2 || port < 1 || port > 65530 ||
       kill_node < -1 || ip.size() != 3 || !*id || (by_cm && !neutral) ||
       (neutral && (caps.size() != 3 || std::count(caps.begin(), caps.end(), "rdma") +
                                                std::count(caps.begin(), caps.end(), "none") !=
@@ -173,19 +186,20 @@ int main(int argc, char **argv) {
   result<multi_channel> mc = errc::empty_object;
   result<listener> lst = errc::empty_object;
   if (by_cm) {
-    const auto cm_port = static_cast<std::uint16_t>(port + 5);
-    lst = listener::bind(ip[me], cm_port, channel_transport::automatic);
+    // One port per rank: two ranks may share a node (mcfb).
+    auto cm_port = [&](unsigned r) { return static_cast<std::uint16_t>(port + 5 + r); };
+    lst = listener::bind(ip[me], cm_port(me), channel_transport::automatic);
     if (!check("listen", bool(lst),
                lst ? "" : lst.error().message() + " (" + std::string(last_error_detail()) + ")"))
       return 1;
-    std::printf("mc: rank %u: listener on %s:%u, rdma_cm %s\n", me, ip[me].c_str(), cm_port,
+    std::printf("mc: rank %u: listener on %s:%u, rdma_cm %s\n", me, ip[me].c_str(), cm_port(me),
                 lst->native_handle() ? "too" : "not here (TCP alone)");
     // create_cm connects once: every listener must be up first.
     std::string missing;
     for (auto until = std::chrono::steady_clock::now() + 300s;;) {
       missing.clear();
       for (unsigned r = 0; r < 3; r++)
-        if (r != me && !listening(ip[r], cm_port))
+        if (r != me && !listening(ip[r], cm_port(r)))
           missing += " " + std::to_string(r);
       if (missing.empty() || std::chrono::steady_clock::now() > until)
         break;
@@ -195,11 +209,11 @@ int main(int argc, char **argv) {
       return 1;
     std::vector<cm_address> nodes;
     for (unsigned r = 0; r < 3; r++)
-      nodes.push_back({ip[r], cm_port});
+      nodes.push_back({ip[r], cm_port(r)});
     cm_channel_options base;
     base.channel.transport = channel_transport::automatic;
     base.channel.connect.transport = opts.connect.transport;
-    base.step_timeout = 120s; // also the accepting's one deadline: the ranks start apart
+    base.step_timeout = step_timeout; // also the accepting's one deadline: the ranks start apart
     auto o = cm_mesh(me, nodes, base);
     mc = o ? multi_channel::create_cm(&*lst, *o) : result<multi_channel>(o.error());
     if (!mc)
