@@ -269,7 +269,7 @@ done
 if [ -n "$impair_cluster" ]; then
   ck=$((ck + 1))
   IFS=, read -r -a cn <<<"$impair_cluster"
-  cl_impair=${RDMADL_VM_IMPAIR:-drop1:drop=0.01,dup=0.005,reorder=0.01,delay=1 drop5:drop=0.05,dup=0.01,reorder=0.02,delay=1 noroce:drop=1}
+  cl_impair=${RDMADL_VM_IMPAIR:-drop1:drop=0.01,dup=0.005,reorder=0.01,delay=1 drop5:drop=0.05,dup=0.01,reorder=0.02,delay=1 noroce:drop=1 nortu:rtu=1}
   cluster_stage "$ck" "${cn[@]}"
   cl_impair=""
 fi

@@ -106,10 +106,17 @@ cluster_plan() {
 # RDMA, so every pair chooses it in its rendezvous; rdma_cm then connects
 # ranks 0 and 2 (one node: rxe loops back) and cannot connect rank 1's
 # pairs across the hub, which must fall back to TCP, every byte checked.
+#
+# Profile nortu (every rdma_cm RTU dropped) runs cm, pingpong and mcrtu (as
+# mcfb, every pair over RDMA): the passive sides must take the client's
+# first message (cm_pingpong, the C++ ping-pong's prepared receive) or the
+# rendezvous' word on the outcome (create_cm) as the RTU, with rdma_cm's
+# resent REPs answered by RTUs that are lost again.
 impair_kinds="rc cm pingpong mc2 bulk"
 impair_kinds_of() {
   case $1 in
     noroce) echo mcfb ;;
+    nortu) echo cm pingpong mcrtu ;;
     *) echo "$impair_kinds" ;;
   esac
 }
@@ -182,11 +189,11 @@ cluster_owed() {
       "mc_cluster.exit" ;;&
     mca.rank0) echo "mc.kill.live_first" ;;
     mca.*) ;;
-    mcm.* | mcfb.*) echo "mc.listen mc.meet mc.create mc.register mc.windows mc.transport" \
-      "mc.gather_recv mc.multicast mc.scatter_write mc.write.target mc.gather_read mc.done" \
-      "mc_cluster.exit" ;;&
-    mcfb.server) echo "mc_rank2.exit" ;;
-    mcm.* | mcfb.*) ;;
+    mcm.* | mcfb.* | mcrtu.*) echo "mc.listen mc.meet mc.create mc.register mc.windows" \
+      "mc.transport mc.gather_recv mc.multicast mc.scatter_write mc.write.target" \
+      "mc.gather_read mc.done mc_cluster.exit" ;;&
+    mcfb.server | mcrtu.server) echo "mc_rank2.exit" ;;
+    mcm.* | mcfb.* | mcrtu.*) ;;
     *) echo "unknown-kind-$1" ;;
   esac
 }

@@ -128,7 +128,7 @@ impair_tally() {
     ok=$(echo "$hubl" | awk -v spec=",$spec," '
       match($0, /selected [0-9]+ times, RoCE frames seen [0-9]+, dropped [0-9]+/) {
         split(substr($0, RSTART, RLENGTH), w, /[ ,]+/)
-        drops = spec !~ /,drop=0?(\.0*)?,/ && spec ~ /,drop=/
+        drops = (spec !~ /,drop=0?(\.0*)?,/ && spec ~ /,drop=/) || spec ~ /,rtu=1,/
         print (w[2] > 0 && w[7] > 0 && (!drops || w[9] > 0)) ? 1 : 0
       }')
     if [ "$ok" = 1 ]; then

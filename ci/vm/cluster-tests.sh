@@ -248,13 +248,15 @@ while read -r id kind srv cli port arg <&3; do
     # noroce (cluster-plan.sh): --caps says which pairs must end on RDMA (0
     # and 2, one node) and which on TCP (rank 1's, fallen back), and
     # rdma_cm's attempt across the hub gets half of a 20 s step_timeout.
-    mc2.* | mcfb.*)
+    # mcrtu: the same under profile nortu, every pair over RDMA.
+    mc2.* | mcfb.* | mcrtu.*)
       lim=240
       case $id in impair.*) lim=120 ;; esac
       nodes=$myip,$peer_ip,$myip r=0
       [ "$role" = server ] || nodes=$peer_ip,$myip,$peer_ip r=1
       set --
       [ "$kind" != mcfb ] || set -- --step-timeout 20 --caps rdma,none,rdma --cm
+      [ "$kind" != mcrtu ] || set -- --step-timeout 20 --caps rdma,rdma,rdma --cm
       t0=$(up)
       if [ "$role" = server ]; then
         timeout $lim cxx_mc_cluster --rank 2 --nodes "$nodes" --port "$port" --kill -1 --id "$id" \

@@ -16,8 +16,8 @@
  * stderr then.
  *
  * Impairment (README.md, "Impaired frames"): each --impair names a profile,
- * SPEC being "drop=P,dup=P,reorder=P,delay=MS" (P a probability, MS
- * milliseconds, "ms" optional; any part may be left out). Profile K (1-based, in option order)
+ * SPEC being "drop=P,dup=P,reorder=P,delay=MS,rtu=B" (P a probability, MS
+ * milliseconds, "ms" optional; B 0 or 1; any part may be left out). Profile K (1-based, in option order)
  * becomes active when the hub forwards a TCP SYN to port IMPAIR_PORT+K, IMPAIR_PORT itself turns
  * impairment off (the start state): a guest switches with "nc PEER PORT"
  * before a test, and since every frame passes the hub in one order, all
@@ -27,8 +27,12 @@
  * is measured is rxe's own retransmission. Per frame and receiving node: lost
  * with probability drop, else sent twice with probability dup, held back
  * REORDER_MS (so the frames after it overtake it) with probability reorder,
- * and every frame delayed by delay ms. The draws come from a splitmix64
- * stream seeded by --seed; the counts per profile are printed at the end.
+ * and every frame delayed by delay ms. With rtu=1, every frame carrying an
+ * rdma_cm RTU (a CM MAD, attribute 0x0014, to QP 1) is lost as well: the
+ * active side of each connection then believes it is connected while the
+ * passive side never hears so from the CM. The draws come from a
+ * splitmix64 stream seeded by --seed; the counts per profile are printed
+ * at the end (dropped includes the RTUs).
  */
 #include <errno.h>
 #include <poll.h>
@@ -49,6 +53,7 @@ struct profile {
   char name[32];
   double drop, dup, reorder;
   unsigned delay_ms;
+  int rtu;
   unsigned long seen, dropped, duplicated, reordered, switches;
 };
 
@@ -97,6 +102,17 @@ static unsigned port_at(const unsigned char *p) {
   return (unsigned)(p[0] << 8 | p[1]);
 }
 
+/* Whether the RoCE v2 packet at UDP header udp (end: the frame's end) is a
+ * CM RTU: BTH (12 bytes) to QP 1 with a UD send, DETH (8), then a MAD of
+ * management class 0x07 (CM) with attribute ID 0x0014 (RTU). */
+static int is_rtu(const unsigned char *udp, const unsigned char *end) {
+  const unsigned char *bth = udp + 8, *mad = bth + 12 + 8;
+  if (mad + 18 > end)
+    return 0;
+  return bth[0] == 0x64 && bth[5] == 0 && bth[6] == 0 && bth[7] == 1 && mad[1] == 0x07 &&
+         mad[16] == 0x00 && mad[17] == 0x14;
+}
+
 static int parse_profile(struct profile *p, const char *arg) {
   const char *colon = strchr(arg, ':');
   if (!colon || colon == arg || (size_t)(colon - arg) >= sizeof p->name)
@@ -116,6 +132,8 @@ static int parse_profile(struct profile *p, const char *arg) {
       p->reorder = v;
     else if (strcmp(key, "delay") == 0 && v <= 1000)
       p->delay_ms = (unsigned)v;
+    else if (strcmp(key, "rtu") == 0 && (v == 0 || v == 1))
+      p->rtu = (int)v;
     else
       return -1;
     s += used;
@@ -336,7 +354,7 @@ int main(int argc, char **argv) {
         deliver(i, buf, (size_t)len);
         continue;
       }
-      if (draw() < pr->drop) {
+      if (draw() < pr->drop || (pr->rtu && is_rtu(udp, u + len))) {
         pr->dropped++;
         continue;
       }
@@ -365,9 +383,10 @@ int main(int argc, char **argv) {
             i, in[i], out[i], waited[i], slow[i]);
   for (int k = 1; k <= nprof; k++)
     fprintf(stderr,
-            "hub: impair %s (drop=%g dup=%g reorder=%g delay=%ums seed=%llu): selected %lu "
+            "hub: impair %s (drop=%g dup=%g reorder=%g delay=%ums rtu=%d seed=%llu): selected %lu "
             "times, RoCE frames seen %lu, dropped %lu, duplicated %lu, reordered %lu\n",
-            prof[k].name, prof[k].drop, prof[k].dup, prof[k].reorder, prof[k].delay_ms, seed,
+            prof[k].name, prof[k].drop, prof[k].dup, prof[k].reorder, prof[k].delay_ms, prof[k].rtu,
+            seed,
             prof[k].switches, prof[k].seen, prof[k].dropped, prof[k].duplicated, prof[k].reordered);
   unlink(argv[a]);
   return 0;
