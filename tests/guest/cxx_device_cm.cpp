@@ -88,7 +88,25 @@ bool check_cm() {
     cm_options pinned = o;
     pinned.qp.port = 1;
     EXPECT(connect(host, port, pinned).error() == errc::not_honoured);
+    // A prepare hook's error is the connect's, before any request goes out.
+    cm_options refused = o;
+    refused.prepare = [](connection &) -> result<void> { return errc::no_such_peer; };
+    EXPECT(connect(host, port, refused).error() == errc::no_such_peer);
+    EXPECT(std::string_view(last_error_detail()).find(": prepare: ") != std::string_view::npos);
+    // The client's receive goes in before the connect too.
+    std::vector<std::byte> out(4096), in(4096);
+    fill(out, 9);
+    std::optional<memory_region> mi;
+    o.prepare = [&](connection &c) -> result<void> {
+      auto m = c.pd().register_memory(in);
+      if (!m)
+        return m.error();
+      mi = std::move(*m);
+      auto all = mi->all();
+      return all ? c.qp()->post_recv(*all, 10) : result<void>(all.error());
+    };
     TRY(conn, connect(host, port, o));
+    EXPECT(mi.has_value());
     // The QP rdma_cm made knows its path: port, GID, QPN as the device has them.
     TRY(ep, conn->qp()->local_endpoint());
     EXPECT(!ep->gid_value.is_zero());
@@ -97,12 +115,7 @@ bool check_cm() {
     EXPECT(conn->qp()->uses_wr_api() == conn->ctx().supports(feature::wr_api));
     EXPECT(conn->peer_data().size() >= sizeof welcome);
     EXPECT(std::memcmp(conn->peer_data().data(), welcome, sizeof welcome) == 0);
-    std::vector<std::byte> out(4096), in(4096);
-    fill(out, 9);
     TRY(mo, conn->pd().register_memory(out));
-    TRY(mi, conn->pd().register_memory(in));
-    TRY(si, mi->all());
-    EXPECT_OK(conn->qp()->post_recv(*si, 10));
     TRY(so, mo->all());
     {
       auto b = conn->qp()->batch(); // the WR API on an rdma_cm QP where offered
