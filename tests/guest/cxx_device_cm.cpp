@@ -6,10 +6,27 @@
 #include <arpa/inet.h>
 #include <atomic>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <thread>
 
 namespace cxx_device {
+
+namespace {
+// A cm_options::prepare that registers buf (into mr) and posts one receive
+// of all of it, work request id.
+std::function<result<void>(connection &)>
+receive_first(std::span<std::byte> buf, std::optional<memory_region> &mr, std::uint64_t id) {
+  return [buf, &mr, id](connection &c) -> result<void> {
+    auto m = c.pd().register_memory(buf);
+    if (!m)
+      return m.error();
+    mr = std::move(*m);
+    auto all = mr->all();
+    return all ? c.qp()->post_recv(*all, id) : result<void>(all.error());
+  };
+}
+} // namespace
 
 bool check_cm() {
   TRY(lst, listener::bind(test_ip ? inet_ntoa(in_addr{test_ip}) : "0.0.0.0", 0));
@@ -44,14 +61,9 @@ bool check_cm() {
     // queue pair of the connection accept() then returns.
     std::optional<memory_region> mr;
     queue_pair *prepared = nullptr;
-    o.prepare = [&](connection &c) -> result<void> {
+    o.prepare = [&, first = receive_first(srv_buf, mr, 1)](connection &c) {
       prepared = c.qp();
-      auto m = c.pd().register_memory(srv_buf);
-      if (!m)
-        return m.error();
-      mr = std::move(*m);
-      auto all = mr->all();
-      return all ? c.qp()->post_recv(*all, 1) : result<void>(all.error());
+      return first(c);
     };
     auto conn = req->accept(o);
     if (!conn) {
@@ -97,14 +109,7 @@ bool check_cm() {
     std::vector<std::byte> out(4096), in(4096);
     fill(out, 9);
     std::optional<memory_region> mi;
-    o.prepare = [&](connection &c) -> result<void> {
-      auto m = c.pd().register_memory(in);
-      if (!m)
-        return m.error();
-      mi = std::move(*m);
-      auto all = mi->all();
-      return all ? c.qp()->post_recv(*all, 10) : result<void>(all.error());
-    };
+    o.prepare = receive_first(in, mi, 10);
     TRY(conn, connect(host, port, o));
     EXPECT(mi.has_value());
     // The QP rdma_cm made knows its path: port, GID, QPN as the device has them.
