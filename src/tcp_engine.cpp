@@ -247,8 +247,9 @@ status_code tcp_engine::post(std::size_t p, int kind, const local_slice &buf,
     // receive unblocked).
     if (q.st == state::up) {
       hold_out_ = true;
+      posting_ = kind != k_recv;
       kind == k_recv ? step(p, 0) : (void)pump_out(q, p);
-      hold_out_ = false;
+      hold_out_ = posting_ = false;
     }
     // ... or when bytes went out while it sleeps with no timeout: their
     // acknowledgement is to be checked (check_acks()).
@@ -276,6 +277,8 @@ std::size_t tcp_engine::poll(std::span<tcp_completion> out,
     lock.lock();
   else if (!lock.try_lock()) // the progress thread is at work: take its completions next time
     return 0;
+  if (held_any_)
+    flush_held();
   if (done_.empty() && wait.count() > 0) {
     // A waiting application thread reads and writes the sockets itself
     // rather than sleeping until the progress thread has done it: that
@@ -334,6 +337,15 @@ std::size_t tcp_engine::poll(std::span<tcp_completion> out,
     done_.pop();
   }
   return n;
+}
+
+void tcp_engine::flush_held() noexcept {
+  held_any_ = false;
+  hold_out_ = true;
+  for (std::size_t p = 0; p < peers_.size(); p++)
+    if (auto &q = peers_[p]; q.held && q.st == state::up)
+      (void)pump_out(q, p);
+  hold_out_ = false;
 }
 
 void tcp_engine::flush(std::size_t p) noexcept {
@@ -428,6 +440,7 @@ void tcp_engine::fail(std::size_t p, const std::string &why, int head_status,
   q.answers.clear();
   q.staged.clear();
   q.out_busy = false;
+  q.held = false;
   q.credits = 0;
   q.credit_owed = 0;
 }
@@ -783,7 +796,8 @@ void tcp_engine::step(std::size_t p, short revents) noexcept {
 // Gathers the next frames to go out into one batch (one sendmsg): the
 // answers owed, then the requests that may go, each header carrying the
 // credits owed (a credit frame of its own only when nothing else goes), up
-// to out_batch headers and ending with the first frame that has a payload.
+// to tcp_out_frames frames and, payloads included, until the batch carries
+// tcp_eager_max payload bytes (so no answer waits behind more than that).
 // Answers and requests leave their queues here ("on the wire": no answer to
 // a request can come before its bytes went). False once the peer failed.
 bool tcp_engine::next_batch(peer &q, std::size_t p) noexcept {
@@ -795,40 +809,54 @@ bool tcp_engine::next_batch(peer &q, std::size_t p) noexcept {
   // thread within about a millisecond (a turn that finds no application
   // wait steps every peer). In a blocking ping-pong an ack then reaches the
   // peer with the next message, one wake-up instead of two; in a stream,
-  // acks and credits go together. A read response is never held.
-  if (hold_out_ && ticking_ && !sendable(q, q.sent)) {
+  // acks and credits go together.
+  //
+  // Likewise a post holds back its request while requests of the peer's are
+  // on the wire (their answers still to come) and an application thread
+  // keeps waiting: the requests posted meanwhile go together, one sendmsg
+  // for a window's worth (as a doorbell rung once for a list of work
+  // requests), at the next poll() (flush_held()), when an answer is read, or
+  // from the progress thread within about a millisecond. A request posted
+  // to an idle connection goes at once. A read response is never held.
+  const bool hold_answers = hold_out_ && ticking_ && !sendable(q, q.sent);
+  const bool hold_requests = posting_ && ticking_ && q.sent > 0;
+  if (hold_answers || hold_requests) {
     bool response = false;
     for (std::size_t i = 0; i < q.answers.size(); i++)
       response = response || q.answers[i].f.op == tcp_op::read_response;
-    if (!response)
+    if (!response) {
+      if (hold_requests && sendable(q, q.sent))
+        q.held = held_any_ = true;
       return true;
+    }
   }
-  q.out_hlen = 0;
+  q.held = false;
+  q.out_n = 0;
   q.out_off = 0;
-  tcp_frame f;
-  while (q.out_hlen < q.out_hdr.size() && f.payload() == 0) {
+  q.out_len = 0;
+  std::size_t bytes = 0; // payload bytes in the batch
+  while (q.out_n < tcp_out_frames && bytes < tcp_eager_max) {
+    tcp_frame f;
+    peer::out_frame from; // where its payload comes from (none: length 0)
     if (!q.answers.empty()) {
       f = q.answers.front().f;
       q.answers.pop();
       if (f.op == tcp_op::read_response) {
         // Served only if the region still grants it (the check is redone per call).
-        q.out_key = f.rkey;
-        q.out_key_local = false;
-        q.out_addr = f.addr;
+        from = {f.addr, f.length, f.rkey, false};
         f.addr = 0;
         f.rkey = 0;
-        if (!pd_->regions.use(key_kind::remote, q.out_key, q.out_addr, f.length,
-                              rdmadl::access::remote_read, [] {}))
+        if (!pd_->regions.use(key_kind::remote, from.key, from.addr, f.length,
+                              rdmadl::access::remote_read, [] {})) {
           f = tcp_frame{tcp_op::nack, 0, f.wr_id, 0, 0, wc_rem_access_err};
+          from = {};
+        }
       }
     } else if (sendable(q, q.sent)) {
       const op &o = q.sq[q.sent];
       f = tcp_frame{};
       f.wr_id = o.wr_id;
       f.length = o.buf.length;
-      q.out_key = o.buf.lkey;
-      q.out_key_local = true;
-      q.out_addr = o.buf.addr;
       if (o.kind == k_send) {
         f.op = tcp_op::send;
         q.credits--;
@@ -837,14 +865,15 @@ bool tcp_engine::next_batch(peer &q, std::size_t p) noexcept {
         f.addr = o.raddr;
         f.rkey = o.rkey;
       }
-      if (!pd_->regions.use(key_kind::local, q.out_key, q.out_addr, o.buf.length,
+      if (!pd_->regions.use(key_kind::local, o.buf.lkey, o.buf.addr, o.buf.length,
                             rdmadl::access::local, [] {})) {
         fail(p, "a local buffer is not inside a region of the channel's PD", wc_loc_prot_err,
              q.sent);
         return false;
       }
+      from = {o.buf.addr, f.payload(), o.buf.lkey, true};
       q.sent++;
-    } else if (q.credit_owed > 0 && q.out_hlen == 0) { // receives posted here since the last one
+    } else if (q.credit_owed > 0 && q.out_n == 0) { // receives posted here since the last one
       f = tcp_frame{tcp_op::credit, q.credit_owed, 0, 0, 0, 0};
       q.credit_owed = 0;
     } else {
@@ -854,11 +883,12 @@ bool tcp_engine::next_batch(peer &q, std::size_t p) noexcept {
     f.credit = ride;
     q.credit_owed -= ride;
     const auto h = encode(f);
-    std::memcpy(q.out_hdr.data() + q.out_hlen, h.data(), h.size());
-    q.out_hlen += h.size();
+    std::memcpy(q.out_hdr.data() + q.out_n * tcp_header_size, h.data(), h.size());
+    q.out_frames[q.out_n++] = from;
+    q.out_len += tcp_header_size + from.length;
+    bytes += from.length;
   }
-  q.out_f = f;
-  q.out_busy = q.out_hlen > 0;
+  q.out_busy = q.out_n > 0;
   return true;
 }
 
@@ -872,28 +902,46 @@ bool tcp_engine::pump_out(peer &q, std::size_t p) noexcept {
       if (!q.out_busy)
         return true;
     }
-    const std::size_t payload = q.out_f.payload(); // the batch's last frame's
-    iovec iov[2];
-    int cnt = 0;
-    if (q.out_off < q.out_hlen)
-      iov[cnt++] = {q.out_hdr.data() + q.out_off, q.out_hlen - q.out_off};
-    const std::size_t pay_done = q.out_off > q.out_hlen ? q.out_off - q.out_hlen : 0;
-    if (payload > pay_done)
-      iov[cnt++] = {reinterpret_cast<void *>(q.out_addr + pay_done), payload - pay_done};
+    // The batch from out_off on: the headers (adjacent ones in one iovec)
+    // and the payloads, each of these held in its region during the call.
+    std::array<iovec, 2 * tcp_out_frames> iov;
+    std::array<region_table::range, tcp_out_frames> held;
+    std::size_t cnt = 0, nheld = 0, at = 0;
+    auto add = [&](std::byte *base, std::size_t len) {
+      const std::size_t skip = q.out_off > at ? std::min(q.out_off - at, len) : 0;
+      at += len;
+      if (skip == len)
+        return std::size_t{0};
+      if (cnt > 0 &&
+          static_cast<std::byte *>(iov[cnt - 1].iov_base) + iov[cnt - 1].iov_len == base + skip)
+        iov[cnt - 1].iov_len += len - skip;
+      else
+        iov[cnt++] = {base + skip, len - skip};
+      return skip;
+    };
+    for (std::size_t i = 0; i < q.out_n; i++) {
+      (void)add(q.out_hdr.data() + i * tcp_header_size, tcp_header_size);
+      const peer::out_frame &o = q.out_frames[i];
+      if (o.length == 0 || at + o.length <= q.out_off) {
+        at += o.length;
+        continue;
+      }
+      const std::size_t skip = add(reinterpret_cast<std::byte *>(o.addr), o.length);
+      held[nheld++] = {o.local ? key_kind::local : key_kind::remote, o.key, o.addr + skip,
+                       o.length - skip,
+                       o.local ? rdmadl::access::local : rdmadl::access::remote_read};
+    }
     msghdr mh{};
-    mh.msg_iov = iov;
-    mh.msg_iovlen = static_cast<std::size_t>(cnt);
+    mh.msg_iov = iov.data();
+    mh.msg_iovlen = cnt;
     ssize_t n = -1;
     int err = 0;
     auto send_it = [&] {
       n = ::sendmsg(q.fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
       err = errno;
     };
-    if (payload > pay_done) {
-      const rdmadl::access right =
-          q.out_key_local ? rdmadl::access::local : rdmadl::access::remote_read;
-      if (!pd_->regions.use(q.out_key_local ? key_kind::local : key_kind::remote, q.out_key,
-                            q.out_addr + pay_done, payload - pay_done, right, send_it)) {
+    if (nheld > 0) {
+      if (!pd_->regions.use_each(std::span(held.data(), nheld), send_it)) {
         fail(p, "a region ended while its bytes were being sent", wc_loc_prot_err);
         return false;
       }
@@ -908,7 +956,7 @@ bool tcp_engine::pump_out(peer &q, std::size_t p) noexcept {
     }
     q.out_off += static_cast<std::size_t>(n);
     q.wrote = true;
-    if (q.out_off < q.out_hlen + payload)
+    if (q.out_off < q.out_len)
       continue;
     q.out_busy = false;
   }

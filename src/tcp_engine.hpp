@@ -23,7 +23,12 @@
 // frames are read several to a recv(2) through a per-peer read-ahead
 // buffer (4 KiB; copied from there to their place inside use() too), and
 // written several to a sendmsg(2) (answers, credits riding in the headers,
-// then requests). Requests are answered in order (TCP keeps it): a send
+// then requests, payloads included, up to 64 KiB of payload a call; the
+// regions of all of them held by one region_table::use_each()). A request
+// posted while others to that peer await their answers, by a thread that
+// keeps waiting on the engine, is held back until that thread waits again
+// (or an answer is read, or 1 ms passes): a window of posts then goes in
+// one sendmsg(2). Requests are answered in order (TCP keeps it): a send
 // waits, RNR-like, on the sending side until the peer has announced a
 // posted receive (a credit, see tcp_frame.hpp), or goes eagerly into the
 // peer's staging buffer (up to 2 of at most 64 KiB), so no send ever stops
@@ -169,6 +174,8 @@ public:
   std::size_t take_failure() noexcept;
 
 private:
+  // The most frames one sendmsg(2) carries (next_batch()).
+  static constexpr std::size_t tcp_out_frames = 32;
   struct op {
     int kind = 0;
     local_slice buf;
@@ -206,15 +213,20 @@ private:
     std::vector<std::byte> stage;
     fifo<staged_send> staged;
     std::uint32_t stage_next = 0; // the slot the next one goes to (they are used in turn)
-    // output: the batch of frames on its way out (next_batch()); only the
-    // last, out_f, may have a payload
+    // output: the batch of frames on its way out (next_batch()): out_n
+    // headers in out_hdr, each followed by its payload (out_frames), out_len
+    // bytes in all, out_off of them sent
+    struct out_frame {
+      std::uint64_t addr = 0;
+      std::uint32_t length = 0; // 0: no payload
+      std::uint32_t key = 0;    // its region's key: local for a request, remote for a response
+      bool local = true;
+    };
     bool out_busy = false;
-    std::array<std::byte, tcp_header_size * 8> out_hdr{};
-    std::size_t out_hlen = 0, out_off = 0;
-    tcp_frame out_f;
-    std::uint32_t out_key = 0; // payload's region key (local for a request, remote for a response)
-    bool out_key_local = true;
-    std::uint64_t out_addr = 0;
+    std::size_t out_n = 0, out_len = 0, out_off = 0;
+    std::array<std::byte, tcp_header_size * tcp_out_frames> out_hdr{};
+    std::array<out_frame, tcp_out_frames> out_frames{};
+    bool held = false; // a post held its request back (next_batch(), flush_held())
     std::size_t hello_off = 0;
     std::array<std::byte, tcp_hello_size> hello{};
     // input: bytes read ahead ([in_beg, in_end) of inbuf, not yet taken)
@@ -271,6 +283,7 @@ private:
   void accept_new() noexcept;
   void read_hellos() noexcept;
   bool next_batch(peer &q, std::size_t p) noexcept;
+  void flush_held() noexcept; // sends the requests posts held back (next_batch())
   bool pump_out(peer &q, std::size_t p) noexcept;
   int fill_in(peer &q, std::size_t p, bool &drained) noexcept;
   bool pump_in(peer &q, std::size_t p) noexcept;
@@ -295,6 +308,8 @@ private:
   bool sleeping_ = false, stop_ = false;
   bool ticking_ = false;           // the progress thread sleeps 1 ms at a time (see run())
   bool hold_out_ = false;          // an application thread moves bytes (see next_batch())
+  bool posting_ = false;           // ... for a post of a request (see next_batch())
+  bool held_any_ = false;          // a peer has a request held back (see next_batch())
   bool timed_sleep_ = false;       // run() sleeps with a timeout (timed_watch())
   int app_polling_ = 0;            // application threads inside poll(2) on the sockets
   std::uint64_t app_calls_ = 0;    // how many waiting poll() calls there were (see run())
