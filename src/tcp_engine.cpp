@@ -48,6 +48,9 @@ void tune(int fd, int secs, int count) noexcept {
   (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &secs, sizeof secs);
   (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &secs, sizeof secs);
   (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
+  // The longest a waiting poll() blocks in recv(2) (see go_up()).
+  const timeval wait{0, static_cast<suseconds_t>(channel_state::tcp_wait.count())};
+  (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
 }
 
 // The host's first non-loopback IPv4 address that is up, else 127.0.0.1.
@@ -193,7 +196,7 @@ status_code tcp_engine::start(std::vector<peer_setup> setups) {
       q.fd = q.setup.fd;
       q.setup.fd = -1;
       tune(q.fd, probe_secs_, probes_);
-      q.st = state::up;
+      go_up(q);
       continue;
     }
     if (!q.connector)
@@ -308,7 +311,14 @@ std::size_t tcp_engine::poll(std::span<tcp_completion> out,
           who[n] = p;
           fds[n++] = {q.fd, ev, 0};
         }
-      if (n > 0) {
+      if (n == 1 && fds[0].events == POLLIN && peers_[who[0]].blocking &&
+          !peers_[who[0]].in_payload && !peers_[who[0]].app_reading &&
+          wait >= channel_state::tcp_wait) {
+        read_blocking(lock, who[0]);
+        hold_out_ = true;
+        drive();
+        hold_out_ = false;
+      } else if (n > 0) {
         app_polling_++;
         lock.unlock();
         const auto ms = std::chrono::ceil<std::chrono::milliseconds>(wait).count();
@@ -457,9 +467,11 @@ bool tcp_engine::sendable(const peer &q, std::size_t i) noexcept {
 // a send waits for a receive or answers wait to go out (the data would be
 // there at once and poll(2) would spin); output while some is queued.
 short tcp_engine::wanted(const peer &q) const noexcept {
-  const bool stalled =
-      (q.in_payload && q.in_dest == to_nothing) || q.answers.full() || q.close_after_output;
-  short ev = stalled ? 0 : POLLIN;
+  const bool waits = q.in_payload && q.in_dest == to_nothing && !stage_now(q);
+  const bool stalled = waits || q.answers.full() || q.close_after_output;
+  // An eager send left in the socket: the peer's close is read (and the
+  // send staged) at once, so its failure is noticed as before.
+  short ev = stalled ? (waits && eager_fits(q) ? POLLRDHUP : 0) : POLLIN;
   if (q.out_busy || !q.answers.empty() || q.credit_owed > 0 || sendable(q, q.sent))
     ev |= POLLOUT;
   return ev;
@@ -604,6 +616,7 @@ void tcp_engine::run() noexcept {
     // so that a message wakes one thread, not two; it takes them back once
     // a millisecond passes with no such wait.
     const bool hands_off = app_calls_ != calls_seen;
+    bool reading = false;
     calls_seen = app_calls_;
     // Work that needs no event: output queued by a post, input a receive
     // unblocked (not for the peers a waiting application thread drives).
@@ -649,7 +662,10 @@ void tcp_engine::run() noexcept {
       q.polled = ev;
       // Left to a waiting application thread (poll() watches the first
       // app_poll_max peers); a post need not wake the thread for them.
-      const bool theirs = hands_off && q.st == state::up && p < app_poll_max;
+      const bool theirs = (hands_off || q.app_reading) && q.st == state::up && p < app_poll_max;
+      // One left to a thread blocked in recv(2) (read_blocking()): this
+      // thread ticks, to take it back once that thread is gone.
+      reading = reading || (theirs && !hands_off);
       if (theirs)
         q.polled = POLLIN | POLLOUT;
       if (theirs || (ev == 0 && q.hung_up)) // a hang-up: poll(2) would report it again and again
@@ -669,10 +685,10 @@ void tcp_engine::run() noexcept {
       who.push_back(SIZE_MAX - 2);
     }
     sleeping_ = true;
-    ticking_ = hands_off;
-    timed_sleep_ = hands_off || watch;
+    ticking_ = hands_off || reading;
+    timed_sleep_ = ticking_ || watch;
     lock.unlock();
-    int n = ::poll(fds.data(), fds.size(), hands_off ? 1 : watch ? probe_secs_ * 1000 : -1);
+    int n = ::poll(fds.data(), fds.size(), ticking_ ? 1 : watch ? probe_secs_ * 1000 : -1);
     lock.lock();
     sleeping_ = false;
     if (n < 0)
@@ -733,7 +749,7 @@ void tcp_engine::read_hellos() noexcept {
           if (q.st == state::waiting && !q.connector && q.setup.mine == h->acceptor_token &&
               q.setup.theirs == h->connector_token) {
             q.fd = a.fd;
-            q.st = state::up;
+            go_up(q);
             drop = false;
             a.fd = -1;
             break;
@@ -751,9 +767,32 @@ void tcp_engine::read_hellos() noexcept {
   }
 }
 
+void tcp_engine::go_up(peer &q) noexcept {
+  q.st = state::up;
+  q.blocking = !set_blocking(q.fd);
+}
+
 void tcp_engine::note_input(peer &q, short revents) noexcept {
-  if (revents & (POLLIN | POLLHUP | POLLERR))
+  if (revents & (POLLIN | POLLHUP | POLLERR | POLLRDHUP))
     q.in_drained = false;
+  if (revents & (POLLRDHUP | POLLHUP | POLLERR))
+    q.rdhup = true;
+}
+
+bool tcp_engine::eager_fits(const peer &q) noexcept {
+  return q.in_f.op == tcp_op::send && q.staged.size() < tcp_eager_sends &&
+         q.in_f.length <= tcp_eager_max;
+}
+
+// An eager send that came before its receive is read into the staging
+// buffer only once something behind it may be needed: an answer or a credit
+// for a request of this side's, or the peer's close. Until then its bytes
+// stay in the socket (or the read-ahead buffer), and the receive, once
+// posted, takes them straight from there: in a blocking ping-pong, where
+// each side posts its receive only once its own send has completed (after
+// the peer's next message came), that saves copying each message twice.
+bool tcp_engine::stage_now(const peer &q) noexcept {
+  return eager_fits(q) && (!q.sq.empty() || q.rdhup);
 }
 
 void tcp_engine::step(std::size_t p, short revents) noexcept {
@@ -778,7 +817,7 @@ void tcp_engine::step(std::size_t p, short revents) noexcept {
       q.hello_off += static_cast<std::size_t>(n);
     if (q.hello_off < q.hello.size())
       return;
-    q.st = state::up;
+    go_up(q);
   }
   if (q.st != state::up)
     return;
@@ -966,31 +1005,76 @@ bool tcp_engine::pump_out(peer &q, std::size_t p) noexcept {
 // bytes still unparsed there. 1: some came (drained: all the socket had),
 // 0: none (it would block), -1: the peer failed.
 int tcp_engine::fill_in(peer &q, std::size_t p, bool &drained) noexcept {
-  if (q.in_drained)
-    return 0; // no recv(2) until poll(2) says there is more (note_input())
+  if (q.in_drained || q.app_reading)
+    return 0; // no recv(2) until poll(2) says there is more (note_input()), or
+              // while a waiting poll() blocks in one (read_blocking())
   if (q.in_beg > 0) {
     std::memmove(q.inbuf.data(), q.inbuf.data() + q.in_beg, q.in_end - q.in_beg);
     q.in_end -= q.in_beg;
     q.in_beg = 0;
   }
   const std::size_t room = q.inbuf.size() - q.in_end;
-  const ssize_t n = ::recv(q.fd, q.inbuf.data() + q.in_end, room, 0);
+  const ssize_t n = ::recv(q.fd, q.inbuf.data() + q.in_end, room, MSG_DONTWAIT);
   if (n > 0) {
     q.in_end += static_cast<std::size_t>(n);
     drained = static_cast<std::size_t>(n) < room;
     q.in_drained = drained;
     return 1;
   }
-  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-    q.in_drained = errno != EINTR;
+  return read_failed(q, p, n, errno);
+}
+
+// A recv(2) into the read-ahead buffer that gave nothing (n: 0 or -1, err:
+// its errno): 0 if the socket is only empty (drained noted), else the peer
+// is failed and -1.
+int tcp_engine::read_failed(peer &q, std::size_t p, ssize_t n, int err) noexcept {
+  if (n < 0 && (err == EAGAIN || err == EWOULDBLOCK || err == EINTR)) {
+    q.in_drained = err != EINTR;
     return 0;
   }
   fail(p,
        n == 0 ? std::string(q.in_payload ? "it closed the connection inside a frame"
                                          : "it closed the connection")
-              : "the connection failed: " + std::string(std::strerror(errno)),
+              : "the connection failed: " + std::string(std::strerror(err)),
        wc_retry_exc_err);
   return -1;
+}
+
+// A waiting poll() with one connected peer to watch, for input only, and
+// waiting for a header: rather than poll(2) and then recv(2), it blocks in
+// the recv(2) itself (the socket is blocking once up, every other call
+// passes MSG_DONTWAIT, and SO_RCVTIMEO bounds the wait: tune()), as a plain
+// blocking socket loop does. The mutex is released meanwhile; app_reading
+// keeps every other thread off the socket's input and the buffer's free
+// end (fill_in(), pump_in(), run()). Called and returns with lock held.
+void tcp_engine::read_blocking(std::unique_lock<std::mutex> &lock, std::size_t p) noexcept {
+  auto &q = peers_[p];
+  if (q.in_beg > 0) {
+    std::memmove(q.inbuf.data(), q.inbuf.data() + q.in_beg, q.in_end - q.in_beg);
+    q.in_end -= q.in_beg;
+    q.in_beg = 0;
+  }
+  std::byte *to = q.inbuf.data() + q.in_end;
+  const std::size_t room = q.inbuf.size() - q.in_end;
+  if (room == 0) // (a header takes less: in_ready() saw none whole)
+    return;
+  const int fd = q.fd;
+  q.app_reading = true;
+  app_polling_++;
+  lock.unlock();
+  const ssize_t n = ::recv(fd, to, room, 0);
+  const int err = errno;
+  lock.lock();
+  app_polling_--;
+  q.app_reading = false;
+  if (q.st != state::up)
+    return;
+  if (n > 0) {
+    q.in_end += static_cast<std::size_t>(n);
+    q.in_drained = static_cast<std::size_t>(n) < room;
+  } else {
+    (void)read_failed(q, p, n, err);
+  }
 }
 
 // Reads frames until the socket is empty or a send waits for a receive:
@@ -1082,7 +1166,7 @@ bool tcp_engine::pump_in(peer &q, std::size_t p) noexcept {
           msghdr mh{};
           mh.msg_iov = iov;
           mh.msg_iovlen = 2;
-          n = ::recvmsg(q.fd, &mh, 0);
+          n = ::recvmsg(q.fd, &mh, MSG_DONTWAIT);
           err = errno;
         }
       };
@@ -1095,7 +1179,7 @@ bool tcp_engine::pump_in(peer &q, std::size_t p) noexcept {
           return r == 0;
         continue;
       }
-      if (direct && (drained || q.in_drained))
+      if (direct && (drained || q.in_drained || q.app_reading))
         return true;
       const std::byte *from = direct ? nullptr : q.inbuf.data() + q.in_beg;
       const std::size_t len = direct ? left : std::min<std::size_t>(have, left);
@@ -1156,9 +1240,11 @@ bool tcp_engine::begin_payload(peer &q, std::size_t p) noexcept {
   switch (f.op) {
   case tcp_op::send:
     if (!q.staged.empty() || q.rq.empty()) {
-      // An eager send (tcp_frame.hpp): staged until a receive is posted. A
-      // send beyond that (a peer that breaks the flow control) waits.
-      if (q.staged.size() < tcp_eager_sends && f.length <= tcp_eager_max)
+      // An eager send (tcp_frame.hpp): staged until a receive is posted, or
+      // left in the socket while nothing behind it can be needed (see
+      // stage_now()). A send beyond that (a peer that breaks the flow
+      // control) waits.
+      if (stage_now(q))
         q.in_dest = to_stage;
       return true;
     }
