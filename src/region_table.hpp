@@ -44,12 +44,13 @@ public:
     fn();
     return true;
   }
-  // One range for use_each().
+  // One range for use_each() (no initializers: an array of them is filled
+  // per sendmsg(2)).
   struct range {
-    key_kind kind = key_kind::local;
-    std::uint32_t key = 0;
-    std::uint64_t addr = 0, length = 0;
-    rdmadl::access right = rdmadl::access::local;
+    key_kind kind;
+    std::uint32_t key;
+    std::uint64_t addr, length;
+    rdmadl::access right;
   };
   // use() for several ranges at once (one sendmsg(2) of several payloads):
   // calls fn() while each of ranges is inside the region its key names and
