@@ -1067,6 +1067,10 @@ void tcp_engine::read_blocking(std::unique_lock<std::mutex> &lock, std::size_t p
   lock.lock();
   app_polling_--;
   q.app_reading = false;
+  // Its return counts as a wait too (run()): on a slow link a thread may
+  // spend every tick of the progress thread in one recv(2), and the ticks
+  // between its return and its next wait must not find it gone.
+  app_calls_++;
   if (q.st != state::up)
     return;
   if (n > 0) {
