@@ -24,6 +24,13 @@ std::error_code set_nonblocking(int fd) noexcept {
   return {};
 }
 
+std::error_code set_blocking(int fd) noexcept {
+  int fl = ::fcntl(fd, F_GETFL);
+  if (fl < 0 || ((fl & O_NONBLOCK) && ::fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0))
+    return sys_error();
+  return {};
+}
+
 std::error_code wait_ready(pollfd *fds, std::size_t n,
                            std::chrono::steady_clock::time_point deadline) noexcept {
   for (;;) {

@@ -69,6 +69,9 @@ std::optional<std::uint16_t> bound_port(int fd) noexcept;
 // Sets O_NONBLOCK on fd (no change when it is set already). Returns the
 // errno of fcntl(2) as it is (a system call: no rdma_error()).
 std::error_code set_nonblocking(int fd) noexcept;
+// Clears O_NONBLOCK on fd (no change when it is clear already). Returns the
+// errno of fcntl(2) as it is.
+std::error_code set_blocking(int fd) noexcept;
 
 // Waits until one of the n fds has one of its events (their revents filled
 // in) or deadline passes; a deadline that has passed still looks once.

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <shared_mutex>
+#include <span>
 #include <unordered_map>
 
 #include "rdmadl/memory.hpp"
@@ -40,6 +41,26 @@ public:
     std::shared_lock lock(m_);
     if (!allows(kind, key, addr, length, right))
       return false;
+    fn();
+    return true;
+  }
+  // One range for use_each() (no initializers: an array of them is filled
+  // per sendmsg(2)).
+  struct range {
+    key_kind kind;
+    std::uint32_t key;
+    std::uint64_t addr, length;
+    rdmadl::access right;
+  };
+  // use() for several ranges at once (one sendmsg(2) of several payloads):
+  // calls fn() while each of ranges is inside the region its key names and
+  // that grants its right, holding them all in place; returns false (fn
+  // not called) if one is not.
+  template <class Fn> bool use_each(std::span<const range> ranges, Fn &&fn) const {
+    std::shared_lock lock(m_);
+    for (const range &r : ranges)
+      if (!allows(r.kind, r.key, r.addr, r.length, r.right))
+        return false;
     fn();
     return true;
   }

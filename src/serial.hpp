@@ -3,23 +3,37 @@
 #ifndef RDMADL_SRC_SERIAL_HPP
 #define RDMADL_SRC_SERIAL_HPP
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 
 #include "rdmadl/error.hpp"
 
 namespace rdmadl::detail {
 
+// (On a little-endian host one unaligned load or store each: the TCP
+// engine encodes and parses a frame header per message.)
 template <class T> void put_le(std::byte *p, T v) noexcept {
-  for (std::size_t i = 0; i < sizeof(T); i++)
-    p[i] = static_cast<std::byte>((static_cast<std::uint64_t>(v) >> (8 * i)) & 0xff);
+  if constexpr (std::endian::native == std::endian::little) {
+    std::memcpy(p, &v, sizeof v);
+  } else {
+    for (std::size_t i = 0; i < sizeof(T); i++)
+      p[i] = static_cast<std::byte>((static_cast<std::uint64_t>(v) >> (8 * i)) & 0xff);
+  }
 }
 template <class T> T get_le(const std::byte *p) noexcept {
-  std::uint64_t v = 0;
-  for (std::size_t i = 0; i < sizeof(T); i++)
-    v |= static_cast<std::uint64_t>(p[i]) << (8 * i);
-  return static_cast<T>(v);
+  if constexpr (std::endian::native == std::endian::little) {
+    T v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  } else {
+    std::uint64_t v = 0;
+    for (std::size_t i = 0; i < sizeof(T); i++)
+      v |= static_cast<std::uint64_t>(p[i]) << (8 * i);
+    return static_cast<T>(v);
+  }
 }
 
 // Whether b[off, off + n) are all zero (the reserved bytes serialize() writes).

@@ -48,6 +48,9 @@ void tune(int fd, int secs, int count) noexcept {
   (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &secs, sizeof secs);
   (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &secs, sizeof secs);
   (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
+  // The longest a waiting poll() blocks in recv(2) (see go_up()).
+  const timeval wait{0, static_cast<suseconds_t>(channel_state::tcp_wait.count())};
+  (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
 }
 
 // The host's first non-loopback IPv4 address that is up, else 127.0.0.1.
@@ -193,7 +196,7 @@ status_code tcp_engine::start(std::vector<peer_setup> setups) {
       q.fd = q.setup.fd;
       q.setup.fd = -1;
       tune(q.fd, probe_secs_, probes_);
-      q.st = state::up;
+      go_up(q);
       continue;
     }
     if (!q.connector)
@@ -247,8 +250,9 @@ status_code tcp_engine::post(std::size_t p, int kind, const local_slice &buf,
     // receive unblocked).
     if (q.st == state::up) {
       hold_out_ = true;
+      posting_ = kind != k_recv;
       kind == k_recv ? step(p, 0) : (void)pump_out(q, p);
-      hold_out_ = false;
+      hold_out_ = posting_ = false;
     }
     // ... or when bytes went out while it sleeps with no timeout: their
     // acknowledgement is to be checked (check_acks()).
@@ -276,6 +280,8 @@ std::size_t tcp_engine::poll(std::span<tcp_completion> out,
     lock.lock();
   else if (!lock.try_lock()) // the progress thread is at work: take its completions next time
     return 0;
+  if (held_any_)
+    flush_held();
   if (done_.empty() && wait.count() > 0) {
     // A waiting application thread reads and writes the sockets itself
     // rather than sleeping until the progress thread has done it: that
@@ -305,7 +311,14 @@ std::size_t tcp_engine::poll(std::span<tcp_completion> out,
           who[n] = p;
           fds[n++] = {q.fd, ev, 0};
         }
-      if (n > 0) {
+      if (n == 1 && fds[0].events == POLLIN && peers_[who[0]].blocking &&
+          !peers_[who[0]].in_payload && !peers_[who[0]].app_reading &&
+          wait >= channel_state::tcp_wait) {
+        read_blocking(lock, who[0]);
+        hold_out_ = true;
+        drive();
+        hold_out_ = false;
+      } else if (n > 0) {
         app_polling_++;
         lock.unlock();
         const auto ms = std::chrono::ceil<std::chrono::milliseconds>(wait).count();
@@ -334,6 +347,15 @@ std::size_t tcp_engine::poll(std::span<tcp_completion> out,
     done_.pop();
   }
   return n;
+}
+
+void tcp_engine::flush_held() noexcept {
+  held_any_ = false;
+  hold_out_ = true;
+  for (std::size_t p = 0; p < peers_.size(); p++)
+    if (auto &q = peers_[p]; q.held && q.st == state::up)
+      (void)pump_out(q, p);
+  hold_out_ = false;
 }
 
 void tcp_engine::flush(std::size_t p) noexcept {
@@ -428,6 +450,7 @@ void tcp_engine::fail(std::size_t p, const std::string &why, int head_status,
   q.answers.clear();
   q.staged.clear();
   q.out_busy = false;
+  q.held = false;
   q.credits = 0;
   q.credit_owed = 0;
 }
@@ -444,9 +467,11 @@ bool tcp_engine::sendable(const peer &q, std::size_t i) noexcept {
 // a send waits for a receive or answers wait to go out (the data would be
 // there at once and poll(2) would spin); output while some is queued.
 short tcp_engine::wanted(const peer &q) const noexcept {
-  const bool stalled =
-      (q.in_payload && q.in_dest == to_nothing) || q.answers.full() || q.close_after_output;
-  short ev = stalled ? 0 : POLLIN;
+  const bool waits = q.in_payload && q.in_dest == to_nothing && !stage_now(q);
+  const bool stalled = waits || q.answers.full() || q.close_after_output;
+  // An eager send left in the socket: the peer's close is read (and the
+  // send staged) at once, so its failure is noticed as before.
+  short ev = stalled ? (waits && eager_fits(q) ? POLLRDHUP : 0) : POLLIN;
   if (q.out_busy || !q.answers.empty() || q.credit_owed > 0 || sendable(q, q.sent))
     ev |= POLLOUT;
   return ev;
@@ -591,6 +616,7 @@ void tcp_engine::run() noexcept {
     // so that a message wakes one thread, not two; it takes them back once
     // a millisecond passes with no such wait.
     const bool hands_off = app_calls_ != calls_seen;
+    bool reading = false;
     calls_seen = app_calls_;
     // Work that needs no event: output queued by a post, input a receive
     // unblocked (not for the peers a waiting application thread drives).
@@ -636,7 +662,10 @@ void tcp_engine::run() noexcept {
       q.polled = ev;
       // Left to a waiting application thread (poll() watches the first
       // app_poll_max peers); a post need not wake the thread for them.
-      const bool theirs = hands_off && q.st == state::up && p < app_poll_max;
+      const bool theirs = (hands_off || q.app_reading) && q.st == state::up && p < app_poll_max;
+      // One left to a thread blocked in recv(2) (read_blocking()): this
+      // thread ticks, to take it back once that thread is gone.
+      reading = reading || (theirs && !hands_off);
       if (theirs)
         q.polled = POLLIN | POLLOUT;
       if (theirs || (ev == 0 && q.hung_up)) // a hang-up: poll(2) would report it again and again
@@ -656,10 +685,10 @@ void tcp_engine::run() noexcept {
       who.push_back(SIZE_MAX - 2);
     }
     sleeping_ = true;
-    ticking_ = hands_off;
-    timed_sleep_ = hands_off || watch;
+    ticking_ = hands_off || reading;
+    timed_sleep_ = ticking_ || watch;
     lock.unlock();
-    int n = ::poll(fds.data(), fds.size(), hands_off ? 1 : watch ? probe_secs_ * 1000 : -1);
+    int n = ::poll(fds.data(), fds.size(), ticking_ ? 1 : watch ? probe_secs_ * 1000 : -1);
     lock.lock();
     sleeping_ = false;
     if (n < 0)
@@ -720,7 +749,7 @@ void tcp_engine::read_hellos() noexcept {
           if (q.st == state::waiting && !q.connector && q.setup.mine == h->acceptor_token &&
               q.setup.theirs == h->connector_token) {
             q.fd = a.fd;
-            q.st = state::up;
+            go_up(q);
             drop = false;
             a.fd = -1;
             break;
@@ -738,9 +767,32 @@ void tcp_engine::read_hellos() noexcept {
   }
 }
 
+void tcp_engine::go_up(peer &q) noexcept {
+  q.st = state::up;
+  q.blocking = !set_blocking(q.fd);
+}
+
 void tcp_engine::note_input(peer &q, short revents) noexcept {
-  if (revents & (POLLIN | POLLHUP | POLLERR))
+  if (revents & (POLLIN | POLLHUP | POLLERR | POLLRDHUP))
     q.in_drained = false;
+  if (revents & (POLLRDHUP | POLLHUP | POLLERR))
+    q.rdhup = true;
+}
+
+bool tcp_engine::eager_fits(const peer &q) noexcept {
+  return q.in_f.op == tcp_op::send && q.staged.size() < tcp_eager_sends &&
+         q.in_f.length <= tcp_eager_max;
+}
+
+// An eager send that came before its receive is read into the staging
+// buffer only once something behind it may be needed: an answer or a credit
+// for a request of this side's, or the peer's close. Until then its bytes
+// stay in the socket (or the read-ahead buffer), and the receive, once
+// posted, takes them straight from there: in a blocking ping-pong, where
+// each side posts its receive only once its own send has completed (after
+// the peer's next message came), that saves copying each message twice.
+bool tcp_engine::stage_now(const peer &q) noexcept {
+  return eager_fits(q) && (!q.sq.empty() || q.rdhup);
 }
 
 void tcp_engine::step(std::size_t p, short revents) noexcept {
@@ -765,7 +817,7 @@ void tcp_engine::step(std::size_t p, short revents) noexcept {
       q.hello_off += static_cast<std::size_t>(n);
     if (q.hello_off < q.hello.size())
       return;
-    q.st = state::up;
+    go_up(q);
   }
   if (q.st != state::up)
     return;
@@ -783,7 +835,8 @@ void tcp_engine::step(std::size_t p, short revents) noexcept {
 // Gathers the next frames to go out into one batch (one sendmsg): the
 // answers owed, then the requests that may go, each header carrying the
 // credits owed (a credit frame of its own only when nothing else goes), up
-// to out_batch headers and ending with the first frame that has a payload.
+// to tcp_out_frames frames and, payloads included, until the batch carries
+// tcp_eager_max payload bytes (so no answer waits behind more than that).
 // Answers and requests leave their queues here ("on the wire": no answer to
 // a request can come before its bytes went). False once the peer failed.
 bool tcp_engine::next_batch(peer &q, std::size_t p) noexcept {
@@ -795,40 +848,54 @@ bool tcp_engine::next_batch(peer &q, std::size_t p) noexcept {
   // thread within about a millisecond (a turn that finds no application
   // wait steps every peer). In a blocking ping-pong an ack then reaches the
   // peer with the next message, one wake-up instead of two; in a stream,
-  // acks and credits go together. A read response is never held.
-  if (hold_out_ && ticking_ && !sendable(q, q.sent)) {
+  // acks and credits go together.
+  //
+  // Likewise a post holds back its request while requests of the peer's are
+  // on the wire (their answers still to come) and an application thread
+  // keeps waiting: the requests posted meanwhile go together, one sendmsg
+  // for a window's worth (as a doorbell rung once for a list of work
+  // requests), at the next poll() (flush_held()), when an answer is read, or
+  // from the progress thread within about a millisecond. A request posted
+  // to an idle connection goes at once. A read response is never held.
+  const bool hold_answers = hold_out_ && ticking_ && !sendable(q, q.sent);
+  const bool hold_requests = posting_ && ticking_ && q.sent > 0;
+  if (hold_answers || hold_requests) {
     bool response = false;
     for (std::size_t i = 0; i < q.answers.size(); i++)
       response = response || q.answers[i].f.op == tcp_op::read_response;
-    if (!response)
+    if (!response) {
+      if (hold_requests && sendable(q, q.sent))
+        q.held = held_any_ = true;
       return true;
+    }
   }
-  q.out_hlen = 0;
+  q.held = false;
+  q.out_n = 0;
   q.out_off = 0;
-  tcp_frame f;
-  while (q.out_hlen < q.out_hdr.size() && f.payload() == 0) {
+  q.out_len = 0;
+  std::size_t bytes = 0; // payload bytes in the batch
+  while (q.out_n < tcp_out_frames && bytes < tcp_eager_max) {
+    tcp_frame f;
+    peer::out_frame from; // where its payload comes from (none: length 0)
     if (!q.answers.empty()) {
       f = q.answers.front().f;
       q.answers.pop();
       if (f.op == tcp_op::read_response) {
         // Served only if the region still grants it (the check is redone per call).
-        q.out_key = f.rkey;
-        q.out_key_local = false;
-        q.out_addr = f.addr;
+        from = {f.addr, f.length, f.rkey, false};
         f.addr = 0;
         f.rkey = 0;
-        if (!pd_->regions.use(key_kind::remote, q.out_key, q.out_addr, f.length,
-                              rdmadl::access::remote_read, [] {}))
+        if (!pd_->regions.use(key_kind::remote, from.key, from.addr, f.length,
+                              rdmadl::access::remote_read, [] {})) {
           f = tcp_frame{tcp_op::nack, 0, f.wr_id, 0, 0, wc_rem_access_err};
+          from = {};
+        }
       }
     } else if (sendable(q, q.sent)) {
       const op &o = q.sq[q.sent];
       f = tcp_frame{};
       f.wr_id = o.wr_id;
       f.length = o.buf.length;
-      q.out_key = o.buf.lkey;
-      q.out_key_local = true;
-      q.out_addr = o.buf.addr;
       if (o.kind == k_send) {
         f.op = tcp_op::send;
         q.credits--;
@@ -837,14 +904,15 @@ bool tcp_engine::next_batch(peer &q, std::size_t p) noexcept {
         f.addr = o.raddr;
         f.rkey = o.rkey;
       }
-      if (!pd_->regions.use(key_kind::local, q.out_key, q.out_addr, o.buf.length,
+      if (!pd_->regions.use(key_kind::local, o.buf.lkey, o.buf.addr, o.buf.length,
                             rdmadl::access::local, [] {})) {
         fail(p, "a local buffer is not inside a region of the channel's PD", wc_loc_prot_err,
              q.sent);
         return false;
       }
+      from = {o.buf.addr, f.payload(), o.buf.lkey, true};
       q.sent++;
-    } else if (q.credit_owed > 0 && q.out_hlen == 0) { // receives posted here since the last one
+    } else if (q.credit_owed > 0 && q.out_n == 0) { // receives posted here since the last one
       f = tcp_frame{tcp_op::credit, q.credit_owed, 0, 0, 0, 0};
       q.credit_owed = 0;
     } else {
@@ -854,11 +922,12 @@ bool tcp_engine::next_batch(peer &q, std::size_t p) noexcept {
     f.credit = ride;
     q.credit_owed -= ride;
     const auto h = encode(f);
-    std::memcpy(q.out_hdr.data() + q.out_hlen, h.data(), h.size());
-    q.out_hlen += h.size();
+    std::memcpy(q.out_hdr.data() + q.out_n * tcp_header_size, h.data(), h.size());
+    q.out_frames[q.out_n++] = from;
+    q.out_len += tcp_header_size + from.length;
+    bytes += from.length;
   }
-  q.out_f = f;
-  q.out_busy = q.out_hlen > 0;
+  q.out_busy = q.out_n > 0;
   return true;
 }
 
@@ -872,28 +941,46 @@ bool tcp_engine::pump_out(peer &q, std::size_t p) noexcept {
       if (!q.out_busy)
         return true;
     }
-    const std::size_t payload = q.out_f.payload(); // the batch's last frame's
-    iovec iov[2];
-    int cnt = 0;
-    if (q.out_off < q.out_hlen)
-      iov[cnt++] = {q.out_hdr.data() + q.out_off, q.out_hlen - q.out_off};
-    const std::size_t pay_done = q.out_off > q.out_hlen ? q.out_off - q.out_hlen : 0;
-    if (payload > pay_done)
-      iov[cnt++] = {reinterpret_cast<void *>(q.out_addr + pay_done), payload - pay_done};
+    // The batch from out_off on: the headers (adjacent ones in one iovec)
+    // and the payloads, each of these held in its region during the call.
+    std::array<iovec, 2 * tcp_out_frames> iov;
+    std::array<region_table::range, tcp_out_frames> held;
+    std::size_t cnt = 0, nheld = 0, at = 0;
+    auto add = [&](std::byte *base, std::size_t len) {
+      const std::size_t skip = q.out_off > at ? std::min(q.out_off - at, len) : 0;
+      at += len;
+      if (skip == len)
+        return std::size_t{0};
+      if (cnt > 0 &&
+          static_cast<std::byte *>(iov[cnt - 1].iov_base) + iov[cnt - 1].iov_len == base + skip)
+        iov[cnt - 1].iov_len += len - skip;
+      else
+        iov[cnt++] = {base + skip, len - skip};
+      return skip;
+    };
+    for (std::size_t i = 0; i < q.out_n; i++) {
+      (void)add(q.out_hdr.data() + i * tcp_header_size, tcp_header_size);
+      const peer::out_frame &o = q.out_frames[i];
+      if (o.length == 0 || at + o.length <= q.out_off) {
+        at += o.length;
+        continue;
+      }
+      const std::size_t skip = add(reinterpret_cast<std::byte *>(o.addr), o.length);
+      held[nheld++] = {o.local ? key_kind::local : key_kind::remote, o.key, o.addr + skip,
+                       o.length - skip,
+                       o.local ? rdmadl::access::local : rdmadl::access::remote_read};
+    }
     msghdr mh{};
-    mh.msg_iov = iov;
-    mh.msg_iovlen = static_cast<std::size_t>(cnt);
+    mh.msg_iov = iov.data();
+    mh.msg_iovlen = cnt;
     ssize_t n = -1;
     int err = 0;
     auto send_it = [&] {
       n = ::sendmsg(q.fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
       err = errno;
     };
-    if (payload > pay_done) {
-      const rdmadl::access right =
-          q.out_key_local ? rdmadl::access::local : rdmadl::access::remote_read;
-      if (!pd_->regions.use(q.out_key_local ? key_kind::local : key_kind::remote, q.out_key,
-                            q.out_addr + pay_done, payload - pay_done, right, send_it)) {
+    if (nheld > 0) {
+      if (!pd_->regions.use_each(std::span(held.data(), nheld), send_it)) {
         fail(p, "a region ended while its bytes were being sent", wc_loc_prot_err);
         return false;
       }
@@ -908,7 +995,7 @@ bool tcp_engine::pump_out(peer &q, std::size_t p) noexcept {
     }
     q.out_off += static_cast<std::size_t>(n);
     q.wrote = true;
-    if (q.out_off < q.out_hlen + payload)
+    if (q.out_off < q.out_len)
       continue;
     q.out_busy = false;
   }
@@ -918,31 +1005,80 @@ bool tcp_engine::pump_out(peer &q, std::size_t p) noexcept {
 // bytes still unparsed there. 1: some came (drained: all the socket had),
 // 0: none (it would block), -1: the peer failed.
 int tcp_engine::fill_in(peer &q, std::size_t p, bool &drained) noexcept {
-  if (q.in_drained)
-    return 0; // no recv(2) until poll(2) says there is more (note_input())
+  if (q.in_drained || q.app_reading)
+    return 0; // no recv(2) until poll(2) says there is more (note_input()), or
+              // while a waiting poll() blocks in one (read_blocking())
   if (q.in_beg > 0) {
     std::memmove(q.inbuf.data(), q.inbuf.data() + q.in_beg, q.in_end - q.in_beg);
     q.in_end -= q.in_beg;
     q.in_beg = 0;
   }
   const std::size_t room = q.inbuf.size() - q.in_end;
-  const ssize_t n = ::recv(q.fd, q.inbuf.data() + q.in_end, room, 0);
+  const ssize_t n = ::recv(q.fd, q.inbuf.data() + q.in_end, room, MSG_DONTWAIT);
   if (n > 0) {
     q.in_end += static_cast<std::size_t>(n);
     drained = static_cast<std::size_t>(n) < room;
     q.in_drained = drained;
     return 1;
   }
-  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-    q.in_drained = errno != EINTR;
+  return read_failed(q, p, n, errno);
+}
+
+// A recv(2) into the read-ahead buffer that gave nothing (n: 0 or -1, err:
+// its errno): 0 if the socket is only empty (drained noted), else the peer
+// is failed and -1.
+int tcp_engine::read_failed(peer &q, std::size_t p, ssize_t n, int err) noexcept {
+  if (n < 0 && (err == EAGAIN || err == EWOULDBLOCK || err == EINTR)) {
+    q.in_drained = err != EINTR;
     return 0;
   }
   fail(p,
        n == 0 ? std::string(q.in_payload ? "it closed the connection inside a frame"
                                          : "it closed the connection")
-              : "the connection failed: " + std::string(std::strerror(errno)),
+              : "the connection failed: " + std::string(std::strerror(err)),
        wc_retry_exc_err);
   return -1;
+}
+
+// A waiting poll() with one connected peer to watch, for input only, and
+// waiting for a header: rather than poll(2) and then recv(2), it blocks in
+// the recv(2) itself (the socket is blocking once up, every other call
+// passes MSG_DONTWAIT, and SO_RCVTIMEO bounds the wait: tune()), as a plain
+// blocking socket loop does. The mutex is released meanwhile; app_reading
+// keeps every other thread off the socket's input and the buffer's free
+// end (fill_in(), pump_in(), run()). Called and returns with lock held.
+void tcp_engine::read_blocking(std::unique_lock<std::mutex> &lock, std::size_t p) noexcept {
+  auto &q = peers_[p];
+  if (q.in_beg > 0) {
+    std::memmove(q.inbuf.data(), q.inbuf.data() + q.in_beg, q.in_end - q.in_beg);
+    q.in_end -= q.in_beg;
+    q.in_beg = 0;
+  }
+  std::byte *to = q.inbuf.data() + q.in_end;
+  const std::size_t room = q.inbuf.size() - q.in_end;
+  if (room == 0) // (a header takes less: in_ready() saw none whole)
+    return;
+  const int fd = q.fd;
+  q.app_reading = true;
+  app_polling_++;
+  lock.unlock();
+  const ssize_t n = ::recv(fd, to, room, 0);
+  const int err = errno;
+  lock.lock();
+  app_polling_--;
+  q.app_reading = false;
+  // Its return counts as a wait too (run()): on a slow link a thread may
+  // spend every tick of the progress thread in one recv(2), and the ticks
+  // between its return and its next wait must not find it gone.
+  app_calls_++;
+  if (q.st != state::up)
+    return;
+  if (n > 0) {
+    q.in_end += static_cast<std::size_t>(n);
+    q.in_drained = static_cast<std::size_t>(n) < room;
+  } else {
+    (void)read_failed(q, p, n, err);
+  }
 }
 
 // Reads frames until the socket is empty or a send waits for a receive:
@@ -1034,7 +1170,7 @@ bool tcp_engine::pump_in(peer &q, std::size_t p) noexcept {
           msghdr mh{};
           mh.msg_iov = iov;
           mh.msg_iovlen = 2;
-          n = ::recvmsg(q.fd, &mh, 0);
+          n = ::recvmsg(q.fd, &mh, MSG_DONTWAIT);
           err = errno;
         }
       };
@@ -1047,7 +1183,7 @@ bool tcp_engine::pump_in(peer &q, std::size_t p) noexcept {
           return r == 0;
         continue;
       }
-      if (direct && (drained || q.in_drained))
+      if (direct && (drained || q.in_drained || q.app_reading))
         return true;
       const std::byte *from = direct ? nullptr : q.inbuf.data() + q.in_beg;
       const std::size_t len = direct ? left : std::min<std::size_t>(have, left);
@@ -1108,9 +1244,11 @@ bool tcp_engine::begin_payload(peer &q, std::size_t p) noexcept {
   switch (f.op) {
   case tcp_op::send:
     if (!q.staged.empty() || q.rq.empty()) {
-      // An eager send (tcp_frame.hpp): staged until a receive is posted. A
-      // send beyond that (a peer that breaks the flow control) waits.
-      if (q.staged.size() < tcp_eager_sends && f.length <= tcp_eager_max)
+      // An eager send (tcp_frame.hpp): staged until a receive is posted, or
+      // left in the socket while nothing behind it can be needed (see
+      // stage_now()). A send beyond that (a peer that breaks the flow
+      // control) waits.
+      if (stage_now(q))
         q.in_dest = to_stage;
       return true;
     }

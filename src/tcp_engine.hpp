@@ -7,32 +7,42 @@
 // peer has the bytes. Over TCP, something on the target has to read the
 // socket for that to hold; one thread per group, started by start() (from
 // multi_channel::connect(), only when a peer is over TCP), named "rdmadl-tcp" and joined by
-// the destructor, does it for every peer with non-blocking sockets and one
+// the destructor, does it for every peer with non-blocking socket calls and one
 // poll(2).
 //
 // Posting (the application's thread) queues the request in the peer's ring
 // (capacity: the channel's depths; full: ENOMEM, as a full RC queue) and,
-// when the connection is up, writes what the socket takes at once itself;
-// a waiting poll() reads and answers the sockets itself, sleeping in poll(2)
-// on them. The thread is woken only for what it must newly watch, and keeps
-// off the sockets while an application thread keeps waiting (it takes them
-// back after 1 ms without one). Whoever holds the mutex moves payloads with
-// sendmsg/recv straight between the sockets and the registered buffers, each
-// call inside region_table::use(), so every byte lands inside a region that
-// grants the right, and the region cannot end during the copy. Small
-// frames are read several to a recv(2) through a per-peer read-ahead
-// buffer (4 KiB; copied from there to their place inside use() too), and
-// written several to a sendmsg(2) (answers, credits riding in the headers,
-// then requests). Requests are answered in order (TCP keeps it): a send
-// waits, RNR-like, on the sending side until the peer has announced a
-// posted receive (a credit, see tcp_frame.hpp), or goes eagerly into the
-// peer's staging buffer (up to 2 of at most 64 KiB), so no send ever stops
-// the reading of a connection and the answers behind it; a send or write
-// completes on the peer's ack, sent once the bytes are placed in the
-// receive or region (an eager send's once a receive took it, as RC's ack
-// means the responder placed it), a read on its response. Acks and
-// credits that an application's post produces wait for the next frame out
-// while that thread keeps waiting on the engine (see next_batch()).
+// when the connection is up, writes what the socket takes at once itself; a
+// waiting poll() reads and answers the sockets itself, sleeping in poll(2) on
+// them (or, with one peer to watch for input only, in a recv(2) on its
+// socket, as a blocking socket loop does: a socket is blocking once up, every
+// other call passes MSG_DONTWAIT, SO_RCVTIMEO bounds the wait). The thread is
+// woken only for what it must newly watch, and keeps off the sockets while an
+// application thread keeps waiting (it takes them back after 1 ms without
+// one). Whoever holds the mutex moves payloads with sendmsg/recv straight
+// between the sockets and the registered buffers, each call inside
+// region_table::use(), so every byte lands inside a region that grants the
+// right, and the region cannot end during the copy. Small frames are read
+// several to a recv(2) through a per-peer read-ahead buffer (4 KiB; copied
+// from there to their place inside use() too), and written several to a
+// sendmsg(2) (answers, credits riding in the headers, then requests, payloads
+// included, up to 64 KiB of payload a call; the regions of all of them held
+// by one region_table::use_each()). A request posted while others to that
+// peer await their answers, by a thread that keeps waiting on the engine, is
+// held back until that thread waits again (or an answer is read, or 1 ms
+// passes): a window of posts then goes in one sendmsg(2). Requests are
+// answered in order (TCP keeps it): a send waits, RNR-like, on the sending
+// side until the peer has announced a posted receive (a credit, see
+// tcp_frame.hpp), or goes eagerly into the peer's staging buffer (up to 2 of
+// at most 64 KiB), so no send ever stops the reading of a connection and the
+// answers behind it (the peer reads an eager send into that buffer only once
+// something behind it may be needed, see stage_now(); else the receive, once
+// posted, takes it straight from the socket, with no copy); a send or write
+// completes on the peer's ack, sent once the bytes are placed in the receive
+// or region (an eager send's once a receive took it, as RC's ack means the
+// responder placed it), a read on its response. Acks and credits that an
+// application's post produces wait for the next frame out while that thread
+// keeps waiting on the engine (see next_batch()).
 //
 // A peer that closes, resets, or sends a malformed or inconsistent frame is
 // failed: its socket is shut, the oldest request completes with
@@ -169,6 +179,8 @@ public:
   std::size_t take_failure() noexcept;
 
 private:
+  // The most frames one sendmsg(2) carries (next_batch()).
+  static constexpr std::size_t tcp_out_frames = 32;
   struct op {
     int kind = 0;
     local_slice buf;
@@ -206,15 +218,20 @@ private:
     std::vector<std::byte> stage;
     fifo<staged_send> staged;
     std::uint32_t stage_next = 0; // the slot the next one goes to (they are used in turn)
-    // output: the batch of frames on its way out (next_batch()); only the
-    // last, out_f, may have a payload
+    // output: the batch of frames on its way out (next_batch()): out_n
+    // headers in out_hdr, each followed by its payload (out_frames), out_len
+    // bytes in all, out_off of them sent
+    struct out_frame {
+      std::uint64_t addr = 0;
+      std::uint32_t length = 0; // 0: no payload
+      std::uint32_t key = 0;    // its region's key: local for a request, remote for a response
+      bool local = true;
+    };
     bool out_busy = false;
-    std::array<std::byte, tcp_header_size * 8> out_hdr{};
-    std::size_t out_hlen = 0, out_off = 0;
-    tcp_frame out_f;
-    std::uint32_t out_key = 0; // payload's region key (local for a request, remote for a response)
-    bool out_key_local = true;
-    std::uint64_t out_addr = 0;
+    std::size_t out_n = 0, out_len = 0, out_off = 0;
+    std::array<std::byte, tcp_header_size * tcp_out_frames> out_hdr{};
+    std::array<out_frame, tcp_out_frames> out_frames{};
+    bool held = false; // a post held its request back (next_batch(), flush_held())
     std::size_t hello_off = 0;
     std::array<std::byte, tcp_hello_size> hello{};
     // input: bytes read ahead ([in_beg, in_end) of inbuf, not yet taken)
@@ -231,12 +248,15 @@ private:
     int in_dest = 0;   // where the payload goes (see tcp_engine.cpp)
     int in_status = 0; // the outcome once the payload is in
     bool close_after_output = false;
-    bool hung_up = false;    // poll saw POLLHUP/POLLERR (see wanted())
-    bool wrote = false;      // bytes went out since check_acks() last saw all acknowledged
-    int probe_fd = -1;       // while it owes this side its connection: a probe of its listener
-    short polled = 0;        // the events the progress thread sleeps on
-    bool unreported = false; // failed, and take_failure() has not given it yet
-    std::string why;         // why it failed
+    bool hung_up = false;     // poll saw POLLHUP/POLLERR (see wanted())
+    bool blocking = false;    // its socket is blocking (go_up())
+    bool app_reading = false; // a waiting poll() blocks in recv(2) on it (read_blocking())
+    bool rdhup = false;       // poll saw the peer's close, or an error (see stage_now())
+    bool wrote = false;       // bytes went out since check_acks() last saw all acknowledged
+    int probe_fd = -1;        // while it owes this side its connection: a probe of its listener
+    short polled = 0;         // the events the progress thread sleeps on
+    bool unreported = false;  // failed, and take_failure() has not given it yet
+    std::string why;          // why it failed
   };
   struct pending_accept {
     int fd = -1;
@@ -263,6 +283,15 @@ private:
   void wake() noexcept;
   void step(std::size_t p, short revents) noexcept;
   static void note_input(peer &q, short revents) noexcept;
+  // The connection is made: the peer is up, its socket blocking (for
+  // read_blocking(); every other call passes MSG_DONTWAIT).
+  static void go_up(peer &q) noexcept;
+  void read_blocking(std::unique_lock<std::mutex> &lock, std::size_t p) noexcept;
+  int read_failed(peer &q, std::size_t p, ssize_t n, int err) noexcept;
+  // Whether the send whose header came (in_f) may go to the staging buffer,
+  // and whether it is to go there now (tcp_engine.cpp).
+  static bool eager_fits(const peer &q) noexcept;
+  static bool stage_now(const peer &q) noexcept;
   short wanted(const peer &q) const noexcept;
   // Whether request i of the send queue may go out: not a send without a
   // credit, unless it may go eagerly (tcp_frame.hpp).
@@ -271,6 +300,7 @@ private:
   void accept_new() noexcept;
   void read_hellos() noexcept;
   bool next_batch(peer &q, std::size_t p) noexcept;
+  void flush_held() noexcept; // sends the requests posts held back (next_batch())
   bool pump_out(peer &q, std::size_t p) noexcept;
   int fill_in(peer &q, std::size_t p, bool &drained) noexcept;
   bool pump_in(peer &q, std::size_t p) noexcept;
@@ -295,6 +325,8 @@ private:
   bool sleeping_ = false, stop_ = false;
   bool ticking_ = false;           // the progress thread sleeps 1 ms at a time (see run())
   bool hold_out_ = false;          // an application thread moves bytes (see next_batch())
+  bool posting_ = false;           // ... for a post of a request (see next_batch())
+  bool held_any_ = false;          // a peer has a request held back (see next_batch())
   bool timed_sleep_ = false;       // run() sleeps with a timeout (timed_watch())
   int app_polling_ = 0;            // application threads inside poll(2) on the sockets
   std::uint64_t app_calls_ = 0;    // how many waiting poll() calls there were (see run())

@@ -1,19 +1,39 @@
 // SPDX-License-Identifier: MIT
-// rdmadl-bench-tcp-host: a channel over loopback TCP against a plain
-// blocking socket loop of the same sizes, in the same run (no RDMA needed:
-// run it with RDMADL_DISABLE=1). Two threads of one process are the two
-// ends. Prints, per size, the ping-pong round trip (median of ITERS) and the
-// one-way throughput (a window of 16 messages in flight), and the ratios:
+// rdmadl-bench-tcp-host: a channel over TCP against a plain blocking socket
+// loop of the same sizes, in the same run (no RDMA needed: run it with
+// RDMADL_DISABLE=1). For 64 B, 64 KiB and 1 MiB: the ping-pong round trip
+// (median of ITERS; each side sends, then receives into the same buffer) and
+// the one-way throughput (a window of 16 messages in flight; the plain loop
+// streams with blocking send/recv), plain sockets with TCP_NODELAY against a
+// pair of channels with transport = tcp.
+//
+// Usage: rdmadl-bench-tcp-host [--runs N] [--listen ADDR:PORT | --connect ADDR:PORT]
+//                              [ITERS [SIZE]]
+// Without --listen/--connect, two threads of one process are the two ends,
+// over loopback. With them, two processes (two hosts or VMs) are: the
+// listening side echoes and receives, the connecting side measures and
+// prints; both take the same ITERS, SIZE and --runs. The plain loop then
+// runs over the processes' control connection, and the channels listen on
+// its local addresses. SIZE: only that one of the three sizes (e.g. to count
+// a size's instructions under callgrind). --runs N: each size's pair of
+// measurements (plain, then channel) N times; each figure is the median of
+// the N, each ratio the median of the N per-run ratios.
+//
+// Prints per size (US: microseconds, R: channel / plain):
 //   tcp-host: SIZE lat plain=US channel=US ratio=R bw plain=MB/s channel=MB/s ratio=R
-// Usage: rdmadl-bench-tcp-host [ITERS [SIZE]] (SIZE: only that one of the three sizes,
-// e.g. to count a size's instructions under callgrind)
+// and, last, every ratio on one line, against the goal (round trip at most
+// 1.2x, throughput at least 0.9x of the plain loop's):
+//   tcp-host: rtt64=R rtt64k=R rtt1m=R bw64=R bw64k=R bw1m=R goal=met|not-met
 #include <algorithm>
 #include <arpa/inet.h>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <string>
 #include <sys/socket.h>
 #include <thread>
 #include <unistd.h>
@@ -28,9 +48,31 @@ using namespace std::chrono_literals;
 namespace {
 constexpr std::size_t window = 16;
 
+[[noreturn]] void die(const char *what) {
+  std::fprintf(stderr, "rdmadl-bench-tcp-host: %s\n", what);
+  std::exit(2);
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
+}
+
+void nodelay(int fd) {
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+// ADDR:PORT (IPv4) as a sockaddr.
+sockaddr_in parse_addr(const std::string &s) {
+  const auto colon = s.rfind(':');
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  if (colon == std::string::npos ||
+      inet_pton(AF_INET, s.substr(0, colon).c_str(), &a.sin_addr) != 1)
+    die("want ADDR:PORT (numeric IPv4)");
+  a.sin_port = htons(static_cast<std::uint16_t>(std::atoi(s.c_str() + colon + 1)));
+  return a;
 }
 
 // A connected pair of blocking loopback TCP sockets with TCP_NODELAY.
@@ -42,22 +84,21 @@ std::pair<int, int> socket_pair() {
   socklen_t len = sizeof a;
   if (::bind(l, reinterpret_cast<sockaddr *>(&a), len) || ::listen(l, 1) ||
       getsockname(l, reinterpret_cast<sockaddr *>(&a), &len))
-    std::abort();
+    die("cannot listen on loopback");
   int c = ::socket(AF_INET, SOCK_STREAM, 0);
   if (::connect(c, reinterpret_cast<sockaddr *>(&a), len))
-    std::abort();
+    die("cannot connect on loopback");
   int s = ::accept(l, nullptr, nullptr);
   ::close(l);
-  int one = 1;
-  setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  nodelay(c);
+  nodelay(s);
   return {c, s};
 }
 void send_all(int fd, const std::byte *p, std::size_t n) {
   while (n) {
     auto k = ::send(fd, p, n, MSG_NOSIGNAL);
     if (k <= 0)
-      std::abort();
+      die("send failed (peer gone?)");
     p += k;
     n -= static_cast<std::size_t>(k);
   }
@@ -66,115 +107,271 @@ void recv_all(int fd, std::byte *p, std::size_t n) {
   while (n) {
     auto k = ::recv(fd, p, n, 0);
     if (k <= 0)
-      std::abort();
+      die("recv failed (peer gone?)");
     p += k;
     n -= static_cast<std::size_t>(k);
   }
 }
+// Both sides of two processes meet here (one byte each way).
+void sync_byte(int fd) {
+  std::byte b{};
+  send_all(fd, &b, 1);
+  recv_all(fd, &b, 1);
+}
 
-// Plain sockets: round trip in microseconds, and MB/s one way.
-std::pair<double, double> plain(std::size_t size, int iters) {
-  auto [a, b] = socket_pair();
-  std::vector<std::byte> ba(size), bb(size);
-  std::thread echo([&, b = b] {
-    for (int i = 0; i < iters; i++) {
-      recv_all(b, bb.data(), size);
-      send_all(b, bb.data(), size);
-    }
-    for (int i = 0; i < iters; i++)
-      recv_all(b, bb.data(), size);
-    send_all(b, bb.data(), 1);
-  });
+struct figures {
+  double rtt_us = 0, mb_s = 0;
+};
+
+// The plain loop's echoing side: echoes iters messages, then receives the
+// stream and answers its end with one byte.
+void plain_echo(int fd, std::size_t size, int iters) {
+  std::vector<std::byte> b(size);
+  for (int i = 0; i < iters; i++) {
+    recv_all(fd, b.data(), size);
+    send_all(fd, b.data(), size);
+  }
+  for (int i = 0; i < iters; i++)
+    recv_all(fd, b.data(), size);
+  send_all(fd, b.data(), 1);
+}
+
+// The plain loop's measuring side: round trip in microseconds, MB/s one way.
+figures plain_measure(int fd, std::size_t size, int iters) {
+  std::vector<std::byte> b(size);
   std::vector<double> rt;
+  rt.reserve(static_cast<std::size_t>(iters));
   for (int i = 0; i < iters; i++) {
     auto t0 = clk::now();
-    send_all(a, ba.data(), size);
-    recv_all(a, ba.data(), size);
+    send_all(fd, b.data(), size);
+    recv_all(fd, b.data(), size);
     rt.push_back(std::chrono::duration<double, std::micro>(clk::now() - t0).count());
   }
   auto t0 = clk::now();
   for (int i = 0; i < iters; i++)
-    send_all(a, ba.data(), size);
-  recv_all(a, ba.data(), 1);
+    send_all(fd, b.data(), size);
+  recv_all(fd, b.data(), 1);
   double s = std::chrono::duration<double>(clk::now() - t0).count();
-  echo.join();
-  ::close(a);
-  ::close(b);
   return {median(rt), static_cast<double>(size) * iters / s / 1e6};
 }
 
-// The same over a pair of TCP channels.
-std::pair<double, double> over_channel(std::size_t size, int iters) {
+// One end of the channel pair, with window messages' worth of registered
+// buffer.
+struct chan_end {
+  channel c;
+  std::vector<std::byte> buf;
+  memory_region mr;
+};
+chan_end make_end(const std::string &address, std::size_t size) {
   channel_options o;
   o.transport = channel_transport::tcp;
-  o.tcp_address = "127.0.0.1";
-  channel a = channel::create(o).value(), b = channel::create(o).value();
-  auto ea = a.local_channel_endpoint().value(), eb = b.local_channel_endpoint().value();
-  a.connect(eb).value();
-  b.connect(ea).value();
-  std::vector<std::byte> ba(size * window), bb(size * window);
-  auto ma = a.pd().register_memory(ba).value(), mb = b.pd().register_memory(bb).value();
-  auto sa = ma.slice(0, size).value(), sb = mb.slice(0, size).value();
-  std::thread echo([&] {
-    for (int i = 0; i < iters; i++) {
-      b.receive(sb, 10s).value();
-      b.send(sb, 10s).value();
+  o.tcp_address = address;
+  chan_end e{channel::create(o).value(), std::vector<std::byte>(size * window), {}};
+  e.mr = e.c.pd().register_memory(e.buf).value();
+  return e;
+}
+
+// The channel's echoing side, as plain_echo().
+void channel_echo(chan_end &e, std::size_t size, int iters) {
+  auto sb = e.mr.slice(0, size).value();
+  for (int i = 0; i < iters; i++) {
+    e.c.receive(sb, 10s).value();
+    e.c.send(sb, 10s).value();
+  }
+  auto s = e.c.scope();
+  std::vector<work_handle> h(window);
+  int posted = 0;
+  for (std::size_t w = 0; w < window && posted < iters; w++, posted++)
+    h[w] = s.post_recv(0, e.mr.slice(w * size, size).value()).value();
+  for (int i = 0; i < iters; i++) {
+    const std::size_t w = static_cast<std::size_t>(i) % window;
+    s.wait(h[w], 10s).value();
+    if (posted < iters) {
+      h[w] = s.post_recv(0, e.mr.slice(w * size, size).value()).value();
+      posted++;
     }
-    auto s = b.scope();
-    std::vector<work_handle> h(window);
-    int posted = 0;
-    for (std::size_t w = 0; w < window && posted < iters; w++, posted++)
-      h[w] = s.post_recv(0, mb.slice(w * size, size).value()).value();
-    for (int i = 0; i < iters; i++) {
-      const std::size_t w = static_cast<std::size_t>(i) % window;
-      s.wait(h[w], 10s).value();
-      if (posted < iters) {
-        h[w] = s.post_recv(0, mb.slice(w * size, size).value()).value();
-        posted++;
-      }
-    }
-  });
+  }
+}
+
+// The channel's measuring side, as plain_measure().
+figures channel_measure(chan_end &e, std::size_t size, int iters) {
+  auto sa = e.mr.slice(0, size).value();
   std::vector<double> rt;
+  rt.reserve(static_cast<std::size_t>(iters));
   for (int i = 0; i < iters; i++) {
     auto t0 = clk::now();
-    a.send(sa, 10s).value();
-    a.receive(sa, 10s).value();
+    e.c.send(sa, 10s).value();
+    e.c.receive(sa, 10s).value();
     rt.push_back(std::chrono::duration<double, std::micro>(clk::now() - t0).count());
   }
   auto t0 = clk::now();
   {
-    auto s = a.scope();
+    auto s = e.c.scope();
     std::vector<work_handle> h(window);
     int posted = 0;
     for (std::size_t w = 0; w < window && posted < iters; w++, posted++)
-      h[w] = s.post_send(0, ma.slice(w * size, size).value()).value();
+      h[w] = s.post_send(0, e.mr.slice(w * size, size).value()).value();
     for (int i = 0; i < iters; i++) {
       const std::size_t w = static_cast<std::size_t>(i) % window;
       s.wait(h[w], 10s).value();
       if (posted < iters) {
-        h[w] = s.post_send(0, ma.slice(w * size, size).value()).value();
+        h[w] = s.post_send(0, e.mr.slice(w * size, size).value()).value();
         posted++;
       }
     }
   }
   double s = std::chrono::duration<double>(clk::now() - t0).count();
-  echo.join();
   return {median(rt), static_cast<double>(size) * iters / s / 1e6};
+}
+
+// Both figures of one size, two threads of this process over loopback.
+std::pair<figures, figures> one_run_threads(std::size_t size, int iters) {
+  figures p, c;
+  {
+    auto [a, b] = socket_pair();
+    std::thread echo([&, b = b] { plain_echo(b, size, iters); });
+    p = plain_measure(a, size, iters);
+    echo.join();
+    ::close(a);
+    ::close(b);
+  }
+  {
+    chan_end a = make_end("127.0.0.1", size), b = make_end("127.0.0.1", size);
+    auto ea = a.c.local_channel_endpoint().value(), eb = b.c.local_channel_endpoint().value();
+    a.c.connect(eb).value();
+    b.c.connect(ea).value();
+    std::thread echo([&] { channel_echo(b, size, iters); });
+    c = channel_measure(a, size, iters);
+    echo.join();
+  }
+  return {p, c};
+}
+
+// The same between two processes over the control connection fd; only the
+// measuring side's figures mean anything.
+std::pair<figures, figures> one_run_remote(int fd, bool measure, std::size_t size, int iters) {
+  figures p, c;
+  sync_byte(fd);
+  if (measure)
+    p = plain_measure(fd, size, iters);
+  else
+    plain_echo(fd, size, iters);
+  // The channels listen on the address this side's control connection uses.
+  sockaddr_in me{};
+  socklen_t len = sizeof me;
+  char addr[INET_ADDRSTRLEN] = {};
+  if (getsockname(fd, reinterpret_cast<sockaddr *>(&me), &len) ||
+      !inet_ntop(AF_INET, &me.sin_addr, addr, sizeof addr))
+    die("getsockname failed");
+  chan_end e = make_end(addr, size);
+  const auto mine = e.c.local_channel_endpoint().value().serialize();
+  std::array<std::byte, channel_endpoint::serialized_size> theirs{};
+  send_all(fd, mine.data(), mine.size());
+  recv_all(fd, theirs.data(), theirs.size());
+  e.c.connect(channel_endpoint::parse(theirs).value()).value();
+  if (measure)
+    c = channel_measure(e, size, iters);
+  else
+    channel_echo(e, size, iters);
+  sync_byte(fd); // neither channel ends while the other still uses it
+  return {p, c};
 }
 } // namespace
 
 int main(int argc, char **argv) {
-  const int iters = argc > 1 ? std::atoi(argv[1]) : 2000;
-  const std::size_t only = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 0;
-  for (std::size_t size : {std::size_t{64}, std::size_t{64} << 10, std::size_t{1} << 20}) {
-    if (only && size != only)
+  int runs = 1;
+  std::string listen_at, connect_to;
+  std::vector<const char *> pos;
+  for (int i = 1; i < argc; i++) {
+    const std::string a = argv[i];
+    if ((a == "--runs" || a == "--listen" || a == "--connect") && i + 1 < argc) {
+      if (a == "--runs")
+        runs = std::max(1, std::atoi(argv[i + 1]));
+      else
+        (a == "--listen" ? listen_at : connect_to) = argv[i + 1];
+      i++;
+    } else if (a.rfind("--", 0) == 0) {
+      die("usage: rdmadl-bench-tcp-host [--runs N] [--listen ADDR:PORT | --connect ADDR:PORT] "
+          "[ITERS [SIZE]]");
+    } else {
+      pos.push_back(argv[i]);
+    }
+  }
+  const int iters = !pos.empty() ? std::atoi(pos[0]) : 2000;
+  const std::size_t only = pos.size() > 1 ? std::strtoull(pos[1], nullptr, 10) : 0;
+
+  // Two processes: one control connection, TCP_NODELAY (the plain loop's too).
+  int ctl = -1;
+  const bool remote = !listen_at.empty() || !connect_to.empty();
+  const bool measure = listen_at.empty();
+  if (!listen_at.empty()) {
+    sockaddr_in a = parse_addr(listen_at);
+    int l = ::socket(AF_INET, SOCK_STREAM, 0), one = 1;
+    setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (::bind(l, reinterpret_cast<sockaddr *>(&a), sizeof a) || ::listen(l, 1))
+      die("cannot listen on --listen's address");
+    ctl = ::accept(l, nullptr, nullptr);
+    ::close(l);
+  } else if (!connect_to.empty()) {
+    sockaddr_in a = parse_addr(connect_to);
+    for (int tries = 0; ctl < 0 && tries < 300; tries++) { // the listener may come later
+      ctl = ::socket(AF_INET, SOCK_STREAM, 0);
+      if (::connect(ctl, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0) {
+        ::close(ctl);
+        ctl = -1;
+        std::this_thread::sleep_for(100ms);
+      }
+    }
+  }
+  if (remote && ctl < 0)
+    die("no control connection");
+  if (remote)
+    nodelay(ctl);
+
+  const std::size_t sizes[] = {64, std::size_t{64} << 10, std::size_t{1} << 20};
+  const char *names[] = {"64", "64k", "1m"};
+  double rtt_ratio[3] = {}, bw_ratio[3] = {};
+  bool all = true;
+  for (std::size_t k = 0; k < 3; k++) {
+    const std::size_t size = sizes[k];
+    if (only && size != only) {
+      all = false;
       continue;
+    }
     const int n = size >= (std::size_t{1} << 20) ? std::max(iters / 10, 20) : iters;
-    auto p = plain(size, n);
-    auto c = over_channel(size, n);
+    std::vector<double> pl, cl, pb, cb, rl, rb;
+    for (int r = 0; r < runs; r++) {
+      auto [p, c] = remote ? one_run_remote(ctl, measure, size, n) : one_run_threads(size, n);
+      pl.push_back(p.rtt_us);
+      cl.push_back(c.rtt_us);
+      pb.push_back(p.mb_s);
+      cb.push_back(c.mb_s);
+      rl.push_back(c.rtt_us / p.rtt_us);
+      rb.push_back(c.mb_s / p.mb_s);
+    }
+    if (!measure)
+      continue;
+    rtt_ratio[k] = median(rl);
+    bw_ratio[k] = median(rb);
     std::printf("tcp-host: %zu lat plain=%.1f channel=%.1f ratio=%.2f bw plain=%.0f "
                 "channel=%.0f ratio=%.2f\n",
-                size, p.first, c.first, c.first / p.first, p.second, c.second, c.second / p.second);
+                size, median(pl), median(cl), rtt_ratio[k], median(pb), median(cb), bw_ratio[k]);
+    std::fflush(stdout);
   }
+  if (measure && all) {
+    bool met = true;
+    std::printf("tcp-host:");
+    for (std::size_t k = 0; k < 3; k++) {
+      std::printf(" rtt%s=%.2f", names[k], rtt_ratio[k]);
+      met = met && rtt_ratio[k] <= 1.2;
+    }
+    for (std::size_t k = 0; k < 3; k++) {
+      std::printf(" bw%s=%.2f", names[k], bw_ratio[k]);
+      met = met && bw_ratio[k] >= 0.9;
+    }
+    std::printf(" runs=%d goal=%s\n", runs, met ? "met" : "not-met");
+  }
+  if (ctl >= 0)
+    ::close(ctl);
   return 0;
 }
