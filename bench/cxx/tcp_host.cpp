@@ -3,8 +3,9 @@
 // loop of the same sizes, in the same run (no RDMA needed: run it with
 // RDMADL_DISABLE=1). For 64 B, 64 KiB and 1 MiB: the ping-pong round trip
 // (median of ITERS; each side sends, then receives into the same buffer) and
-// the one-way throughput (a window of 16 messages in flight; the plain loop
-// streams with blocking send/recv), plain sockets with TCP_NODELAY against a
+// the one-way throughput (as many messages in flight as a channel's default
+// send_depth, 64, and at most 16 MiB of them; the plain loop streams with
+// blocking send/recv), plain sockets with TCP_NODELAY against a
 // pair of channels with transport = tcp.
 //
 // Usage: rdmadl-bench-tcp-host [--runs N] [--listen ADDR:PORT | --connect ADDR:PORT]
@@ -46,7 +47,12 @@ using clk = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
 namespace {
-constexpr std::size_t window = 16;
+// Messages in flight for the channel's throughput: a streaming sender keeps
+// its send queue full (channel_options::send_depth, 64 by default), within
+// 16 MiB of buffer per end (16 at 1 MiB).
+constexpr std::size_t window_of(std::size_t size) {
+  return std::min<std::size_t>(64, std::max<std::size_t>(1, (16u << 20) / size));
+}
 
 [[noreturn]] void die(const char *what) {
   std::fprintf(stderr, "rdmadl-bench-tcp-host: %s\n", what);
@@ -155,7 +161,7 @@ figures plain_measure(int fd, std::size_t size, int iters) {
   return {median(rt), static_cast<double>(size) * iters / s / 1e6};
 }
 
-// One end of the channel pair, with window messages' worth of registered
+// One end of the channel pair, with window_of(size) messages' worth of registered
 // buffer.
 struct chan_end {
   channel c;
@@ -166,7 +172,7 @@ chan_end make_end(const std::string &address, std::size_t size) {
   channel_options o;
   o.transport = channel_transport::tcp;
   o.tcp_address = address;
-  chan_end e{channel::create(o).value(), std::vector<std::byte>(size * window), {}};
+  chan_end e{channel::create(o).value(), std::vector<std::byte>(size * window_of(size)), {}};
   e.mr = e.c.pd().register_memory(e.buf).value();
   return e;
 }
@@ -179,6 +185,7 @@ void channel_echo(chan_end &e, std::size_t size, int iters) {
     e.c.send(sb, 10s).value();
   }
   auto s = e.c.scope();
+  const std::size_t window = window_of(size);
   std::vector<work_handle> h(window);
   int posted = 0;
   for (std::size_t w = 0; w < window && posted < iters; w++, posted++)
@@ -207,6 +214,7 @@ figures channel_measure(chan_end &e, std::size_t size, int iters) {
   auto t0 = clk::now();
   {
     auto s = e.c.scope();
+    const std::size_t window = window_of(size);
     std::vector<work_handle> h(window);
     int posted = 0;
     for (std::size_t w = 0; w < window && posted < iters; w++, posted++)
