@@ -184,13 +184,17 @@ enum channel_op { k_send, k_recv, k_write, k_read };
 /// is touched per scope.
 struct RDMADL_CXX_API channel_core {
   static constexpr std::uint8_t k_open = 1, k_orphan = 2;
-  /// A request of the open scope: slot i has id base + i. 16 bytes; the
-  /// work_result is made from it when asked for (outcome()).
+  /// A request of the open scope: slot i has id base + i. The work_result
+  /// is made from it when asked for (outcome()).
   struct slot {
     std::uint32_t peer;
     std::uint32_t done; ///< 0: pending; else its place in completion order, from 1
     int status;
     std::uint32_t byte_len;
+    /// A batch's fast path (multi_channel::run) marks a part done by storing
+    /// its id here, and nothing else: ids only grow, so a stale tag of an
+    /// earlier scope never equals base + i, and no post has to clear it.
+    std::uint64_t tag;
   };
 
   context ctx;
@@ -294,8 +298,12 @@ struct RDMADL_CXX_API channel_core {
     auto n = cq.poll(wc);
     if (!n) [[unlikely]]
       return n.error();
-    const std::size_t got = *n;
-    for (std::size_t i = 0; i < got; i++) {
+    take(0, *n);
+    return {};
+  }
+  /// Marks the slots of wc[from, got) (completions a poll took) done.
+  [[gnu::always_inline]] void take(std::size_t from, std::size_t got) noexcept {
+    for (std::size_t i = from; i < got; i++) {
       const completion &c = wc[i];
       slot *s = find(c.wr_id);
       if (c.status != 0) [[unlikely]] {
@@ -305,7 +313,6 @@ struct RDMADL_CXX_API channel_core {
         s->byte_len = c.byte_len;
       }
     }
-    return {};
   }
   /// poll_cq(), and with a TCP engine its completions too.
   [[gnu::always_inline]] status_code poll_some() noexcept {
@@ -337,7 +344,11 @@ struct RDMADL_CXX_API channel_core {
     const std::uint64_t i = base + nslots;
     if (result<void> posted = post_qp<K>(qps[peer], buf, r, i); !posted) [[unlikely]]
       return posted.error();
-    slots[nslots++] = {static_cast<std::uint32_t>(peer), 0, 0, 0};
+    slot &sl = slots[nslots++]; // (its tag is left as it is: see slot::tag)
+    sl.peer = static_cast<std::uint32_t>(peer);
+    sl.done = 0;
+    sl.status = 0;
+    sl.byte_len = 0;
     if (id)
       *id = i;
     return {};
@@ -391,6 +402,9 @@ struct RDMADL_CXX_API channel_core {
   /// busy word.
   status_code run_one_rest(std::size_t peer, std::uint64_t id, std::size_t n, status_code polled,
                            std::chrono::milliseconds timeout, std::uint32_t *byte_len) noexcept;
+  /// Grows the slot array to at least n (through operator new; capacity is
+  /// kept across scopes).
+  void reserve_slots(std::size_t n);
   /// An error completion: marks its peer failed and its slot (if any) done.
   void error_completion(slot *s, const completion &c) noexcept;
   /// Marks the peer of an error completion failed (by its QP number).
@@ -423,6 +437,14 @@ struct RDMADL_CXX_API channel_core {
 /// Posting and waiting are inline down to the provider's post and poll
 /// functions; only the unusual (an error, a TCP peer, a wait that one poll
 /// does not end) leaves the header.
+///
+/// Cost: a scope keeps a slot per request (its peer, whether it is done,
+/// its status and byte count) so that any handle can be waited for in any
+/// order and wait_all() can answer in completion order; that bookkeeping is
+/// what a raw caller does not pay. For a fixed pattern, the forms that know
+/// it are cheaper: the blocking calls for one request, the batch forms
+/// (without results) for one request per part (bench/README.md has the
+/// figures).
 class RDMADL_CXX_API polling_scope {
 public:
   /// @name Posting one request to peer
@@ -681,6 +703,15 @@ public:
   /// fails with errc::no_such_peer, one naming a failed peer with
   /// errc::peer_failed (the parts before it were posted). None of these
   /// allocates once the channel has run a batch of that size.
+  ///
+  /// Outcomes are materialised only when asked for: without results, the
+  /// usual path (every part's peer usable, every completion a success of
+  /// this batch) keeps no record per part beyond what a raw caller keeps
+  /// (its completion counted; a poll that leaves parts pending stores each
+  /// completion's id in a slot, so a later timeout knows what to flush);
+  /// with results, each part's outcome is written once, into results. The
+  /// error, the flush of what did not complete and the failed peers are the
+  /// same either way.
   /**@{*/
   /// Sends each part's buf to its peer.
   result<void> scatter_send(std::span<const part> parts, std::chrono::milliseconds timeout,

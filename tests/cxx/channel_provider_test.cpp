@@ -453,6 +453,46 @@ CHANNEL_CASE("an error completion names its peer and status; the others still co
   CHECK(res[0].status == IBV_WC_LOC_PROT_ERR);
 }
 
+CHANNEL_CASE("a batch larger than one poll: every part's outcome, and an error completion "
+             "after the first poll's successes",
+             batch_over_polls) {
+  star s({}, t);
+  // 20 parts, more than one poll of the channel takes (16): the outcomes of
+  // the first poll's parts are kept while the rest come in.
+  constexpr std::size_t n = 20;
+  std::array<work_result, n> res{};
+  std::vector<multi_channel::part> parts;
+  for (std::size_t i = 0; i < n; i++)
+    parts.push_back({i % n_peers, s.hub_at(i, 1), s.peer_remote(i % n_peers, i, 1)});
+  for (std::size_t i = 0; i < n; i++)
+    s.hub_bytes(0)[i] = std::byte(i + 1);
+  ok(s.hub.scatter_write(parts, 1s, res));
+  for (std::size_t i = 0; i < n; i++) {
+    CAPTURE(i);
+    CHECK(res[i].ok());
+    CHECK(res[i].peer == i % n_peers);
+    CHECK(s.peer_bytes(i % n_peers, i)[0] == std::byte(i + 1));
+    if (i)
+      CHECK(res[i].id == res[i - 1].id + 1);
+  }
+  ok(s.hub.scatter_write(parts, 1s)); // and without results
+  // Part 18 (peer 0) refused by its peer: its error is the call's, the
+  // parts before it succeeded, and only its peer is failed.
+  parts[18].remote.rkey ^= 0x5a5a;
+  auto r = s.hub.scatter_write(parts, 1s, res);
+  REQUIRE_FALSE(r);
+  CHECK(r.error() == std::error_code(IBV_WC_REM_ACCESS_ERR, wc_category()));
+  CHECK(res[18].status == IBV_WC_REM_ACCESS_ERR);
+  CHECK(res[18].peer == 0);
+  for (std::size_t i = 0; i < 18; i++) {
+    CAPTURE(i);
+    CHECK(res[i].ok());
+  }
+  CHECK_FALSE(s.hub.connected(0));
+  CHECK(s.hub.connected(1));
+  CHECK(s.hub.connected(2));
+}
+
 TEST_CASE("channel: a post that fails in a scope leaves the earlier request to be awaited") {
   star s;
   put(s.hub_bytes(0), "first-in");
