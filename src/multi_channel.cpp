@@ -588,6 +588,50 @@ status_code await_scope(detail::channel_state &s, status_code err,
 }
 } // namespace
 
+// send_receive() as a scope of two: the receive (slot 0) and the send.
+status_code detail::channel_core::run_two_slow(std::size_t to, const local_slice &out,
+                                               std::size_t from, const local_slice &in,
+                                               std::chrono::milliseconds timeout,
+                                               std::uint32_t *byte_len) noexcept {
+  auto &s = static_cast<channel_state &>(*this);
+  struct ender {
+    channel_core &s;
+    ~ender() { s.end_scope(); }
+  } end{*this};
+  for (std::size_t p : {from, to}) // (refused before anything is posted)
+    if (p >= peers() || failed(p))
+      return p >= peers() ? status_code(errc::no_such_peer) : errc::peer_failed;
+  if (status_code st = post<k_recv>(from, in, nullptr, nullptr); !st.ok())
+    return st;
+  status_code st = await_scope(s, post<k_send>(to, out, nullptr, nullptr), timeout);
+  if (st.ok() && byte_len)
+    *byte_len = slots[0].byte_len;
+  return st;
+}
+
+status_code detail::channel_core::run_two_rest(std::size_t to, std::size_t from, std::uint64_t id,
+                                               std::size_t posted, status_code err, std::size_t n,
+                                               std::chrono::milliseconds timeout,
+                                               std::uint32_t *byte_len) noexcept {
+  auto &s = static_cast<channel_state &>(*this);
+  struct ender {
+    channel_core &s;
+    ~ender() { s.end_scope(); }
+  } end{*this};
+  // The two requests become the open scope's slots 0 and 1 (ids id, id + 1).
+  base = id;
+  if (slot_cap < 2) [[unlikely]]
+    reserve_slots(2); // once per channel, off the usual path
+  slots[0] = {static_cast<std::uint32_t>(from), 0, 0, 0, 0};
+  slots[1] = {static_cast<std::uint32_t>(to), 0, 0, 0, 0};
+  nslots = posted;
+  take(0, n);
+  status_code st = await_scope(s, err, timeout);
+  if (st.ok() && byte_len)
+    *byte_len = slots[0].byte_len;
+  return st;
+}
+
 void detail::channel_core::error_completion(slot *s, const completion &c) noexcept {
   s && !s->done ? fail(s->peer) : note_error(c);
   record(s, c.status, c.byte_len);
