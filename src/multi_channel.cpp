@@ -552,7 +552,7 @@ status_code detail::channel_core::post_slow(std::size_t peer, int k, const local
   if (auto posted = post_one(static_cast<channel_state &>(*this), peer, k, buf, r, i); !posted)
       [[unlikely]]
     return posted.error();
-  slots[nslots++] = {static_cast<std::uint32_t>(peer), 0, 0, 0, 0};
+  slots[nslots++] = {static_cast<std::uint32_t>(peer), 0, 0, 0};
   if (id)
     *id = i;
   return {};
@@ -566,6 +566,8 @@ void detail::channel_core::reserve_slots(std::size_t n) {
     cap *= 2;
   slot_store.resize(cap); // (through operator new, which the tests count)
   slots = slot_store.data();
+  tag_store.resize(cap); // (resize keeps the tags a batch stored so far)
+  tags = tag_store.data();
   slot_cap = cap;
 }
 
@@ -622,8 +624,8 @@ status_code detail::channel_core::run_two_rest(std::size_t to, std::size_t from,
   base = id;
   if (slot_cap < 2) [[unlikely]]
     reserve_slots(2); // once per channel, off the usual path
-  slots[0] = {static_cast<std::uint32_t>(from), 0, 0, 0, 0};
-  slots[1] = {static_cast<std::uint32_t>(to), 0, 0, 0, 0};
+  slots[0] = {static_cast<std::uint32_t>(from), 0, 0, 0};
+  slots[1] = {static_cast<std::uint32_t>(to), 0, 0, 0};
   nslots = posted;
   take(0, n);
   status_code st = await_scope(s, err, timeout);
@@ -661,9 +663,9 @@ status_code detail::channel_core::await_slot(std::size_t i,
 
 namespace {
 // What a batch's fast path records of a part's successful completion c.
-inline void mark(detail::channel_core::slot &sl, const completion &c) noexcept {
-  sl.tag = c.wr_id;
-  sl.byte_len = c.byte_len;
+inline void mark(detail::channel_core &s, std::uint64_t i, const completion &c) noexcept {
+  s.tags[i] = c.wr_id;
+  s.slots[i].byte_len = c.byte_len;
 }
 
 // Writes every part's outcome into results (when not empty) from the open
@@ -684,7 +686,7 @@ void copy_outcomes(const detail::channel_state &s, std::size_t n, const PartAt &
 }
 
 // A batch once its fast path (multi_channel::run) stopped: parts 0 to
-// posted - 1 are posted (ids base + i) and those whose slot's tag is its id
+// posted - 1 are posted (ids base + i) and those whose tag is their id
 // are done; wc[from, got) are completions a poll took that the fast path
 // did not take; err is a post's or a poll's error. The batch becomes an
 // ordinary scope of its parts: the slots are filled, the rest of wc taken,
@@ -698,11 +700,11 @@ batch_rest(detail::channel_state &s, std::size_t n, const PartAt &part_at, std::
     detail::channel_state &s;
     ~end_scope() { s.end_scope(); }
   } ender{s};
-  s.reserve_slots(n); // (once per batch size; resize keeps the tags)
+  s.reserve_slots(n); // (once per batch size)
   const std::uint64_t b = s.base;
   for (std::size_t i = 0; i < posted; i++) {
     detail::channel_core::slot &sl = s.slots[i];
-    const bool done = sl.tag == b + i;
+    const bool done = s.tags[i] == b + i;
     sl.peer = static_cast<std::uint32_t>(part_at(i).peer);
     sl.done = done ? static_cast<std::uint32_t>(++s.ndone) : 0;
     sl.status = 0; // (the fast path took successes only)
@@ -729,7 +731,7 @@ batch_rest(detail::channel_state &s, std::size_t n, const PartAt &part_at, std::
 // The batch forms run a scope of their own on the state directly (no
 // polling_scope). Their usual path keeps no slot: the parts are posted
 // straight to their queue pairs (ids base + i), and the polls mark a part
-// done by storing its id as its slot's tag, until all are in; an outcome
+// done by storing its id as its tag, until all are in; an outcome
 // is written only where results asks for it. Anything else (a peer that
 // fails the checks or is over TCP, a failed post or poll, an error
 // completion, one of no part, a poll that finds nothing: the clock) goes
@@ -780,7 +782,7 @@ inline result<void> multi_channel::run(std::size_t n, const PartAt &part_at,
       const completion &c = s.wc[j];
       if (c.wr_id - b >= n || c.status != 0) [[unlikely]] {
         for (std::size_t k = 0; k < j; k++)
-          mark(sl[s.wc[k].wr_id - b], s.wc[k]);
+          mark(s, s.wc[k].wr_id - b, s.wc[k]);
         return batch_rest<K>(s, n, part_at, n, {}, j, m, timeout, results);
       }
     }
@@ -790,7 +792,7 @@ inline result<void> multi_channel::run(std::size_t n, const PartAt &part_at,
       return batch_rest<K>(s, n, part_at, n, {}, 0, 0, timeout, results);
     for (std::size_t j = 0; j < m; j++) {
       const completion &c = s.wc[j];
-      mark(sl[c.wr_id - b], c);
+      mark(s, c.wr_id - b, c);
     }
     left -= m;
   }

@@ -184,17 +184,13 @@ enum channel_op { k_send, k_recv, k_write, k_read };
 /// is touched per scope.
 struct RDMADL_CXX_API channel_core {
   static constexpr std::uint8_t k_open = 1, k_orphan = 2;
-  /// A request of the open scope: slot i has id base + i. The work_result
-  /// is made from it when asked for (outcome()).
+  /// A request of the open scope: slot i has id base + i. 16 bytes; the
+  /// work_result is made from it when asked for (outcome()).
   struct slot {
     std::uint32_t peer;
     std::uint32_t done; ///< 0: pending; else its place in completion order, from 1
     int status;
     std::uint32_t byte_len;
-    /// A batch's fast path (multi_channel::run) marks a part done by storing
-    /// its id here, and nothing else: ids only grow, so a stale tag of an
-    /// earlier scope never equals base + i, and no post has to clear it.
-    std::uint64_t tag;
   };
 
   context ctx;
@@ -213,6 +209,12 @@ struct RDMADL_CXX_API channel_core {
   std::atomic<std::uint8_t> busy{0}; ///< k_open, k_orphan
   std::vector<slot> slot_store;      ///< the slots' storage (capacity kept across scopes)
   slot *slots = nullptr;             ///< slot_store.data(): the open scope's requests
+  /// Beside slot i, for a batch's usual path (multi_channel::run), which
+  /// marks part i done by storing its id in tags[i] (and its byte count in
+  /// the slot), and nothing else: ids only grow, so a stale tag never
+  /// equals base + i, and no post has to clear one.
+  std::vector<std::uint64_t> tag_store;
+  std::uint64_t *tags = nullptr; ///< tag_store.data()
   std::size_t nslots = 0, slot_cap = 0;
   /// The id of the open scope's first slot; between scopes, the next id to
   /// hand out (a blocking call takes it). So every id is below every later
@@ -344,11 +346,7 @@ struct RDMADL_CXX_API channel_core {
     const std::uint64_t i = base + nslots;
     if (result<void> posted = post_qp<K>(qps[peer], buf, r, i); !posted) [[unlikely]]
       return posted.error();
-    slot &sl = slots[nslots++]; // (its tag is left as it is: see slot::tag)
-    sl.peer = static_cast<std::uint32_t>(peer);
-    sl.done = 0;
-    sl.status = 0;
-    sl.byte_len = 0;
+    slots[nslots++] = {static_cast<std::uint32_t>(peer), 0, 0, 0};
     if (id)
       *id = i;
     return {};
