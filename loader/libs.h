@@ -53,6 +53,16 @@ static inline int rdmadl_usable(rdmadl_state s) {
 
 #define RDMADL_DISABLED_SENTENCE "RDMA is disabled by RDMADL_DISABLE"
 
+/* The loader's thread-locals (a few ints) use the initial-exec model: the
+ * objects are position-independent, so the default (local-dynamic) calls
+ * __tls_get_addr, which the linker leaves as an undefined symbol even where
+ * it relaxes the access (an executable linking librdmadl-verbs.a): that put
+ * a NEEDED on ld-linux-x86-64.so.2 and its version check into every
+ * program's start-up. Initial-exec reads them at a fixed offset from the
+ * thread pointer; a librdmadl-verbs.so that is dlopen()ed takes its few
+ * bytes from glibc's static TLS surplus. */
+#define RDMADL_TLS_IE __attribute__((tls_model("initial-exec")))
+
 /* ---- string helpers of the start-up path ---- */
 
 /* The start-up path calls as few libc functions as it can: each function a

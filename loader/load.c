@@ -143,7 +143,7 @@ static int cm_used(void) {
 int rdmadl_load_state; /* atomic */
 /* Set in the loading thread while LOAD_RUNNING (a thread-local flag, not
  * pthread_self(): one libc function less to bind at start-up). */
-static __thread int loading_here;
+static __thread int loading_here RDMADL_TLS_IE;
 static int nwaiters;         /* atomic */
 static int loader_in_dlopen; /* atomic: inside dlopen, running others' constructors */
 static unsigned dlopen_gen;  /* atomic: counts the loader's dlopen calls */

@@ -53,7 +53,7 @@ static struct {
 } log_sink;
 static int env_log_level = RDMADL_LOG_ERROR; /* atomic: from RDMADL_DEBUG */
 int rdmadl_log_max = RDMADL_LOG_ERROR;       /* atomic: the level lines are formatted up to */
-static __thread int in_log_handler;
+static __thread int in_log_handler RDMADL_TLS_IE;
 
 static void log_update_max(void) {
   __atomic_store_n(&rdmadl_log_max,

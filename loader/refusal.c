@@ -8,8 +8,8 @@
 #include "libs.h"
 #include "refusal.h"
 
-static __thread enum rdmadl_refusal last_refusal;
-static __thread unsigned last_idx;
+static __thread enum rdmadl_refusal last_refusal RDMADL_TLS_IE;
+static __thread unsigned last_idx RDMADL_TLS_IE;
 
 void rdmadl_refuse(unsigned idx) {
   enum rdmadl_refusal why = RDMADL_REFUSED_ABSENT;

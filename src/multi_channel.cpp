@@ -546,12 +546,8 @@ status_code detail::channel_core::post_slow(std::size_t peer, int k, const local
     return errc::no_such_peer;
   if (failed(peer)) [[unlikely]]
     return errc::peer_failed;
-  if (nslots == slot_cap) {
-    const std::size_t cap = slot_cap ? slot_cap * 2 : 16;
-    slot_store.resize(cap); // (through operator new, which the tests count)
-    slots = slot_store.data();
-    slot_cap = cap;
-  }
+  if (nslots == slot_cap)
+    reserve_slots(nslots + 1);
   const std::uint64_t i = base + nslots;
   if (auto posted = post_one(static_cast<channel_state &>(*this), peer, k, buf, r, i); !posted)
       [[unlikely]]
@@ -560,6 +556,82 @@ status_code detail::channel_core::post_slow(std::size_t peer, int k, const local
   if (id)
     *id = i;
   return {};
+}
+
+void detail::channel_core::reserve_slots(std::size_t n) {
+  if (n <= slot_cap)
+    return;
+  std::size_t cap = slot_cap ? slot_cap * 2 : 16;
+  while (cap < n)
+    cap *= 2;
+  slot_store.resize(cap); // (through operator new, which the tests count)
+  slots = slot_store.data();
+  tag_store.resize(cap); // (resize keeps the tags a batch stored so far)
+  tags = tag_store.data();
+  slot_cap = cap;
+}
+
+namespace {
+// What a scope of requests (slots 0 to nslots - 1) ends with, once every
+// request is posted (err: a post's or a poll's error, else success): awaits
+// them up to timeout, then as a scope's end does (settle()) if that failed.
+// The error, or the first failed completion's.
+status_code await_scope(detail::channel_state &s, status_code err,
+                        std::chrono::milliseconds timeout) noexcept {
+  if (err.ok())
+    err = s.drain(timeout); // the clock is read only if one poll is not enough
+  if (!err.ok()) [[unlikely]]
+    s.settle(); // so every outcome is known, and every buffer free
+  if (!err.ok())
+    return err;
+  if (s.first_failed != SIZE_MAX) [[unlikely]]
+    return s.outcome(s.first_failed).error();
+  return {};
+}
+} // namespace
+
+// send_receive() as a scope of two: the receive (slot 0) and the send.
+status_code detail::channel_core::run_two_slow(std::size_t to, const local_slice &out,
+                                               std::size_t from, const local_slice &in,
+                                               std::chrono::milliseconds timeout,
+                                               std::uint32_t *byte_len) noexcept {
+  auto &s = static_cast<channel_state &>(*this);
+  struct ender {
+    channel_core &s;
+    ~ender() { s.end_scope(); }
+  } end{*this};
+  for (std::size_t p : {from, to}) // (refused before anything is posted)
+    if (p >= peers() || failed(p))
+      return p >= peers() ? status_code(errc::no_such_peer) : errc::peer_failed;
+  if (status_code st = post<k_recv>(from, in, nullptr, nullptr); !st.ok())
+    return st;
+  status_code st = await_scope(s, post<k_send>(to, out, nullptr, nullptr), timeout);
+  if (st.ok() && byte_len)
+    *byte_len = slots[0].byte_len;
+  return st;
+}
+
+status_code detail::channel_core::run_two_rest(std::size_t to, std::size_t from, std::uint64_t id,
+                                               std::size_t posted, status_code err, std::size_t n,
+                                               std::chrono::milliseconds timeout,
+                                               std::uint32_t *byte_len) noexcept {
+  auto &s = static_cast<channel_state &>(*this);
+  struct ender {
+    channel_core &s;
+    ~ender() { s.end_scope(); }
+  } end{*this};
+  // The two requests become the open scope's slots 0 and 1 (ids id, id + 1).
+  base = id;
+  if (slot_cap < 2) [[unlikely]]
+    reserve_slots(2); // once per channel, off the usual path
+  slots[0] = {static_cast<std::uint32_t>(from), 0, 0, 0};
+  slots[1] = {static_cast<std::uint32_t>(to), 0, 0, 0};
+  nslots = posted;
+  take(0, n);
+  status_code st = await_scope(s, err, timeout);
+  if (st.ok() && byte_len)
+    *byte_len = slots[0].byte_len;
+  return st;
 }
 
 void detail::channel_core::error_completion(slot *s, const completion &c) noexcept {
@@ -589,9 +661,81 @@ status_code detail::channel_core::await_slot(std::size_t i,
   return {};
 }
 
+namespace {
+// What a batch's fast path records of a part's successful completion c.
+inline void mark(detail::channel_core &s, std::uint64_t i, const completion &c) noexcept {
+  s.tags[i] = c.wr_id;
+  s.slots[i].byte_len = c.byte_len;
+}
+
+// Writes every part's outcome into results (when not empty) from the open
+// scope's slots: slot i is part i (the scope posted nothing else); a part
+// never posted (posted <= i) has id 0 and IBV_WC_WR_FLUSH_ERR.
+template <class PartAt>
+void copy_outcomes(const detail::channel_state &s, std::size_t n, const PartAt &part_at,
+                   std::size_t posted, std::span<work_result> results) noexcept {
+  if (results.empty())
+    return;
+  // (Read once: a store to results could alias them.)
+  const detail::channel_core::slot *const sl = s.slots;
+  const std::uint64_t b = s.base;
+  for (std::size_t i = 0; i < posted; i++)
+    results[i] = work_result{sl[i].peer, b + i, sl[i].status, sl[i].byte_len};
+  for (std::size_t i = posted; i < n; i++)
+    results[i] = work_result{part_at(i).peer, 0, wc_flush_err, 0};
+}
+
+// A batch once its fast path (multi_channel::run) stopped: parts 0 to
+// posted - 1 are posted (ids base + i) and those whose tag is their id
+// are done; wc[from, got) are completions a poll took that the fast path
+// did not take; err is a post's or a poll's error. The batch becomes an
+// ordinary scope of its parts: the slots are filled, the rest of wc taken,
+// the other parts posted, all awaited. Ends the scope.
+template <int K, class PartAt>
+[[gnu::noinline]] result<void>
+batch_rest(detail::channel_state &s, std::size_t n, const PartAt &part_at, std::size_t posted,
+           status_code err, std::size_t from, std::size_t got, std::chrono::milliseconds timeout,
+           std::span<work_result> results) {
+  struct end_scope {
+    detail::channel_state &s;
+    ~end_scope() { s.end_scope(); }
+  } ender{s};
+  s.reserve_slots(n); // (once per batch size)
+  const std::uint64_t b = s.base;
+  for (std::size_t i = 0; i < posted; i++) {
+    detail::channel_core::slot &sl = s.slots[i];
+    const bool done = s.tags[i] == b + i;
+    sl.peer = static_cast<std::uint32_t>(part_at(i).peer);
+    sl.done = done ? static_cast<std::uint32_t>(++s.ndone) : 0;
+    sl.status = 0; // (the fast path took successes only)
+    if (!done)
+      sl.byte_len = 0;
+  }
+  s.nslots = posted;
+  s.take(from, got);
+  if (err.ok()) {
+    for (; posted < n; posted++) {
+      one_part p = part_at(posted);
+      if (err = s.post<K>(p.peer, *p.buf, p.remote, nullptr); !err.ok()) [[unlikely]]
+        break;
+    }
+  }
+  err = await_scope(s, err, timeout);
+  copy_outcomes(s, n, part_at, posted, results);
+  if (!err.ok())
+    return err;
+  return {};
+}
+} // namespace
+
 // The batch forms run a scope of their own on the state directly (no
-// polling_scope): the same busy word, slots and end, the posts and the
-// first poll inline here.
+// polling_scope). Their usual path keeps no slot: the parts are posted
+// straight to their queue pairs (ids base + i), and the polls mark a part
+// done by storing its id as its tag, until all are in; an outcome
+// is written only where results asks for it. Anything else (a peer that
+// fails the checks or is over TCP, a failed post or poll, an error
+// completion, one of no part, a poll that finds nothing: the clock) goes
+// to batch_rest, which makes it an ordinary scope.
 template <int K, class PartAt>
 inline result<void> multi_channel::run(std::size_t n, const PartAt &part_at,
                                        std::chrono::milliseconds timeout,
@@ -607,38 +751,58 @@ inline result<void> multi_channel::run(std::size_t n, const PartAt &part_at,
   }
   if (!s.open_scope()) [[unlikely]]
     return errc::channel_busy;
-  struct end_scope {
-    detail::channel_state &s;
-    ~end_scope() { s.end_scope(); }
-  } ender{s};
+  const std::uint64_t b = s.base;
   std::size_t posted = 0;
-  status_code err;
-  for (; posted < n; posted++) {
-    one_part p = part_at(posted);
-    if (err = s.post<K>(p.peer, *p.buf, p.remote, nullptr); !err.ok()) [[unlikely]]
-      break;
+  if (n <= s.slot_cap) [[likely]] {
+    const std::size_t np = s.peer_state.size();
+    const std::uint8_t *const state = s.peer_state.data();
+    queue_pair *const qps = s.qps.data();
+    for (; posted < n; posted++) {
+      one_part p = part_at(posted);
+      if (p.peer >= np || state[p.peer]) [[unlikely]]
+        break;
+      if (result<void> r =
+              detail::channel_core::post_qp<K>(qps[p.peer], *p.buf, p.remote, b + posted);
+          !r) [[unlikely]]
+        return batch_rest<K>(s, n, part_at, posted, r.error(), 0, 0, timeout, results);
+    }
   }
-  if (err.ok() && !s.all_done()) {
-    err = s.poll_some(); // the clock is read only if one poll is not enough
-    if (err.ok() && !s.all_done())
-      err = s.drain(detail::deadline(timeout));
+  if (posted != n) [[unlikely]]
+    return batch_rest<K>(s, n, part_at, posted, {}, 0, 0, timeout, results);
+  std::size_t left = n;
+  detail::channel_core::slot *const sl = s.slots;
+  while (left) {
+    auto got = s.cq.poll(s.wc);
+    if (!got) [[unlikely]]
+      return batch_rest<K>(s, n, part_at, n, got.error(), 0, 0, timeout, results);
+    const std::size_t m = *got;
+    // Each a success of a part (ids are unique, so m of them are m parts);
+    // else the rest goes out of line, from the first that is not.
+    for (std::size_t j = 0; j < m; j++) {
+      const completion &c = s.wc[j];
+      if (c.wr_id - b >= n || c.status != 0) [[unlikely]] {
+        for (std::size_t k = 0; k < j; k++)
+          mark(s, s.wc[k].wr_id - b, s.wc[k]);
+        return batch_rest<K>(s, n, part_at, n, {}, j, m, timeout, results);
+      }
+    }
+    if (m == left && results.empty()) [[likely]]
+      break; // all in, and no outcome to hand over: nothing to mark
+    if (m == 0) [[unlikely]]
+      return batch_rest<K>(s, n, part_at, n, {}, 0, 0, timeout, results);
+    for (std::size_t j = 0; j < m; j++) {
+      const completion &c = s.wc[j];
+      mark(s, c.wr_id - b, c);
+    }
+    left -= m;
   }
-  if (!err.ok()) [[unlikely]]
-    s.settle(); // what the scope's end would do, so every outcome is known
-  // Slot i is part i: this scope posted nothing else.
-  if (!results.empty()) {
-    // (Read once: a store to results could alias them.)
-    const detail::channel_core::slot *const sl = s.slots;
-    const std::uint64_t b = s.base;
-    for (std::size_t i = 0; i < posted; i++)
-      results[i] = work_result{sl[i].peer, b + i, sl[i].status, sl[i].byte_len};
-    for (std::size_t i = posted; i < n; i++)
-      results[i] = work_result{part_at(i).peer, 0, wc_flush_err, 0};
-  }
-  if (!err.ok())
-    return err;
-  if (s.first_failed != SIZE_MAX) [[unlikely]]
-    return s.outcome(s.first_failed).error();
+  if (!results.empty())
+    for (std::size_t i = 0; i < n; i++)
+      results[i] = work_result{part_at(i).peer, b + i, 0, sl[i].byte_len};
+  s.base = b + n; // below every later scope's base
+  // (As end_scope(): the channel may be gone meanwhile.)
+  if (s.busy.exchange(0, std::memory_order_acq_rel) & detail::channel_core::k_orphan) [[unlikely]]
+    s.drop_orphan();
   return {};
 }
 

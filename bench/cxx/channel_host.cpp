@@ -9,11 +9,17 @@
 //                            there, vs multi_channel::write)
 //   qp-sendrecv / ch-sendrecv  a receive and a send on one peer, both
 //                            awaited (a ping-pong's half: post_recv,
-//                            post_send, poll both, vs a scope doing the same)
+//                            post_send, poll both, vs
+//                            multi_channel::send_receive)
+//   ch-scope2                the same through a polling scope: post_recv,
+//                            post_send, a wait for each handle (against
+//                            qp-sendrecv too)
 //   qp-scatter3 / ch-scatter3  one 8-byte write to each of three peers, all
 //                            awaited (three post_write + poll, vs
-//                            multi_channel::scatter_write of three parts
-//                            with every part's outcome)
+//                            multi_channel::scatter_write of three parts; as
+//                            the raw loop keeps no per-part outcome, none is
+//                            asked for: the first failure is the result)
+//   ch-scatter3r             the same with every part's outcome (results)
 // Prints "iters N ok" when every operation succeeded.
 #include <array>
 #include <cstdio>
@@ -82,8 +88,9 @@ int main(int argc, char **argv) {
   // What a caller of the raw API keeps at hand; the mode is decided once, so
   // that no variant pays for string compares in the loop.
   queue_pair &q0 = *mc.qp(0), &q1 = *mc.qp(1), &q2 = *mc.qp(2);
-  constexpr std::array<std::string_view, 6> modes{"qp-write",    "ch-write",    "qp-sendrecv",
-                                                  "ch-sendrecv", "qp-scatter3", "ch-scatter3"};
+  constexpr std::array<std::string_view, 8> modes{"qp-write",    "ch-write",    "qp-sendrecv",
+                                                  "ch-sendrecv", "qp-scatter3", "ch-scatter3",
+                                                  "ch-scope2",   "ch-scatter3r"};
   std::size_t m = 0;
   while (m < modes.size() && modes[m] != mode)
     m++;
@@ -98,6 +105,8 @@ int main(int argc, char **argv) {
   } else if (m == 2) {
     good = loop(iters, [&] { return q0.post_recv(r, 1) && q0.post_send(s, 2) && take(cq, wc, 2); });
   } else if (m == 3) {
+    good = loop(iters, [&] { return bool(mc.send_receive(0, s, 0, r, 1s)); });
+  } else if (m == 6) {
     good = loop(iters, [&] {
       auto sc = mc.scope();
       auto hr = sc.post_recv(0, r);
@@ -113,6 +122,8 @@ int main(int argc, char **argv) {
              take(cq, wc, 3);
     });
   } else if (m == 5) {
+    good = loop(iters, [&] { return bool(mc.scatter_write(parts, 1s)); });
+  } else if (m == 7) {
     good = loop(iters, [&] { return bool(mc.scatter_write(parts, 1s, res)); });
   } else {
     std::fprintf(stderr, "rdmadl-bench-channel-host: unknown mode\n");

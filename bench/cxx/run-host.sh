@@ -16,12 +16,17 @@
 # Then the channel layer against the raw queue_pair API, the same way, with
 # rdmadl-bench-channel-host (its receives complete at once on the fake NIC):
 #   write      one awaited 8-byte RDMA write (channel::write vs post_write+poll)
-#   sendrecv   a receive and a send, both awaited (a scope vs post+poll)
+#   sendrecv   a receive and a send, both awaited (send_receive vs post+poll)
 #   scatter3   one write to each of three peers, all awaited (scatter_write
-#              with per-part outcomes vs three post_write + polls)
+#              without per-part outcomes, as the raw loop keeps none, vs three
+#              post_write + polls)
+# and, against the same raw figures, the general forms:
+#   scope2     sendrecv through a polling scope (two posts, two waits)
+#   scatter3r  scatter3 with every part's outcome (results)
 # The last two lines are "postpoll-host: cxx=N cxx_prepared=N c_fair=N
-# c_prebuilt=N" and "channel-host: write=CH/QP sendrecv=CH/QP scatter3=CH/QP"
-# (instructions per operation, channel / queue_pair).
+# c_prebuilt=N" and "channel-host: write=CH/QP sendrecv=CH/QP scatter3=CH/QP
+# scope2=CH/QP scatter3r=CH/QP" (instructions per operation, channel /
+# queue_pair).
 set -euo pipefail
 build=${1:?usage: run-host.sh BUILD_DIR}
 bin=$build/bench/cxx
@@ -55,9 +60,12 @@ fair=$(per_iter "$bin/rdmadl-bench-postpoll-c" fair)
 pre=$(per_iter "$bin/rdmadl-bench-postpoll-c" prebuilt)
 echo "postpoll-host: cxx=$cxx cxx_prepared=$prep c_fair=$fair c_prebuilt=$pre"
 line="channel-host:"
+declare -A raw
 for op in write sendrecv scatter3; do
   ch=$(per_iter "$bin/rdmadl-bench-channel-host" "ch-$op")
-  qp=$(per_iter "$bin/rdmadl-bench-channel-host" "qp-$op")
-  line+=" $op=$ch/$qp"
+  raw[$op]=$(per_iter "$bin/rdmadl-bench-channel-host" "qp-$op")
+  line+=" $op=$ch/${raw[$op]}"
 done
+line+=" scope2=$(per_iter "$bin/rdmadl-bench-channel-host" ch-scope2)/${raw[sendrecv]}"
+line+=" scatter3r=$(per_iter "$bin/rdmadl-bench-channel-host" ch-scatter3r)/${raw[scatter3]}"
 echo "$line"

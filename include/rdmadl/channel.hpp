@@ -71,6 +71,10 @@ public:
                     std::chrono::milliseconds timeout) {
     return mc_.read(0, buf, src, timeout);
   }
+  result<std::uint32_t> send_receive(const local_slice &out, const local_slice &in,
+                                     std::chrono::milliseconds timeout) {
+    return mc_.send_receive(0, out, 0, in, timeout);
+  }
   /**@}*/
   /// The multi_channel of one peer underneath (its qp(0), cq(), rdma_cm events).
   multi_channel &base() noexcept { return mc_; }

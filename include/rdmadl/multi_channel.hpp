@@ -209,6 +209,12 @@ struct RDMADL_CXX_API channel_core {
   std::atomic<std::uint8_t> busy{0}; ///< k_open, k_orphan
   std::vector<slot> slot_store;      ///< the slots' storage (capacity kept across scopes)
   slot *slots = nullptr;             ///< slot_store.data(): the open scope's requests
+  /// Beside slot i, for a batch's usual path (multi_channel::run), which
+  /// marks part i done by storing its id in tags[i] (and its byte count in
+  /// the slot), and nothing else: ids only grow, so a stale tag never
+  /// equals base + i, and no post has to clear one.
+  std::vector<std::uint64_t> tag_store;
+  std::uint64_t *tags = nullptr; ///< tag_store.data()
   std::size_t nslots = 0, slot_cap = 0;
   /// The id of the open scope's first slot; between scopes, the next id to
   /// hand out (a blocking call takes it). So every id is below every later
@@ -294,8 +300,12 @@ struct RDMADL_CXX_API channel_core {
     auto n = cq.poll(wc);
     if (!n) [[unlikely]]
       return n.error();
-    const std::size_t got = *n;
-    for (std::size_t i = 0; i < got; i++) {
+    take(0, *n);
+    return {};
+  }
+  /// Marks the slots of wc[from, got) (completions a poll took) done.
+  [[gnu::always_inline]] void take(std::size_t from, std::size_t got) noexcept {
+    for (std::size_t i = from; i < got; i++) {
       const completion &c = wc[i];
       slot *s = find(c.wr_id);
       if (c.status != 0) [[unlikely]] {
@@ -305,7 +315,6 @@ struct RDMADL_CXX_API channel_core {
         s->byte_len = c.byte_len;
       }
     }
-    return {};
   }
   /// poll_cq(), and with a TCP engine its completions too.
   [[gnu::always_inline]] status_code poll_some() noexcept {
@@ -374,6 +383,46 @@ struct RDMADL_CXX_API channel_core {
                         byte_len);
   }
 
+  /// multi_channel::send_receive(): a receive into in from peer from, then
+  /// a send of out to peer to, both awaited up to timeout as a scope of two
+  /// would await them (its slots are used only off the usual path). Inline
+  /// down to the first poll; when that poll took just these two
+  /// completions, both successes, it returns there (the received bytes in
+  /// *byte_len); everything else goes out of line (run_two_slow,
+  /// run_two_rest).
+  [[gnu::always_inline]] status_code run_two(std::size_t to, const local_slice &out,
+                                             std::size_t from, const local_slice &in,
+                                             std::chrono::milliseconds timeout,
+                                             std::uint32_t *byte_len) {
+    if (!open_scope()) [[unlikely]]
+      return busy_error();
+    const std::size_t np = peer_state.size();
+    if (to >= np || from >= np || (peer_state[to] | peer_state[from])) [[unlikely]]
+      return run_two_slow(to, out, from, in, timeout, byte_len);
+    const std::uint64_t id = base; // the receive's; the send's is id + 1
+    base = id + 2;
+    if (result<void> posted = post_qp<k_recv>(qps[from], in, nullptr, id); !posted) [[unlikely]] {
+      busy.store(0, std::memory_order_release);
+      return posted.error();
+    }
+    if (result<void> posted = post_qp<k_send>(qps[to], out, nullptr, id + 1); !posted) [[unlikely]]
+      return run_two_rest(to, from, id, 1, posted.error(), 0, timeout, byte_len);
+    auto got = cq.poll(wc);
+    const std::size_t n = got ? *got : 0;
+    if (n == 2 && (wc[0].status | wc[1].status) == 0) [[likely]] {
+      // The receive's completion first, or (else if) second.
+      const bool recv_first = wc[0].wr_id == id && wc[1].wr_id == id + 1;
+      if (recv_first || (wc[0].wr_id == id + 1 && wc[1].wr_id == id)) [[likely]] {
+        *byte_len = wc[recv_first ? 0 : 1].byte_len;
+        // (No k_orphan can appear meanwhile: the channel is inside this call.)
+        busy.store(0, std::memory_order_release);
+        return {};
+      }
+    }
+    return run_two_rest(to, from, id, 2, got ? status_code() : status_code(got.error()), n, timeout,
+                        byte_len);
+  }
+
   /// @name Out of line (multi_channel.cpp)
   /**@{*/
   /// post() with its checks: errc::no_such_peer, errc::peer_failed, a TCP
@@ -391,6 +440,22 @@ struct RDMADL_CXX_API channel_core {
   /// busy word.
   status_code run_one_rest(std::size_t peer, std::uint64_t id, std::size_t n, status_code polled,
                            std::chrono::milliseconds timeout, std::uint32_t *byte_len) noexcept;
+  /// run_two() with its checks (errc::no_such_peer, errc::peer_failed) and
+  /// TCP peers, through a scope's posts; the busy word is taken, and
+  /// released on return.
+  status_code run_two_slow(std::size_t to, const local_slice &out, std::size_t from,
+                           const local_slice &in, std::chrono::milliseconds timeout,
+                           std::uint32_t *byte_len) noexcept;
+  /// run_two() off its usual path: the receive (id) and, when posted is 2,
+  /// the send (id + 1) are posted (err: the send's post error, or the first
+  /// poll's), and the first poll took n completions; becomes a scope of
+  /// those requests and awaits them. Releases the busy word.
+  status_code run_two_rest(std::size_t to, std::size_t from, std::uint64_t id, std::size_t posted,
+                           status_code err, std::size_t n, std::chrono::milliseconds timeout,
+                           std::uint32_t *byte_len) noexcept;
+  /// Grows the slot array to at least n (through operator new; capacity is
+  /// kept across scopes).
+  void reserve_slots(std::size_t n);
   /// An error completion: marks its peer failed and its slot (if any) done.
   void error_completion(slot *s, const completion &c) noexcept;
   /// Marks the peer of an error completion failed (by its QP number).
@@ -423,6 +488,15 @@ struct RDMADL_CXX_API channel_core {
 /// Posting and waiting are inline down to the provider's post and poll
 /// functions; only the unusual (an error, a TCP peer, a wait that one poll
 /// does not end) leaves the header.
+///
+/// Cost: a scope keeps a slot per request (its peer, whether it is done,
+/// its status and byte count) so that any handle can be waited for in any
+/// order and wait_all() can answer in completion order; that bookkeeping is
+/// what a raw caller does not pay. For a fixed pattern, the forms that know
+/// it are cheaper: the blocking calls for one request,
+/// multi_channel::send_receive() for a receive and a send, the batch forms
+/// (without results) for one request per part (bench/README.md has the
+/// figures).
 class RDMADL_CXX_API polling_scope {
 public:
   /// @name Posting one request to peer
@@ -659,6 +733,26 @@ public:
       return empty_error();
     return core_->run_one<detail::k_read>(peer, buf, &src, timeout, nullptr);
   }
+  /// A receive into in from peer from and a send of out to peer to (the
+  /// same peer or two), both awaited: a ping-pong's step, or a ring's,
+  /// with one call (as MPI_Sendrecv). The receive is posted first, so the
+  /// peer's message can land while ours is on its way. Returns the bytes
+  /// received. Both are awaited as a scope of two awaits them: on return,
+  /// in and out are free again whatever happened (a failed send post leaves
+  /// the receive to be awaited and flushed as a scope's end would). Errors:
+  /// as the calls above (the first failed completion, in completion
+  /// order). Inline down to the provider's posts and poll
+  /// (channel_core::run_two).
+  [[gnu::always_inline]] result<std::uint32_t> send_receive(std::size_t to, const local_slice &out,
+                                                            std::size_t from, const local_slice &in,
+                                                            std::chrono::milliseconds timeout) {
+    if (!core_) [[unlikely]]
+      return empty_error();
+    std::uint32_t len; // (written on success)
+    if (status_code st = core_->run_two(to, out, from, in, timeout, &len); !st.ok()) [[unlikely]]
+      return st;
+    return len;
+  }
   /**@}*/
   /// One request of scatter_send(), gather_receive(), scatter_write() or
   /// gather_read().
@@ -681,6 +775,15 @@ public:
   /// fails with errc::no_such_peer, one naming a failed peer with
   /// errc::peer_failed (the parts before it were posted). None of these
   /// allocates once the channel has run a batch of that size.
+  ///
+  /// Outcomes are materialised only when asked for: without results, the
+  /// usual path (every part's peer usable, every completion a success of
+  /// this batch) keeps no record per part beyond what a raw caller keeps
+  /// (its completion counted; a poll that leaves parts pending stores each
+  /// completion's id in a slot, so a later timeout knows what to flush);
+  /// with results, each part's outcome is written once, into results. The
+  /// error, the flush of what did not complete and the failed peers are the
+  /// same either way.
   /**@{*/
   /// Sends each part's buf to its peer.
   result<void> scatter_send(std::span<const part> parts, std::chrono::milliseconds timeout,

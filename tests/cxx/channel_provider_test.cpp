@@ -453,6 +453,146 @@ CHANNEL_CASE("an error completion names its peer and status; the others still co
   CHECK(res[0].status == IBV_WC_LOC_PROT_ERR);
 }
 
+CHANNEL_CASE("a batch larger than one poll: every part's outcome, and an error completion "
+             "after the first poll's successes",
+             batch_over_polls) {
+  star s({}, t);
+  // 20 parts, more than one poll of the channel takes (16): the outcomes of
+  // the first poll's parts are kept while the rest come in.
+  constexpr std::size_t n = 20;
+  std::array<work_result, n> res{};
+  std::vector<multi_channel::part> parts;
+  for (std::size_t i = 0; i < n; i++)
+    parts.push_back({i % n_peers, s.hub_at(i, 1), s.peer_remote(i % n_peers, i, 1)});
+  for (std::size_t i = 0; i < n; i++)
+    s.hub_bytes(0)[i] = std::byte(i + 1);
+  ok(s.hub.scatter_write(parts, 1s, res));
+  for (std::size_t i = 0; i < n; i++) {
+    CAPTURE(i);
+    CHECK(res[i].ok());
+    CHECK(res[i].peer == i % n_peers);
+    CHECK(s.peer_bytes(i % n_peers, i)[0] == std::byte(i + 1));
+    if (i)
+      CHECK(res[i].id == res[i - 1].id + 1);
+  }
+  ok(s.hub.scatter_write(parts, 1s)); // and without results
+  // Part 18 (peer 0) refused by its peer: its error is the call's, the
+  // parts before it succeeded, and only its peer is failed.
+  parts[18].remote.rkey ^= 0x5a5a;
+  auto r = s.hub.scatter_write(parts, 1s, res);
+  REQUIRE_FALSE(r);
+  CHECK(r.error() == std::error_code(IBV_WC_REM_ACCESS_ERR, wc_category()));
+  CHECK(res[18].status == IBV_WC_REM_ACCESS_ERR);
+  CHECK(res[18].peer == 0);
+  for (std::size_t i = 0; i < 18; i++) {
+    CAPTURE(i);
+    CHECK(res[i].ok());
+  }
+  CHECK_FALSE(s.hub.connected(0));
+  CHECK(s.hub.connected(1));
+  CHECK(s.hub.connected(2));
+}
+
+CHANNEL_CASE("send_receive: a ping-pong step with one peer, and a ring step with two",
+             send_receive_steps) {
+  star s({}, t);
+  // Peer 1 answers: its receive for the hub's message, its own message.
+  put(s.hub_bytes(0), "ping!");
+  put(s.peer_bytes(1, 64), "pong, 11 by");
+  {
+    auto sc = s.peer[1].scope();
+    auto hr = ok(sc.post_recv(0, s.peer_at(1, 0, 32)));
+    auto hs = ok(sc.post_send(0, s.peer_at(1, 64, 11)));
+    CHECK(ok(s.hub.send_receive(1, s.hub_at(0, 5), 1, s.hub_at(32, 32), 1s)) == 11);
+    CHECK(ok(sc.wait(hr, 1s)).byte_len == 5);
+    CHECK(ok(sc.wait(hs, 1s)).ok());
+  }
+  CHECK(has(s.peer_bytes(1, 0), "ping!"));
+  CHECK(has(s.hub_bytes(32), "pong, 11 by"));
+  if (s.rdma()) {
+    auto log = wr_log(s.qpn(1));
+    REQUIRE(log.size() == 2);
+    CHECK(log[0].kind == FAKEPROV_WR_RECV); // the receive first
+    CHECK(log[1].opcode == IBV_WR_SEND);
+    CHECK(log[1].wr_id == log[0].wr_id + 1);
+  }
+  // A ring's step: send to peer 2, receive from peer 0.
+  put(s.hub_bytes(64), "right");
+  put(s.peer_bytes(0, 64), "left");
+  {
+    at_peer in2(s, 2, true, 0, 32), out0(s, 0, false, 64, 4);
+    CHECK(ok(s.hub.send_receive(2, s.hub_at(64, 5), 0, s.hub_at(96, 32), 1s)) == 4);
+    CHECK(in2.done() == 5);
+    out0.done();
+  }
+  CHECK(has(s.peer_bytes(2, 0), "right"));
+  CHECK(has(s.hub_bytes(96), "left"));
+  // The single-peer channel's form.
+  put(s.peer_bytes(0, 128), "one");
+  put(s.hub_bytes(160), "hi");
+  {
+    auto sc = s.hub.scope();
+    auto hr = ok(sc.post_recv(0, s.hub_at(128, 16)));
+    auto hs = ok(sc.post_send(0, s.hub_at(160, 2)));
+    CHECK(ok(s.peer[0].send_receive(s.peer_at(0, 128, 3), s.peer_at(0, 144, 16), 1s)) == 2);
+    CHECK(ok(sc.wait(hr, 1s)).byte_len == 3);
+    CHECK(ok(sc.wait(hs, 1s)).ok());
+  }
+  CHECK(has(s.peer_bytes(0, 144), "hi"));
+  // Errors: no such peer (either side), a busy channel, an empty one;
+  // nothing is posted then.
+  const auto logged = s.rdma() ? s.logged(0) : 0;
+  CHECK(s.hub.send_receive(n_peers, s.hub_at(0, 4), 0, s.hub_at(32, 4), 1s).error() ==
+        errc::no_such_peer);
+  CHECK(s.hub.send_receive(0, s.hub_at(0, 4), 7, s.hub_at(32, 4), 1s).error() ==
+        errc::no_such_peer);
+  {
+    auto sc = s.hub.scope();
+    CHECK(s.hub.send_receive(0, s.hub_at(0, 4), 0, s.hub_at(32, 4), 1s).error() ==
+          errc::channel_busy);
+  }
+  if (s.rdma())
+    CHECK(s.logged(0) == logged);
+  multi_channel empty; // (what every call of an empty channel answers)
+  CHECK(empty.send_receive(0, s.hub_at(0, 4), 0, s.hub_at(32, 4), 1s).error() ==
+        empty.send(0, s.hub_at(0, 4), 1s).error());
+}
+
+CHANNEL_CASE("send_receive: a step whose answer never comes times out, flushes, fails the peer",
+             send_receive_timeout) {
+  channel_options o;
+  o.scope_limit = 20ms;
+  star s(o, t);
+  // Peer 1 takes the hub's message but never answers: the receive never
+  // completes, so the call times out; its queue pair is flushed (the
+  // receive buffer is free on return) and the peer is failed.
+  put(s.hub_bytes(0), "lost");
+  {
+    at_peer in1(s, 1, true, 0, 32);
+    CHECK(s.hub.send_receive(1, s.hub_at(0, 4), 1, s.hub_at(32, 32), 10ms).error() ==
+          errc::timed_out);
+    CHECK(in1.done() == 4);
+  }
+  CHECK_FALSE(s.hub.connected(1));
+  CHECK(s.hub.connected(0));
+  if (s.rdma()) {
+    CHECK(fp().fakeprov_qp_state(s.qpn(1)) == IBV_QPS_ERR);
+    CHECK(fp().fakeprov_cq_pending(s.hub.cq()->native_handle()) == 0);
+  }
+  CHECK(s.hub.send_receive(1, s.hub_at(0, 4), 1, s.hub_at(32, 4), 1s).error() == errc::peer_failed);
+  // The channel is free again: a step with a healthy peer works.
+  put(s.peer_bytes(0, 64), "ok");
+  {
+    auto sc = s.peer[0].scope();
+    auto hr = ok(sc.post_recv(0, s.peer_at(0, 0, 32)));
+    auto hs = ok(sc.post_send(0, s.peer_at(0, 64, 2)));
+    CHECK(ok(s.hub.send_receive(0, s.hub_at(0, 4), 0, s.hub_at(64, 16), 1s)) == 2);
+    CHECK(ok(sc.wait(hr, 1s)).byte_len == 4);
+    CHECK(ok(sc.wait(hs, 1s)).ok());
+  }
+  CHECK(has(s.hub_bytes(64), "ok"));
+}
+
 TEST_CASE("channel: a post that fails in a scope leaves the earlier request to be awaited") {
   star s;
   put(s.hub_bytes(0), "first-in");
@@ -966,6 +1106,12 @@ CHANNEL_CASE("the warm blocking data path allocates nothing", warm_path_allocate
       failures += !s.hub.gather_receive(recvs, 10s, res);
       failures +=
           !h0 || !s0.wait(*h0, 10s) || !h1 || !s1.wait(*h1, 10s) || !h2 || !s2.wait(*h2, 10s);
+    }
+    {
+      auto s1 = s.peer[1].scope();
+      auto hr = s1.post_recv(0, s.peer_at(1, 32, 16)), hs = s1.post_send(0, s.peer_at(1, 0, 8));
+      failures += !s.hub.send_receive(1, s.hub_at(0, 8), 1, s.hub_at(200, 16), 1s);
+      failures += !hr || !s1.wait(*hr, 1s) || !hs || !s1.wait(*hs, 1s);
     }
     auto sc = s.hub.scope();
     auto h = sc.post_write(1, s.hub_at(0, 8), s.peer_remote(1, 0, 8));
