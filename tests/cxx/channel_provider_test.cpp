@@ -466,7 +466,7 @@ CHANNEL_CASE("a batch larger than one poll: every part's outcome, and an error c
     parts.push_back({i % n_peers, s.hub_at(i, 1), s.peer_remote(i % n_peers, i, 1)});
   for (std::size_t i = 0; i < n; i++)
     s.hub_bytes(0)[i] = std::byte(i + 1);
-  ok(s.hub.scatter_write(parts, 1s, res));
+  ok(s.hub.scatter_write(parts, 10s, res));
   for (std::size_t i = 0; i < n; i++) {
     CAPTURE(i);
     CHECK(res[i].ok());
@@ -475,11 +475,11 @@ CHANNEL_CASE("a batch larger than one poll: every part's outcome, and an error c
     if (i)
       CHECK(res[i].id == res[i - 1].id + 1);
   }
-  ok(s.hub.scatter_write(parts, 1s)); // and without results
+  ok(s.hub.scatter_write(parts, 10s)); // and without results
   // Part 18 (peer 0) refused by its peer: its error is the call's, the
   // parts before it succeeded, and only its peer is failed.
   parts[18].remote.rkey ^= 0x5a5a;
-  auto r = s.hub.scatter_write(parts, 1s, res);
+  auto r = s.hub.scatter_write(parts, 10s, res);
   REQUIRE_FALSE(r);
   CHECK(r.error() == std::error_code(IBV_WC_REM_ACCESS_ERR, wc_category()));
   CHECK(res[18].status == IBV_WC_REM_ACCESS_ERR);
@@ -503,9 +503,9 @@ CHANNEL_CASE("send_receive: a ping-pong step with one peer, and a ring step with
     auto sc = s.peer[1].scope();
     auto hr = ok(sc.post_recv(0, s.peer_at(1, 0, 32)));
     auto hs = ok(sc.post_send(0, s.peer_at(1, 64, 11)));
-    CHECK(ok(s.hub.send_receive(1, s.hub_at(0, 5), 1, s.hub_at(32, 32), 1s)) == 11);
-    CHECK(ok(sc.wait(hr, 1s)).byte_len == 5);
-    CHECK(ok(sc.wait(hs, 1s)).ok());
+    CHECK(ok(s.hub.send_receive(1, s.hub_at(0, 5), 1, s.hub_at(32, 32), 10s)) == 11);
+    CHECK(ok(sc.wait(hr, 10s)).byte_len == 5);
+    CHECK(ok(sc.wait(hs, 10s)).ok());
   }
   CHECK(has(s.peer_bytes(1, 0), "ping!"));
   CHECK(has(s.hub_bytes(32), "pong, 11 by"));
@@ -521,7 +521,7 @@ CHANNEL_CASE("send_receive: a ping-pong step with one peer, and a ring step with
   put(s.peer_bytes(0, 64), "left");
   {
     at_peer in2(s, 2, true, 0, 32), out0(s, 0, false, 64, 4);
-    CHECK(ok(s.hub.send_receive(2, s.hub_at(64, 5), 0, s.hub_at(96, 32), 1s)) == 4);
+    CHECK(ok(s.hub.send_receive(2, s.hub_at(64, 5), 0, s.hub_at(96, 32), 10s)) == 4);
     CHECK(in2.done() == 5);
     out0.done();
   }
@@ -534,28 +534,28 @@ CHANNEL_CASE("send_receive: a ping-pong step with one peer, and a ring step with
     auto sc = s.hub.scope();
     auto hr = ok(sc.post_recv(0, s.hub_at(128, 16)));
     auto hs = ok(sc.post_send(0, s.hub_at(160, 2)));
-    CHECK(ok(s.peer[0].send_receive(s.peer_at(0, 128, 3), s.peer_at(0, 144, 16), 1s)) == 2);
-    CHECK(ok(sc.wait(hr, 1s)).byte_len == 3);
-    CHECK(ok(sc.wait(hs, 1s)).ok());
+    CHECK(ok(s.peer[0].send_receive(s.peer_at(0, 128, 3), s.peer_at(0, 144, 16), 10s)) == 2);
+    CHECK(ok(sc.wait(hr, 10s)).byte_len == 3);
+    CHECK(ok(sc.wait(hs, 10s)).ok());
   }
   CHECK(has(s.peer_bytes(0, 144), "hi"));
   // Errors: no such peer (either side), a busy channel, an empty one;
   // nothing is posted then.
   const auto logged = s.rdma() ? s.logged(0) : 0;
-  CHECK(s.hub.send_receive(n_peers, s.hub_at(0, 4), 0, s.hub_at(32, 4), 1s).error() ==
+  CHECK(s.hub.send_receive(n_peers, s.hub_at(0, 4), 0, s.hub_at(32, 4), 10s).error() ==
         errc::no_such_peer);
-  CHECK(s.hub.send_receive(0, s.hub_at(0, 4), 7, s.hub_at(32, 4), 1s).error() ==
+  CHECK(s.hub.send_receive(0, s.hub_at(0, 4), 7, s.hub_at(32, 4), 10s).error() ==
         errc::no_such_peer);
   {
     auto sc = s.hub.scope();
-    CHECK(s.hub.send_receive(0, s.hub_at(0, 4), 0, s.hub_at(32, 4), 1s).error() ==
+    CHECK(s.hub.send_receive(0, s.hub_at(0, 4), 0, s.hub_at(32, 4), 10s).error() ==
           errc::channel_busy);
   }
   if (s.rdma())
     CHECK(s.logged(0) == logged);
   multi_channel empty; // (what every call of an empty channel answers)
-  CHECK(empty.send_receive(0, s.hub_at(0, 4), 0, s.hub_at(32, 4), 1s).error() ==
-        empty.send(0, s.hub_at(0, 4), 1s).error());
+  CHECK(empty.send_receive(0, s.hub_at(0, 4), 0, s.hub_at(32, 4), 10s).error() ==
+        empty.send(0, s.hub_at(0, 4), 10s).error());
 }
 
 CHANNEL_CASE("send_receive: a step whose answer never comes times out, flushes, fails the peer",
@@ -579,16 +579,17 @@ CHANNEL_CASE("send_receive: a step whose answer never comes times out, flushes, 
     CHECK(fp().fakeprov_qp_state(s.qpn(1)) == IBV_QPS_ERR);
     CHECK(fp().fakeprov_cq_pending(s.hub.cq()->native_handle()) == 0);
   }
-  CHECK(s.hub.send_receive(1, s.hub_at(0, 4), 1, s.hub_at(32, 4), 1s).error() == errc::peer_failed);
+  CHECK(s.hub.send_receive(1, s.hub_at(0, 4), 1, s.hub_at(32, 4), 10s).error() ==
+        errc::peer_failed);
   // The channel is free again: a step with a healthy peer works.
   put(s.peer_bytes(0, 64), "ok");
   {
     auto sc = s.peer[0].scope();
     auto hr = ok(sc.post_recv(0, s.peer_at(0, 0, 32)));
     auto hs = ok(sc.post_send(0, s.peer_at(0, 64, 2)));
-    CHECK(ok(s.hub.send_receive(0, s.hub_at(0, 4), 0, s.hub_at(64, 16), 1s)) == 2);
-    CHECK(ok(sc.wait(hr, 1s)).byte_len == 4);
-    CHECK(ok(sc.wait(hs, 1s)).ok());
+    CHECK(ok(s.hub.send_receive(0, s.hub_at(0, 4), 0, s.hub_at(64, 16), 10s)) == 2);
+    CHECK(ok(sc.wait(hr, 10s)).byte_len == 4);
+    CHECK(ok(sc.wait(hs, 10s)).ok());
   }
   CHECK(has(s.hub_bytes(64), "ok"));
 }
@@ -1110,8 +1111,8 @@ CHANNEL_CASE("the warm blocking data path allocates nothing", warm_path_allocate
     {
       auto s1 = s.peer[1].scope();
       auto hr = s1.post_recv(0, s.peer_at(1, 32, 16)), hs = s1.post_send(0, s.peer_at(1, 0, 8));
-      failures += !s.hub.send_receive(1, s.hub_at(0, 8), 1, s.hub_at(200, 16), 1s);
-      failures += !hr || !s1.wait(*hr, 1s) || !hs || !s1.wait(*hs, 1s);
+      failures += !s.hub.send_receive(1, s.hub_at(0, 8), 1, s.hub_at(200, 16), 10s);
+      failures += !hr || !s1.wait(*hr, 10s) || !hs || !s1.wait(*hs, 10s);
     }
     auto sc = s.hub.scope();
     auto h = sc.post_write(1, s.hub_at(0, 8), s.peer_remote(1, 0, 8));
