@@ -22,6 +22,13 @@ using detail::k_recv;
 using detail::k_send;
 using detail::k_write;
 using clock = std::chrono::steady_clock;
+
+// Ends the channel's open scope when it goes (the out-of-line tails of the
+// inline forms, whose scope is open when they are called).
+struct scope_end {
+  detail::channel_core &s;
+  ~scope_end() { s.end_scope(); }
+};
 } // namespace
 
 std::vector<std::byte> serialize_endpoints(std::span<const endpoint> list) {
@@ -596,10 +603,7 @@ status_code detail::channel_core::run_two_slow(std::size_t to, const local_slice
                                                std::chrono::milliseconds timeout,
                                                std::uint32_t *byte_len) noexcept {
   auto &s = static_cast<channel_state &>(*this);
-  struct ender {
-    channel_core &s;
-    ~ender() { s.end_scope(); }
-  } end{*this};
+  scope_end end{*this};
   for (std::size_t p : {from, to}) // (refused before anything is posted)
     if (p >= peers() || failed(p))
       return p >= peers() ? status_code(errc::no_such_peer) : errc::peer_failed;
@@ -616,10 +620,7 @@ status_code detail::channel_core::run_two_rest(std::size_t to, std::size_t from,
                                                std::chrono::milliseconds timeout,
                                                std::uint32_t *byte_len) noexcept {
   auto &s = static_cast<channel_state &>(*this);
-  struct ender {
-    channel_core &s;
-    ~ender() { s.end_scope(); }
-  } end{*this};
+  scope_end end{*this};
   // The two requests become the open scope's slots 0 and 1 (ids id, id + 1).
   base = id;
   if (slot_cap < 2) [[unlikely]]
@@ -696,10 +697,7 @@ template <int K, class PartAt>
 batch_rest(detail::channel_state &s, std::size_t n, const PartAt &part_at, std::size_t posted,
            status_code err, std::size_t from, std::size_t got, std::chrono::milliseconds timeout,
            std::span<work_result> results) {
-  struct end_scope {
-    detail::channel_state &s;
-    ~end_scope() { s.end_scope(); }
-  } ender{s};
+  scope_end ender{s};
   s.reserve_slots(n); // (once per batch size)
   const std::uint64_t b = s.base;
   for (std::size_t i = 0; i < posted; i++) {
