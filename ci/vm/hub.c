@@ -17,17 +17,15 @@
  *
  * Impairment (README.md, "Impaired frames"): each --impair names a profile,
  * SPEC being "drop=P,dup=P,reorder=P,delay=MS,rtu=B" (P a probability, MS
- * milliseconds, "ms" optional; B 0 or 1; any part may be left out). Profile K (1-based, in option order)
- * becomes active when the hub forwards a TCP SYN to port IMPAIR_PORT+K, IMPAIR_PORT itself turns
- * impairment off (the start state): a guest switches with "nc PEER PORT"
- * before a test, and since every frame passes the hub in one order, all
- * frames of the test that follows see the new profile. Only RoCE v2 frames
- * (UDP to port 4791) are impaired: TCP, ARP and the guests' side channels
- * pass untouched, so the rendezvous of the tests stays reliable and what
- * is measured is rxe's own retransmission. Per frame and receiving node: lost
- * with probability drop, else sent twice with probability dup, held back
- * REORDER_MS (so the frames after it overtake it) with probability reorder,
- * and every frame delayed by delay ms. With rtu=1, every frame carrying an
+ * milliseconds, "ms" optional; B 0 or 1; any part may be left out). Profile K (1-based, in option
+ * order) becomes active when the hub forwards a TCP SYN to port IMPAIR_PORT+K, IMPAIR_PORT itself
+ * turns impairment off (the start state): a guest switches with "nc PEER PORT" before a test, and
+ * since every frame passes the hub in one order, all frames of the test that follows see the new
+ * profile. Only RoCE v2 frames (UDP to port 4791) are impaired: TCP, ARP and the guests' side
+ * channels pass untouched, so the rendezvous of the tests stays reliable and what is measured is
+ * rxe's own retransmission. Per frame and receiving node: lost with probability drop, else sent
+ * twice with probability dup, held back REORDER_MS (so the frames after it overtake it) with
+ * probability reorder, and every frame delayed by delay ms. With rtu=1, every frame carrying an
  * rdma_cm RTU (a CM MAD, attribute 0x0014, to QP 1) is lost as well: the
  * active side of each connection then believes it is connected while the
  * passive side never hears so from the CM. The draws come from a
@@ -386,8 +384,8 @@ int main(int argc, char **argv) {
             "hub: impair %s (drop=%g dup=%g reorder=%g delay=%ums rtu=%d seed=%llu): selected %lu "
             "times, RoCE frames seen %lu, dropped %lu, duplicated %lu, reordered %lu\n",
             prof[k].name, prof[k].drop, prof[k].dup, prof[k].reorder, prof[k].delay_ms, prof[k].rtu,
-            seed,
-            prof[k].switches, prof[k].seen, prof[k].dropped, prof[k].duplicated, prof[k].reordered);
+            seed, prof[k].switches, prof[k].seen, prof[k].dropped, prof[k].duplicated,
+            prof[k].reordered);
   unlink(argv[a]);
   return 0;
 }
