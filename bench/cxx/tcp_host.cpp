@@ -177,6 +177,30 @@ chan_end make_end(const std::string &address, std::size_t size) {
   return e;
 }
 
+// One side of the channel's stream: iters receives (or sends) of size bytes
+// through one scope, window_of(size) of them posted at a time, each slot
+// posted again once its request completed.
+void channel_stream(chan_end &e, std::size_t size, int iters, bool send) {
+  auto s = e.c.scope();
+  auto post = [&](std::size_t w) {
+    auto sl = e.mr.slice(w * size, size).value();
+    return (send ? s.post_send(0, sl) : s.post_recv(0, sl)).value();
+  };
+  const std::size_t window = window_of(size);
+  std::vector<work_handle> h(window);
+  int posted = 0;
+  for (std::size_t w = 0; w < window && posted < iters; w++, posted++)
+    h[w] = post(w);
+  for (int i = 0; i < iters; i++) {
+    const std::size_t w = static_cast<std::size_t>(i) % window;
+    s.wait(h[w], 10s).value();
+    if (posted < iters) {
+      h[w] = post(w);
+      posted++;
+    }
+  }
+}
+
 // The channel's echoing side, as plain_echo().
 void channel_echo(chan_end &e, std::size_t size, int iters) {
   auto sb = e.mr.slice(0, size).value();
@@ -184,20 +208,7 @@ void channel_echo(chan_end &e, std::size_t size, int iters) {
     e.c.receive(sb, 10s).value();
     e.c.send(sb, 10s).value();
   }
-  auto s = e.c.scope();
-  const std::size_t window = window_of(size);
-  std::vector<work_handle> h(window);
-  int posted = 0;
-  for (std::size_t w = 0; w < window && posted < iters; w++, posted++)
-    h[w] = s.post_recv(0, e.mr.slice(w * size, size).value()).value();
-  for (int i = 0; i < iters; i++) {
-    const std::size_t w = static_cast<std::size_t>(i) % window;
-    s.wait(h[w], 10s).value();
-    if (posted < iters) {
-      h[w] = s.post_recv(0, e.mr.slice(w * size, size).value()).value();
-      posted++;
-    }
-  }
+  channel_stream(e, size, iters, false);
 }
 
 // The channel's measuring side, as plain_measure().
@@ -212,22 +223,7 @@ figures channel_measure(chan_end &e, std::size_t size, int iters) {
     rt.push_back(std::chrono::duration<double, std::micro>(clk::now() - t0).count());
   }
   auto t0 = clk::now();
-  {
-    auto s = e.c.scope();
-    const std::size_t window = window_of(size);
-    std::vector<work_handle> h(window);
-    int posted = 0;
-    for (std::size_t w = 0; w < window && posted < iters; w++, posted++)
-      h[w] = s.post_send(0, e.mr.slice(w * size, size).value()).value();
-    for (int i = 0; i < iters; i++) {
-      const std::size_t w = static_cast<std::size_t>(i) % window;
-      s.wait(h[w], 10s).value();
-      if (posted < iters) {
-        h[w] = s.post_send(0, e.mr.slice(w * size, size).value()).value();
-        posted++;
-      }
-    }
-  }
+  channel_stream(e, size, iters, true);
   double s = std::chrono::duration<double>(clk::now() - t0).count();
   return {median(rt), static_cast<double>(size) * iters / s / 1e6};
 }
