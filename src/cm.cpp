@@ -175,7 +175,9 @@ result<connection> connect(std::string_view host, std::uint16_t port, const cm_o
     std::function<result<void>()> before;
     if (opts.prepare)
       before = [&] { return opts.prepare(c); };
-    if (auto made = s.g->connect(0, *addr, opts.private_data, &s.peer_data, &step, before); !made)
+    if (auto made = s.g->connect(0, *addr, opts.private_data, &s.peer_data, s.g->step_timeout,
+                                 &step, before);
+        !made)
       return made.error();
     s.g->learn_paths();
     return c;

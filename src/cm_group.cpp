@@ -227,7 +227,8 @@ result<void> cm_group::pre_connect(std::size_t peer, rdma_conn_param &p,
 
 result<void> cm_group::connect(std::size_t peer, const sockaddr_storage &addr,
                                std::span<const std::byte> data, std::vector<std::byte> *reply,
-                               const char **step, const std::function<result<void>()> &before) {
+                               std::chrono::milliseconds tmo, const char **step,
+                               const std::function<result<void>()> &before) {
   *step = "create the id";
   auto node = std::make_shared<cm_peer_id>();
   node->ch = ch_;
@@ -237,17 +238,17 @@ result<void> cm_group::connect(std::size_t peer, const sockaddr_storage &addr,
   }
   ids[peer] = node;
   rdma_cm_id *id = node->id;
-  const int tmo = cm_timeout(step_timeout);
+  const int cm_tmo = cm_timeout(tmo);
   sockaddr_storage dst = addr;
   *step = "resolve the address";
-  if (rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr *>(&dst), tmo))
+  if (rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr *>(&dst), cm_tmo))
     return rdma_error();
-  if (auto r = expect(peer, RDMA_CM_EVENT_ADDR_RESOLVED, step_timeout); !r)
+  if (auto r = expect(peer, RDMA_CM_EVENT_ADDR_RESOLVED, tmo); !r)
     return r;
   *step = "resolve the route";
-  if (rdma_resolve_route(id, tmo))
+  if (rdma_resolve_route(id, cm_tmo))
     return rdma_error();
-  if (auto r = expect(peer, RDMA_CM_EVENT_ROUTE_RESOLVED, step_timeout); !r)
+  if (auto r = expect(peer, RDMA_CM_EVENT_ROUTE_RESOLVED, tmo); !r)
     return r;
   *step = "create the queue pair";
   if (auto r = add_qp(peer); !r)
@@ -262,7 +263,7 @@ result<void> cm_group::connect(std::size_t peer, const sockaddr_storage &addr,
     return r;
   if (rdma_connect(id, &p))
     return rdma_error();
-  if (auto r = expect(peer, RDMA_CM_EVENT_ESTABLISHED, step_timeout, reply); !r)
+  if (auto r = expect(peer, RDMA_CM_EVENT_ESTABLISHED, tmo, reply); !r)
     return r;
   up[peer] = true;
   return {};

@@ -120,14 +120,14 @@ public:
   std::error_code event_error(const rdma_cm_event *ev) const;
 
   // Makes peer's id, resolves addr and its route, makes peer's queue pair,
-  // connects sending data and waits for ESTABLISHED (each step up to
-  // step_timeout); the peer's private data goes to *reply when asked.
-  // Errors: as rdmadl::connect(); *step names the step that failed.
-  // before, when given, runs once the queue pair exists, before the
-  // connect goes out.
+  // connects sending data and waits for ESTABLISHED (each step up to tmo);
+  // the peer's private data goes to *reply when asked. Errors: as
+  // rdmadl::connect(); *step names the step that failed. before, when given,
+  // runs once the queue pair exists, before the connect goes out.
   result<void> connect(std::size_t peer, const sockaddr_storage &addr,
                        std::span<const std::byte> data, std::vector<std::byte> *reply,
-                       const char **step, const std::function<result<void>()> &before = {});
+                       std::chrono::milliseconds tmo, const char **step,
+                       const std::function<result<void>()> &before = {});
   // Takes id (of a connection request) as peer's, moving it onto this
   // group's channel. On failure the request is rejected. Errors: the errno.
   result<void> adopt(std::size_t peer, rdma_cm_id *id);

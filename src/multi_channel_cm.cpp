@@ -404,10 +404,7 @@ result<void> rdma_or_tcp(detail::cm_group &g, std::size_t i, const sockaddr_stor
                          std::span<const std::byte> hello, std::chrono::milliseconds step_timeout,
                          detail::rendezvous_reply &rv, detail::fd_guard &tcp_fd,
                          std::string &failed, const char **step) {
-  const auto whole = g.step_timeout;
-  g.step_timeout = step_timeout / 2;
-  auto r = g.connect(i, addr, hello, nullptr, step);
-  g.step_timeout = whole;
+  auto r = g.connect(i, addr, hello, nullptr, step_timeout / 2, step);
   if (!r) {
     failed =
         detail::format("rdma_cm could not connect: %s: %s", *step, r.error().message().c_str());
@@ -511,7 +508,7 @@ result<multi_channel> multi_channel::create_cm(listener *from, const cm_channel_
       std::uint32_t refusal = 0;
       result<void> r;
       if (rdma_only) {
-        r = g->connect(i, addrs[i], me, nullptr, &step);
+        r = g->connect(i, addrs[i], me, nullptr, g->step_timeout, &step);
       } else {
         const detail::cm_rendezvous mine{
             o.rank, static_cast<std::uint8_t>(detail::cm_can_tcp | (g ? detail::cm_can_rdma : 0))};
