@@ -33,7 +33,8 @@ const struct rdmadl_sym_meta rdmadl_sym_meta[RDMADL_NSYMS] = {
 #define RDMADL_SYM(lib, minor, fail, impl, ret, name, params, args)                                \
   {RDMADL_GNU_HASH_##name, offsetof(__typeof__(sym_names), n_##name),                              \
    RDMADL_SLOT(minor),     RDMADL_LIBID_##lib,                                                     \
-   RDMADL_FAIL_##fail,     RDMADL_EMU_##impl},
+   RDMADL_FAIL_##fail,     RDMADL_EMU_##impl,                                                      \
+   sizeof #name - 1},
 #include "symbols.def"
 #undef RDMADL_SYM
 };
@@ -43,8 +44,7 @@ const char *rdmadl_sym_name(size_t idx) {
 }
 
 const char *rdmadl_sym_node(size_t idx) {
-  const char *name = rdmadl_sym_name(idx);
-  return name + strlen(name) + 1;
+  return rdmadl_sym_name(idx) + rdmadl_sym_meta[idx].len + 1;
 }
 
 /* Each library's rows, counted, and where they start: the table keeps a
@@ -111,6 +111,7 @@ enum {
 _Static_assert(FIRST_UMAD + NSYMS_UMAD == RDMADL_NSYMS, "a row of an unknown library");
 #define RDMADL_SYM(lib, minor, fail, impl, ret, name, params, args)                                \
   _Static_assert((int)(minor) <= RDMADL_MAX_MINOR, "version node too high: " #name);               \
+  _Static_assert(sizeof #name - 1 <= 255, "name too long for rdmadl_sym_meta.len: " #name);        \
   _Static_assert((int)RDMADL_IDX_##name >= (int)FIRST_##lib &&                                     \
                      (int)RDMADL_IDX_##name < (int)FIRST_##lib + (int)NSYMS_##lib,                 \
                  "symbols.def: the rows of " #lib                                                  \

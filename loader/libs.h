@@ -165,9 +165,12 @@ RDMADL_HIDDEN int rdmadl_parse_debug_level(const char *v, int *understood);
 struct elf_view {
   ElfW(Addr) base;
   const char *strtab;
+  size_t strsz; /* DT_STRSZ; 0 when the object does not say */
   const ElfW(Sym) * symtab;
   const ElfW(Half) * versym;
-  const uint32_t *gnu_hash;
+  /* The GNU hash table, its header read once: NULL without one. */
+  const uint32_t *buckets, *chain; /* chain indexed by symbol index */
+  uint32_t nbuckets, symoffset;
   const char *soname;
   const char *highest;                  /* highest node with the prefix */
   const char *private_node;             /* an IBVERBS_PRIVATE_* node it defines */
@@ -179,6 +182,11 @@ RDMADL_HIDDEN void rdmadl_elf_view_init(struct elf_view *v, const struct link_ma
 /* Symbol IDX at its node as the object defines it, or NULL; *FALLBACK set
  * when dlvsym must answer instead. */
 RDMADL_HIDDEN void *rdmadl_elf_lookup(const struct elf_view *v, size_t idx, int *fallback);
+/* Binds rows FIRST..FIRST+N of symbols.def from the object V describes
+ * (HANDLE: its dlopen handle, for what only dlvsym can answer) into
+ * rdmadl_fn; returns how many it lacks. */
+RDMADL_HIDDEN size_t rdmadl_elf_bind(const struct elf_view *v, void *handle, size_t first,
+                                     size_t n);
 /* Why the file PATH is not an ELF object for this process, or NULL. */
 RDMADL_HIDDEN char *rdmadl_elf_mismatch(const char *path);
 /* "a FIFO", "a directory", ... for a file that is not regular. */
