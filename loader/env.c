@@ -138,7 +138,8 @@ int rdmadl_parse_debug_level(const char *v, int *understood) {
 /* 1 for 1/true/yes/on (any case, or a non-zero number), 0 for unset, empty,
  * 0/false/no/off or zero, -1 for anything else. */
 int rdmadl_parse_bool(const char *v) {
-  static const char *const yes[] = {"true", "yes", "on"}, *const no[] = {"false", "no", "off"};
+  /* Arrays, not pointers: nothing to relocate at start-up. */
+  static const char yes[][8] = {"true", "yes", "on"}, no[][8] = {"false", "no", "off"};
   if (!v || !*v)
     return 0;
   for (size_t i = 0; i < 3; i++) {

@@ -24,10 +24,12 @@
  * release. */
 enum { KIND_EAGER, KIND_PROVIDER, KIND_ALONE, KIND_WHEN_USED };
 
+/* The names are arrays, not pointers: a position-independent program
+ * relocates every pointer of its tables at start-up. */
 struct lib_info {
-  const char *soname;  /* what a real rdma-core library calls itself */
-  const char *env;     /* override variable */
-  const char *prefix;  /* version node prefix */
+  char soname[16];     /* what a real rdma-core library calls itself */
+  char env[24];        /* override variable */
+  char prefix[12];     /* version node prefix */
   size_t first, nsyms; /* its rows in symbols.def */
   int kind;
   rdmadl_state state;
@@ -138,11 +140,17 @@ RDMADL_HIDDEN char *rdmadl_vdup_printf(const char *fmt, va_list ap)
     __attribute__((format(printf, 1, 0)));
 /* Publishes S into *SLOT once; returns whichever string won. */
 RDMADL_HIDDEN const char *rdmadl_publish(const char **slot, char *s);
-/* NAMES[VALUE] of a table of N names indexed by an enum; "unknown" for a
- * value outside it. */
-static inline const char *rdmadl_name_in(const char *const *names, size_t n, int value) {
-  return value >= 0 && (size_t)value < n && names[value] ? names[value] : "unknown";
+/* NAMES[VALUE] of a table of N names of WIDTH bytes each (a two-dimensional
+ * char array: no pointer to relocate at start-up) indexed by an enum;
+ * "unknown" for a value outside it or a hole. RDMADL_NAME_IN passes the
+ * sizes. */
+static inline const char *rdmadl_name_in(const char *names, size_t width, size_t n, int value) {
+  return value >= 0 && (size_t)value < n && names[(size_t)value * width]
+             ? names + (size_t)value * width
+             : "unknown";
 }
+#define RDMADL_NAME_IN(table, value)                                                               \
+  rdmadl_name_in((table)[0], sizeof(table)[0], sizeof(table) / sizeof(table)[0], (int)(value))
 
 /* ---- env.c: the environment ---- */
 
