@@ -4,6 +4,7 @@
  * RDMADL_<LIB>_PATH), read in one pass, also before libc has set environ.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -14,7 +15,21 @@
 
 #include "libs.h"
 
-extern char **environ;
+/* No reference to environ: a program that references it has it relocated
+ * at every start (a symbol lookup, ~1 k instructions, bench/README.md).
+ * The constructor passes the environment glibc calls it with (an ELF
+ * constructor gets argc, argv and envp); any other first use (a stub
+ * called before the constructor, a fork child loading again) asks for
+ * environ by name, when it happens. */
+char **rdmadl_ctor_envp; /* atomic */
+
+static char **current_environ(void) {
+  char **envp = __atomic_load_n(&rdmadl_ctor_envp, __ATOMIC_ACQUIRE);
+  if (envp)
+    return envp;
+  char ***p = dlsym(RTLD_DEFAULT, "environ");
+  return p ? *p : NULL;
+}
 
 /* The process environment as the kernel passed it, for a first use before
  * libc has set environ (a .preinit_array function). */
@@ -98,8 +113,9 @@ static int env_match(struct rdmadl_env *e, const char *var) {
 int rdmadl_env_read(struct rdmadl_env *e) {
   memset(e, 0, sizeof *e);
   int found = 0;
-  if (environ) {
-    for (char **v = environ; *v; v++)
+  char **envp = current_environ();
+  if (envp) {
+    for (char **v = envp; *v; v++)
       if ((*v)[0] == 'R')
         found |= env_match(e, *v);
   } else {

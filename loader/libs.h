@@ -158,6 +158,8 @@ static inline const char *rdmadl_name_in(const char *names, size_t width, size_t
 struct rdmadl_env {
   const char *debug, *disable, *path[RDMADL_LIB_COUNT];
 };
+/* The environment the constructor was called with, while it loads. */
+RDMADL_HIDDEN extern char **rdmadl_ctor_envp; /* atomic */
 /* Reads them in one pass, also before libc has set environ. Returns 0 when
  * the environment cannot be read at all. */
 RDMADL_HIDDEN int rdmadl_env_read(struct rdmadl_env *e);
