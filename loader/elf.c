@@ -68,7 +68,7 @@ void rdmadl_elf_view_init(struct elf_view *v, const struct link_map *map, const 
     v->nbuckets = gnu_hash[0];
     v->symoffset = gnu_hash[1];
     v->buckets = (const uint32_t *)((const ElfW(Addr) *)(gnu_hash + 4) + gnu_hash[2]);
-    v->chain = v->buckets + v->nbuckets - v->symoffset;
+    v->chain = v->buckets + v->nbuckets;
   }
   if (soname)
     v->soname = v->strtab + soname->d_un.d_val;
@@ -163,7 +163,7 @@ __attribute__((always_inline)) static inline const ElfW(Sym) *
   if (i < t->symoffset)
     return NULL;
   for (;; i++) {
-    uint32_t h2 = t->chain[i];
+    uint32_t h2 = t->chain[i - t->symoffset];
     const ElfW(Sym) *s = &t->symtab[i];
     /* Unversioned objects: dlvsym accepts the plain symbol. */
     if ((h2 | 1) == (hash | 1) && s->st_shndx != SHN_UNDEF &&

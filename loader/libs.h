@@ -179,7 +179,7 @@ struct elf_view {
   const ElfW(Sym) * symtab;
   const ElfW(Half) * versym;
   /* The GNU hash table, its header read once: NULL without one. */
-  const uint32_t *buckets, *chain; /* chain indexed by symbol index */
+  const uint32_t *buckets, *chain; /* chain[i - symoffset]: symbol i */
   uint32_t nbuckets, symoffset;
   const char *soname;
   const char *highest;                  /* highest node with the prefix */
