@@ -31,10 +31,14 @@ void rdmadl_elf_view_init(struct elf_view *v, const struct link_map *map, const 
   const ElfW(Verdef) *verdef = NULL;
   ElfW(Word) verdefnum = 0;
   const ElfW(Dyn) *soname = NULL;
+  const uint32_t *gnu_hash = NULL;
   for (const ElfW(Dyn) *d = map->l_ld; d->d_tag != DT_NULL; d++) {
     switch (d->d_tag) {
     case DT_STRTAB:
       v->strtab = dyn_ptr(map, d->d_un.d_ptr);
+      break;
+    case DT_STRSZ:
+      v->strsz = (size_t)d->d_un.d_val;
       break;
     case DT_SYMTAB:
       v->symtab = dyn_ptr(map, d->d_un.d_ptr);
@@ -43,7 +47,7 @@ void rdmadl_elf_view_init(struct elf_view *v, const struct link_map *map, const 
       v->versym = dyn_ptr(map, d->d_un.d_ptr);
       break;
     case DT_GNU_HASH:
-      v->gnu_hash = dyn_ptr(map, d->d_un.d_ptr);
+      gnu_hash = dyn_ptr(map, d->d_un.d_ptr);
       break;
     case DT_VERDEF:
       verdef = dyn_ptr(map, d->d_un.d_ptr);
@@ -58,6 +62,14 @@ void rdmadl_elf_view_init(struct elf_view *v, const struct link_map *map, const 
   }
   if (!v->strtab)
     return;
+  /* nbuckets, symoffset, Bloom words, shift; the Bloom filter, the buckets,
+   * then the chain, whose entry I - symoffset belongs to symbol I. */
+  if (gnu_hash && gnu_hash[0] && v->symtab) {
+    v->nbuckets = gnu_hash[0];
+    v->symoffset = gnu_hash[1];
+    v->buckets = (const uint32_t *)((const ElfW(Addr) *)(gnu_hash + 4) + gnu_hash[2]);
+    v->chain = v->buckets + v->nbuckets;
+  }
   if (soname)
     v->soname = v->strtab + soname->d_un.d_val;
   long best = -1;
@@ -95,49 +107,122 @@ void rdmadl_elf_view_init(struct elf_view *v, const struct link_map *map, const 
   }
 }
 
-/* Symbol IDX at its node as the object itself defines it (hidden, i.e.
- * non-default, versions included, as dlvsym finds them), or NULL. *FALLBACK
- * is set when the object's tables cannot answer (no GNU hash, an IFUNC) and
- * dlvsym must. */
-void *rdmadl_elf_lookup(const struct elf_view *v, size_t idx, int *fallback) {
-  const struct rdmadl_sym_meta *m = &rdmadl_sym_meta[idx];
-  const uint32_t *h = v->gnu_hash;
-  ElfW(Half) want = v->vi_by_slot[m->slot];
-  if (v->versym && !want)
+/* Whether the N bytes at A and B are the same, N >= 8: a word at a time,
+ * the last word overlapping the one before. */
+static inline int same_bytes(const char *a, const char *b, size_t n) {
+  uint64_t x, y;
+  for (size_t k = 0; k + 8 < n; k += 8) {
+    memcpy(&x, a + k, 8);
+    memcpy(&y, b + k, 8);
+    if (x != y)
+      return 0;
+  }
+  memcpy(&x, a + n - 8, 8);
+  memcpy(&y, b + n - 8, 8);
+  return x == y;
+}
+
+/* The object's tables as one lookup reads them, in locals the compiler
+ * keeps in registers across the binding's stores. */
+struct tables {
+  const char *strtab;
+  size_t strsz;
+  const ElfW(Sym) * symtab;
+  const ElfW(Half) * versym;
+  const uint32_t *buckets, *chain;
+  uint32_t nbuckets, symoffset;
+};
+
+/* Whether the object's name at OFF in its string table is NAME (LEN bytes
+ * and the terminator). The words read stay inside the table (DT_STRSZ);
+ * without its size, or for a short name, strcmp. */
+__attribute__((always_inline)) static inline int name_is(const struct tables *t, ElfW(Word) off,
+                                                         const char *name, size_t len) {
+  if (len + 1 >= 8 && (size_t)off + len + 1 <= t->strsz)
+    return same_bytes(t->strtab + off, name, len + 1);
+  return strcmp(t->strtab + off, name) == 0;
+}
+
+/* Symbol IDX (NAME) at the version index WANT as the object itself defines
+ * it (hidden, i.e. non-default, versions included, as dlvsym finds them),
+ * or NULL. *FALLBACK is set when the object's tables cannot answer (no GNU
+ * hash, an IFUNC) and dlvsym must. The hash is computed at build time
+ * (gen/rdmadl_hashes.h). No Bloom filter test: nearly every symbol looked
+ * up is there, and the bucket answers for one that is not. */
+__attribute__((always_inline)) static inline const ElfW(Sym) *
+    lookup(const struct tables *t, const struct rdmadl_sym_meta *m, const char *name,
+           ElfW(Half) want, int *fallback) {
+  if (t->versym && !want)
     return NULL; /* the object does not define that node */
-  if (!h || !v->symtab) {
+  if (!t->buckets) {
     *fallback = 1;
     return NULL;
   }
-  /* No Bloom filter test: nearly every symbol looked up is there, and the
-   * bucket answers for one that is not. */
-  uint32_t nbuckets = h[0], symoffset = h[1], bloom_size = h[2];
-  const ElfW(Addr) *bloom = (const ElfW(Addr) *)(h + 4);
-  const uint32_t *buckets = (const uint32_t *)(bloom + bloom_size);
-  const uint32_t *chain = buckets + nbuckets;
-  if (!nbuckets)
-    return NULL;
   const uint32_t hash = m->hash;
-  uint32_t i = buckets[hash % nbuckets];
-  if (i < symoffset)
+  uint32_t i = t->buckets[hash % t->nbuckets];
+  if (i < t->symoffset)
     return NULL;
-  const char *name = rdmadl_sym_name(idx);
   for (;; i++) {
-    uint32_t h2 = chain[i - symoffset];
-    const ElfW(Sym) *s = &v->symtab[i];
+    uint32_t h2 = t->chain[i - t->symoffset];
+    const ElfW(Sym) *s = &t->symtab[i];
     /* Unversioned objects: dlvsym accepts the plain symbol. */
     if ((h2 | 1) == (hash | 1) && s->st_shndx != SHN_UNDEF &&
-        (!v->versym || (v->versym[i] & 0x7fff) == want) &&
-        strcmp(v->strtab + s->st_name, name) == 0) {
+        (!t->versym || (t->versym[i] & 0x7fff) == want) && name_is(t, s->st_name, name, m->len)) {
       if (ELF64_ST_TYPE(s->st_info) == STT_GNU_IFUNC) {
         *fallback = 1;
         return NULL;
       }
-      return (void *)(v->base + s->st_value);
+      return s;
     }
     if (h2 & 1)
       return NULL;
   }
+}
+
+static void tables_of(struct tables *t, const struct elf_view *v) {
+  t->strtab = v->strtab;
+  t->strsz = v->strsz;
+  t->symtab = v->symtab;
+  t->versym = v->versym;
+  t->buckets = v->buckets;
+  t->chain = v->chain;
+  t->nbuckets = v->nbuckets;
+  t->symoffset = v->symoffset;
+}
+
+void *rdmadl_elf_lookup(const struct elf_view *v, size_t idx, int *fallback) {
+  struct tables t;
+  tables_of(&t, v);
+  const struct rdmadl_sym_meta *m = &rdmadl_sym_meta[idx];
+  const ElfW(Sym) *s = lookup(&t, m, rdmadl_sym_name(idx), v->vi_by_slot[m->slot], fallback);
+  return s ? (void *)(v->base + s->st_value) : NULL;
+}
+
+size_t rdmadl_elf_bind(const struct elf_view *v, void *handle, size_t first, size_t n) {
+  if (!n)
+    return 0;
+  struct tables t;
+  tables_of(&t, v);
+  const ElfW(Addr) base = v->base;
+  /* The names are in one object at the offsets the table gives. */
+  const char *names = rdmadl_sym_name(first) - rdmadl_sym_meta[first].name;
+  size_t missing = 0;
+  for (size_t i = first; i < first + n; i++) {
+    const struct rdmadl_sym_meta *m = &rdmadl_sym_meta[i];
+    int fallback = 0;
+    const ElfW(Sym) *s = lookup(&t, m, names + m->name, v->vi_by_slot[m->slot], &fallback);
+    void *f = s ? (void *)(base + s->st_value) : NULL;
+    if (__builtin_expect(fallback, 0))
+      f = dlvsym(handle, rdmadl_sym_name(i), rdmadl_sym_node(i));
+    if (!f) {
+      missing++;
+      DEBUGF("%s@%s: missing", rdmadl_sym_name(i), rdmadl_sym_node(i));
+      continue;
+    }
+    DEBUGF("%s@%s: %p", rdmadl_sym_name(i), rdmadl_sym_node(i), f);
+    __atomic_store_n(&rdmadl_fn[i], f, __ATOMIC_RELEASE);
+  }
+  return missing;
 }
 
 int rdmadl_elf_needs_node(const struct link_map *map, const char *prefix) {

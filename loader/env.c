@@ -4,6 +4,7 @@
  * RDMADL_<LIB>_PATH), read in one pass, also before libc has set environ.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -14,7 +15,21 @@
 
 #include "libs.h"
 
-extern char **environ;
+/* No reference to environ: a program that references it has it relocated
+ * at every start (a symbol lookup, ~1 k instructions, bench/README.md).
+ * The constructor passes the environment glibc calls it with (an ELF
+ * constructor gets argc, argv and envp); any other first use (a stub
+ * called before the constructor, a fork child loading again) asks for
+ * environ by name, when it happens. */
+char **rdmadl_ctor_envp; /* atomic */
+
+static char **current_environ(void) {
+  char **envp = __atomic_load_n(&rdmadl_ctor_envp, __ATOMIC_ACQUIRE);
+  if (envp)
+    return envp;
+  char ***p = dlsym(RTLD_DEFAULT, "environ");
+  return p ? *p : NULL;
+}
 
 /* The process environment as the kernel passed it, for a first use before
  * libc has set environ (a .preinit_array function). */
@@ -98,8 +113,9 @@ static int env_match(struct rdmadl_env *e, const char *var) {
 int rdmadl_env_read(struct rdmadl_env *e) {
   memset(e, 0, sizeof *e);
   int found = 0;
-  if (environ) {
-    for (char **v = environ; *v; v++)
+  char **envp = current_environ();
+  if (envp) {
+    for (char **v = envp; *v; v++)
       if ((*v)[0] == 'R')
         found |= env_match(e, *v);
   } else {
@@ -138,7 +154,8 @@ int rdmadl_parse_debug_level(const char *v, int *understood) {
 /* 1 for 1/true/yes/on (any case, or a non-zero number), 0 for unset, empty,
  * 0/false/no/off or zero, -1 for anything else. */
 int rdmadl_parse_bool(const char *v) {
-  static const char *const yes[] = {"true", "yes", "on"}, *const no[] = {"false", "no", "off"};
+  /* Arrays, not pointers: nothing to relocate at start-up. */
+  static const char yes[][8] = {"true", "yes", "on"}, no[][8] = {"false", "no", "off"};
   if (!v || !*v)
     return 0;
   for (size_t i = 0; i < 3; i++) {

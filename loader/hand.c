@@ -417,9 +417,8 @@ int mlx5dv_init_obj_1_0_compat(struct mlx5dv_obj *obj, uint64_t obj_type) {
     __typeof__(&name) f = RDMADL_FN(name);                                                         \
     if (f)                                                                                         \
       return f(value);                                                                             \
-    if ((unsigned)value < sizeof table / sizeof table[0] && table[value])                          \
-      return table[value];                                                                         \
-    return unknown;                                                                                \
+    const char *s = RDMADL_STR_AT(table, value);                                                   \
+    return s ? s : unknown;                                                                        \
   }
 
 RDMADL_STR_STUB(ibv_wc_status_str, enum ibv_wc_status, wc_status_strs, "unknown")

@@ -67,6 +67,8 @@ struct rdmadl_sym_meta {
   unsigned char lib;   /* rdmadl_lib */
   unsigned char fail;  /* enum rdmadl_fail */
   unsigned char emu;   /* impl EMU: hand.c falls back when the library lacks it */
+  unsigned char len;   /* strlen of the name: the binding compares it a word at a
+                          time (elf.c) */
 };
 
 RDMADL_HIDDEN extern const struct rdmadl_sym_meta rdmadl_sym_meta[RDMADL_NSYMS];

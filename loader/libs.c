@@ -33,7 +33,8 @@ const struct rdmadl_sym_meta rdmadl_sym_meta[RDMADL_NSYMS] = {
 #define RDMADL_SYM(lib, minor, fail, impl, ret, name, params, args)                                \
   {RDMADL_GNU_HASH_##name, offsetof(__typeof__(sym_names), n_##name),                              \
    RDMADL_SLOT(minor),     RDMADL_LIBID_##lib,                                                     \
-   RDMADL_FAIL_##fail,     RDMADL_EMU_##impl},
+   RDMADL_FAIL_##fail,     RDMADL_EMU_##impl,                                                      \
+   sizeof #name - 1},
 #include "symbols.def"
 #undef RDMADL_SYM
 };
@@ -43,8 +44,7 @@ const char *rdmadl_sym_name(size_t idx) {
 }
 
 const char *rdmadl_sym_node(size_t idx) {
-  const char *name = rdmadl_sym_name(idx);
-  return name + strlen(name) + 1;
+  return rdmadl_sym_name(idx) + rdmadl_sym_meta[idx].len + 1;
 }
 
 /* Each library's rows, counted, and where they start: the table keeps a
@@ -111,6 +111,7 @@ enum {
 _Static_assert(FIRST_UMAD + NSYMS_UMAD == RDMADL_NSYMS, "a row of an unknown library");
 #define RDMADL_SYM(lib, minor, fail, impl, ret, name, params, args)                                \
   _Static_assert((int)(minor) <= RDMADL_MAX_MINOR, "version node too high: " #name);               \
+  _Static_assert(sizeof #name - 1 <= 255, "name too long for rdmadl_sym_meta.len: " #name);        \
   _Static_assert((int)RDMADL_IDX_##name >= (int)FIRST_##lib &&                                     \
                      (int)RDMADL_IDX_##name < (int)FIRST_##lib + (int)NSYMS_##lib,                 \
                  "symbols.def: the rows of " #lib                                                  \
@@ -128,16 +129,25 @@ void *rdmadl_fn[RDMADL_NSYMS];
                          .nsyms = NSYMS_##id,                                                      \
                          .kind = k,                                                                \
                          .state = RDMADL_STATE_NOT_FOUND,                                          \
-                         .nmissing = NSYMS_##id}
-struct lib_info rdmadl_libs[RDMADL_LIB_COUNT] = {
-    LIB(IBV, "libibverbs.so.1", "IBVERBS", RDMADL_PREFIX_IBV, KIND_EAGER),
-    LIB(CM, "librdmacm.so.1", "RDMACM", RDMADL_PREFIX_CM, KIND_WHEN_USED),
-    LIB(MLX5, "libmlx5.so.1", "MLX5", RDMADL_PREFIX_MLX5, KIND_PROVIDER),
-    LIB(EFA, "libefa.so.1", "EFA", RDMADL_PREFIX_EFA, KIND_PROVIDER),
-    LIB(MLX4, "libmlx4.so.1", "MLX4", RDMADL_PREFIX_MLX4, KIND_PROVIDER),
-    LIB(HNS, "libhns.so.1", "HNS", RDMADL_PREFIX_HNS, KIND_PROVIDER),
-    LIB(MANA, "libmana.so.1", "MANA", RDMADL_PREFIX_MANA, KIND_PROVIDER),
-    LIB(IONIC, "libionic.so.1", "IONIC", RDMADL_PREFIX_IONIC, KIND_PROVIDER),
-    LIB(UMAD, "libibumad.so.3", "IBUMAD", RDMADL_PREFIX_UMAD, KIND_ALONE),
-};
+                         .nmissing = NSYMS_##id},
+/* Each name fits its array with its terminator (an exact fit would drop it). */
+#define FITS(id, name, var, pfx, k)                                                                \
+  _Static_assert(sizeof name <= sizeof rdmadl_libs[0].soname &&                                    \
+                     sizeof "RDMADL_" var "_PATH" <= sizeof rdmadl_libs[0].env &&                  \
+                     sizeof pfx <= sizeof rdmadl_libs[0].prefix,                                   \
+                 "a name too long for struct lib_info: " name);
+#define LIBS(X)                                                                                    \
+  X(IBV, "libibverbs.so.1", "IBVERBS", RDMADL_PREFIX_IBV, KIND_EAGER)                              \
+  X(CM, "librdmacm.so.1", "RDMACM", RDMADL_PREFIX_CM, KIND_WHEN_USED)                              \
+  X(MLX5, "libmlx5.so.1", "MLX5", RDMADL_PREFIX_MLX5, KIND_PROVIDER)                               \
+  X(EFA, "libefa.so.1", "EFA", RDMADL_PREFIX_EFA, KIND_PROVIDER)                                   \
+  X(MLX4, "libmlx4.so.1", "MLX4", RDMADL_PREFIX_MLX4, KIND_PROVIDER)                               \
+  X(HNS, "libhns.so.1", "HNS", RDMADL_PREFIX_HNS, KIND_PROVIDER)                                   \
+  X(MANA, "libmana.so.1", "MANA", RDMADL_PREFIX_MANA, KIND_PROVIDER)                               \
+  X(IONIC, "libionic.so.1", "IONIC", RDMADL_PREFIX_IONIC, KIND_PROVIDER)                           \
+  X(UMAD, "libibumad.so.3", "IBUMAD", RDMADL_PREFIX_UMAD, KIND_ALONE)
+LIBS(FITS)
+struct lib_info rdmadl_libs[RDMADL_LIB_COUNT] = {LIBS(LIB)};
 #undef LIB
+#undef FITS
+#undef LIBS

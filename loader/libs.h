@@ -24,10 +24,12 @@
  * release. */
 enum { KIND_EAGER, KIND_PROVIDER, KIND_ALONE, KIND_WHEN_USED };
 
+/* The names are arrays, not pointers: a position-independent program
+ * relocates every pointer of its tables at start-up. */
 struct lib_info {
-  const char *soname;  /* what a real rdma-core library calls itself */
-  const char *env;     /* override variable */
-  const char *prefix;  /* version node prefix */
+  char soname[16];     /* what a real rdma-core library calls itself */
+  char env[24];        /* override variable */
+  char prefix[12];     /* version node prefix */
   size_t first, nsyms; /* its rows in symbols.def */
   int kind;
   rdmadl_state state;
@@ -138,11 +140,17 @@ RDMADL_HIDDEN char *rdmadl_vdup_printf(const char *fmt, va_list ap)
     __attribute__((format(printf, 1, 0)));
 /* Publishes S into *SLOT once; returns whichever string won. */
 RDMADL_HIDDEN const char *rdmadl_publish(const char **slot, char *s);
-/* NAMES[VALUE] of a table of N names indexed by an enum; "unknown" for a
- * value outside it. */
-static inline const char *rdmadl_name_in(const char *const *names, size_t n, int value) {
-  return value >= 0 && (size_t)value < n && names[value] ? names[value] : "unknown";
+/* NAMES[VALUE] of a table of N names of WIDTH bytes each (a two-dimensional
+ * char array: no pointer to relocate at start-up) indexed by an enum;
+ * "unknown" for a value outside it or a hole. RDMADL_NAME_IN passes the
+ * sizes. */
+static inline const char *rdmadl_name_in(const char *names, size_t width, size_t n, int value) {
+  return value >= 0 && (size_t)value < n && names[(size_t)value * width]
+             ? names + (size_t)value * width
+             : "unknown";
 }
+#define RDMADL_NAME_IN(table, value)                                                               \
+  rdmadl_name_in((table)[0], sizeof(table)[0], sizeof(table) / sizeof(table)[0], (int)(value))
 
 /* ---- env.c: the environment ---- */
 
@@ -150,6 +158,8 @@ static inline const char *rdmadl_name_in(const char *const *names, size_t n, int
 struct rdmadl_env {
   const char *debug, *disable, *path[RDMADL_LIB_COUNT];
 };
+/* The environment the constructor was called with, while it loads. */
+RDMADL_HIDDEN extern char **rdmadl_ctor_envp; /* atomic */
 /* Reads them in one pass, also before libc has set environ. Returns 0 when
  * the environment cannot be read at all. */
 RDMADL_HIDDEN int rdmadl_env_read(struct rdmadl_env *e);
@@ -165,9 +175,12 @@ RDMADL_HIDDEN int rdmadl_parse_debug_level(const char *v, int *understood);
 struct elf_view {
   ElfW(Addr) base;
   const char *strtab;
+  size_t strsz; /* DT_STRSZ; 0 when the object does not say */
   const ElfW(Sym) * symtab;
   const ElfW(Half) * versym;
-  const uint32_t *gnu_hash;
+  /* The GNU hash table, its header read once: NULL without one. */
+  const uint32_t *buckets, *chain; /* chain[i - symoffset]: symbol i */
+  uint32_t nbuckets, symoffset;
   const char *soname;
   const char *highest;                  /* highest node with the prefix */
   const char *private_node;             /* an IBVERBS_PRIVATE_* node it defines */
@@ -179,6 +192,11 @@ RDMADL_HIDDEN void rdmadl_elf_view_init(struct elf_view *v, const struct link_ma
 /* Symbol IDX at its node as the object defines it, or NULL; *FALLBACK set
  * when dlvsym must answer instead. */
 RDMADL_HIDDEN void *rdmadl_elf_lookup(const struct elf_view *v, size_t idx, int *fallback);
+/* Binds rows FIRST..FIRST+N of symbols.def from the object V describes
+ * (HANDLE: its dlopen handle, for what only dlvsym can answer) into
+ * rdmadl_fn; returns how many it lacks. */
+RDMADL_HIDDEN size_t rdmadl_elf_bind(const struct elf_view *v, void *handle, size_t first,
+                                     size_t n);
 /* Why the file PATH is not an ELF object for this process, or NULL. */
 RDMADL_HIDDEN char *rdmadl_elf_mismatch(const char *path);
 /* "a FIFO", "a directory", ... for a file that is not regular. */

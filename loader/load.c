@@ -384,8 +384,12 @@ int rdmadl_ensure_slow(const char *what) {
   return latched ? ENSURE_DONE : ENSURE_FAILED;
 }
 
-__attribute__((constructor)) static void rdmadl_constructor(void) {
+__attribute__((constructor)) static void rdmadl_constructor(int argc, char **argv, char **envp) {
+  (void)argc;
+  (void)argv;
+  __atomic_store_n(&rdmadl_ctor_envp, envp, __ATOMIC_RELEASE);
   rdmadl_ensure();
+  __atomic_store_n(&rdmadl_ctor_envp, NULL, __ATOMIC_RELEASE);
 }
 
 /* A symbol asked for by a constructor running inside the loader's own

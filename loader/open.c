@@ -16,23 +16,6 @@
 
 #include "libs.h"
 
-static void bind_symbols(struct lib_info *lib, const struct elf_view *v, void *handle) {
-  lib->nmissing = 0;
-  for (size_t i = lib->first; i < lib->first + lib->nsyms; i++) {
-    int fallback = 0;
-    void *f = rdmadl_elf_lookup(v, i, &fallback);
-    if (fallback)
-      f = dlvsym(handle, rdmadl_sym_name(i), rdmadl_sym_node(i));
-    if (!f) {
-      lib->nmissing++;
-      DEBUGF("%s@%s: missing", rdmadl_sym_name(i), rdmadl_sym_node(i));
-      continue;
-    }
-    DEBUGF("%s@%s: %p", rdmadl_sym_name(i), rdmadl_sym_node(i), f);
-    __atomic_store_n(&rdmadl_fn[i], f, __ATOMIC_RELEASE);
-  }
-}
-
 /* Why dlopen failed, for the diagnostics; sets lib->state and lib->error. */
 static void classify_failure(struct lib_info *lib, const char *override, const char *err) {
   if (!err)
@@ -208,7 +191,7 @@ void rdmadl_load_one(rdmadl_lib which, const char *override) {
     DEBUGF("%s", lib->error);
     return;
   }
-  bind_symbols(lib, &v, h);
+  lib->nmissing = rdmadl_elf_bind(&v, h, lib->first, lib->nsyms);
   if (lib->nmissing == lib->nsyms) {
     lib->state = RDMADL_STATE_INCOMPATIBLE;
     lib->error = rdmadl_dup_printf("%s exports none of its %zu symbols at their %s* version nodes",

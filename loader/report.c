@@ -140,13 +140,13 @@ rdmadl_state rdmadl_lib_state(rdmadl_lib lib) {
 }
 
 /* The names of the values 0 to RDMADL_STATE_NOT_LOADED, in order. */
-static const char *const state_names[] = {"disabled", "not-found", "load-failed", "incompatible",
-                                          "skipped",  "loaded",    "partial",     "not-loaded"};
+static const char state_names[][16] = {"disabled", "not-found", "load-failed", "incompatible",
+                                       "skipped",  "loaded",    "partial",     "not-loaded"};
 _Static_assert(sizeof state_names / sizeof state_names[0] == RDMADL_STATE_NOT_LOADED + 1,
                "a name for each value");
 
 const char *rdmadl_state_name(rdmadl_state value) {
-  return rdmadl_name_in(state_names, sizeof state_names / sizeof state_names[0], (int)value);
+  return RDMADL_NAME_IN(state_names, value);
 }
 
 const char *rdmadl_lib_requested(rdmadl_lib lib) {

@@ -278,11 +278,11 @@ const char *rdmadl_verdict(void) {
 }
 
 /* The names of the values 0 to RDMADL_STACK_READY, in order. */
-static const char *const stack_names[] = {"disabled", "no-library", "no-kernel-support",
-                                          "no-devices", "ready"};
+static const char stack_names[][24] = {"disabled", "no-library", "no-kernel-support", "no-devices",
+                                       "ready"};
 _Static_assert(sizeof stack_names / sizeof stack_names[0] == RDMADL_STACK_READY + 1,
                "a name for each value");
 
 const char *rdmadl_stack_name(rdmadl_stack value) {
-  return rdmadl_name_in(stack_names, sizeof stack_names / sizeof stack_names[0], (int)value);
+  return RDMADL_NAME_IN(stack_names, value);
 }

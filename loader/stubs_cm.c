@@ -54,9 +54,8 @@ RDMADL_STUB_API const char *RDMADL_NAME(rdma_event_str)(enum rdma_cm_event_type 
       (const char *(*)(enum rdma_cm_event_type))rdmadl_load_fn(RDMADL_IDX_rdma_event_str);
   if (f)
     return f(event);
-  if ((unsigned)event < sizeof cm_event_strs / sizeof cm_event_strs[0] && cm_event_strs[event])
-    return cm_event_strs[event];
-  return "UNKNOWN EVENT";
+  const char *s = RDMADL_STR_AT(cm_event_strs, event);
+  return s ? s : "UNKNOWN EVENT";
 }
 
 /* fcntl-style varargs: the optional argument is forwarded as a pointer-sized

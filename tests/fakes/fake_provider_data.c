@@ -878,10 +878,8 @@ void wr_abort(struct ibv_qp_ex *qpx) {
 
 /* The same strings as rdma-core's (and rdmadl's own fallback's). */
 FAKE_API const char *ibv_wc_status_str(enum ibv_wc_status status) {
-  unsigned i = (unsigned)status;
-  return i < sizeof(wc_status_strs) / sizeof(wc_status_strs[0]) && wc_status_strs[i]
-             ? wc_status_strs[i]
-             : "unknown";
+  const char *s = RDMADL_STR_AT(wc_status_strs, status);
+  return s ? s : "unknown";
 }
 
 /* ---- FAKEPROV_1.0: scripting and inspection ---- */
