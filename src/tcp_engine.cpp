@@ -453,6 +453,7 @@ void tcp_engine::fail(std::size_t p, const std::string &why, int head_status,
   q.held = false;
   q.credits = 0;
   q.credit_owed = 0;
+  q.granted = 0;
 }
 
 bool tcp_engine::sendable(const peer &q, std::size_t i) noexcept {
@@ -461,6 +462,18 @@ bool tcp_engine::sendable(const peer &q, std::size_t i) noexcept {
   const op &o = q.sq[i];
   return o.kind != k_send || q.credits > 0 ||
          (q.credits > -static_cast<std::int64_t>(tcp_eager_sends) && o.buf.length <= tcp_eager_max);
+}
+
+// Credits owed go in a frame of their own only once they are at least as
+// many as the peer still has (the receives it was told of, less its sends
+// that this side has read): while it has more, each send it makes is
+// answered, and the answer carries them (next_batch()). A stream of sends
+// then needs no frame per receive posted again (a streaming receiver made
+// one sendmsg(2) per receive); a peer that used every credit gets the next
+// at once, and a run of posts tells it in about log2(n) frames. Its sends
+// still in flight count as unused here; they are answered once read.
+bool tcp_engine::credit_due(const peer &q) noexcept {
+  return q.credit_owed > 0 && q.credit_owed >= q.granted;
 }
 
 // The events a connected peer's socket is to be watched for: input, unless
@@ -472,7 +485,7 @@ short tcp_engine::wanted(const peer &q) const noexcept {
   // An eager send left in the socket: the peer's close is read (and the
   // send staged) at once, so its failure is noticed as before.
   short ev = stalled ? (waits && eager_fits(q) ? POLLRDHUP : 0) : POLLIN;
-  if (q.out_busy || !q.answers.empty() || q.credit_owed > 0 || sendable(q, q.sent))
+  if (q.out_busy || !q.answers.empty() || credit_due(q) || sendable(q, q.sent))
     ev |= POLLOUT;
   return ev;
 }
@@ -912,8 +925,9 @@ bool tcp_engine::next_batch(peer &q, std::size_t p) noexcept {
       }
       from = {o.buf.addr, f.payload(), o.buf.lkey, true};
       q.sent++;
-    } else if (q.credit_owed > 0 && q.out_n == 0) { // receives posted here since the last one
+    } else if (q.out_n == 0 && credit_due(q)) { // receives posted here since the last one
       f = tcp_frame{tcp_op::credit, q.credit_owed, 0, 0, 0, 0};
+      q.granted += q.credit_owed;
       q.credit_owed = 0;
     } else {
       break;
@@ -921,6 +935,7 @@ bool tcp_engine::next_batch(peer &q, std::size_t p) noexcept {
     const auto ride = static_cast<std::uint16_t>(std::min<std::uint32_t>(q.credit_owed, 0xffff));
     f.credit = ride;
     q.credit_owed -= ride;
+    q.granted += ride;
     const auto h = encode(f);
     std::memcpy(q.out_hdr.data() + q.out_n * tcp_header_size, h.data(), h.size());
     q.out_frames[q.out_n++] = from;
@@ -1110,6 +1125,8 @@ bool tcp_engine::pump_in(peer &q, std::size_t p) noexcept {
       q.in_beg += tcp_header_size;
       q.in_f = *f;
       q.credits += f->credit; // receives the peer posted, told on any frame
+      if (f->op == tcp_op::send)
+        q.granted--;
       q.in_payload = true;
       q.in_done = 0;
       q.in_dest = to_nothing;
