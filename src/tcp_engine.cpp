@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/timerfd.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -156,6 +157,8 @@ tcp_engine::~tcp_engine() {
     ::close(listen_fd_);
   if (wake_fd_ >= 0)
     ::close(wake_fd_);
+  if (timer_fd_ >= 0)
+    ::close(timer_fd_);
   if (failure_fd_ >= 0)
     ::close(failure_fd_);
 }
@@ -175,7 +178,8 @@ void tcp_engine::advertise(channel_endpoint &e) const noexcept {
 
 status_code tcp_engine::start(std::vector<peer_setup> setups) {
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (wake_fd_ < 0) {
+  timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+  if (wake_fd_ < 0 || timer_fd_ < 0) {
     const status_code st = errno_code();
     for (auto &q : setups) // the engine owns them from here
       if (q.fd >= 0)
@@ -291,7 +295,7 @@ std::size_t tcp_engine::poll(std::span<tcp_completion> out,
     // Every such call counts as a wait (run()), whether or not it sleeps: a
     // thread that finds its completions ready each time still drives the
     // sockets, and the progress thread stays off them.
-    app_calls_++;
+    app_waits(std::chrono::microseconds(500));
     hold_out_ = true;
     drive();
     hold_out_ = false;
@@ -610,6 +614,31 @@ bool tcp_engine::timed_watch() const noexcept {
   return false;
 }
 
+// A waiting application thread is at work (run()): counted, and, while the
+// progress thread leaves the sockets to it, the timer that would hand them
+// back is kept at least for_at_least ahead, set a millisecond further than
+// that when it is not (one timerfd_settime(2), no wake-up; about once per
+// millisecond of waiting).
+void tcp_engine::app_waits(std::chrono::microseconds for_at_least) noexcept {
+  app_calls_++;
+  if (!ticking_)
+    return;
+  const auto now = std::chrono::steady_clock::now();
+  if (timer_armed_ && armed_until_ - now >= for_at_least)
+    return;
+  arm_timer(now, for_at_least + std::chrono::milliseconds(1));
+}
+
+void tcp_engine::arm_timer(std::chrono::steady_clock::time_point now,
+                           std::chrono::microseconds in) noexcept {
+  itimerspec t{};
+  t.it_value.tv_sec = static_cast<time_t>(in.count() / 1000000);
+  t.it_value.tv_nsec = static_cast<long>(in.count() % 1000000) * 1000;
+  (void)timerfd_settime(timer_fd_, 0, &t, nullptr);
+  timer_armed_ = true;
+  armed_until_ = now + in;
+}
+
 void tcp_engine::run() noexcept {
   constexpr std::size_t probe_bit = SIZE_MAX / 2 + 1;
   std::vector<pollfd> fds;
@@ -627,9 +656,13 @@ void tcp_engine::run() noexcept {
     // While an application thread keeps waiting on the engine (it moves the
     // bytes itself, see poll()), the thread keeps its hands off the sockets,
     // so that a message wakes one thread, not two; it takes them back once
-    // a millisecond passes with no such wait.
+    // a millisecond passes with no such wait. It learns of that from a
+    // timer the waiting thread keeps setting a millisecond ahead
+    // (app_waits()), not by waking every millisecond to look: between two
+    // one-vCPU VMs, a 64 B round trip takes about that long, and a
+    // wake-up per message and side cost ~100 us of it.
     const bool hands_off = app_calls_ != calls_seen;
-    bool reading = false;
+    bool reading = false, blocked = false;
     calls_seen = app_calls_;
     // Work that needs no event: output queued by a post, input a receive
     // unblocked (not for the peers a waiting application thread drives).
@@ -651,6 +684,8 @@ void tcp_engine::run() noexcept {
     who.clear();
     fds.push_back({wake_fd_, POLLIN, 0});
     who.push_back(SIZE_MAX);
+    fds.push_back({timer_fd_, POLLIN, 0});
+    who.push_back(SIZE_MAX - 3);
     for (std::size_t p = 0; p < peers_.size(); p++) {
       auto &q = peers_[p];
       if (q.st == state::dead && q.fd >= 0 && app_polling_ == 0) { // no poll(2) has it
@@ -677,8 +712,10 @@ void tcp_engine::run() noexcept {
       // app_poll_max peers); a post need not wake the thread for them.
       const bool theirs = (hands_off || q.app_reading) && q.st == state::up && p < app_poll_max;
       // One left to a thread blocked in recv(2) (read_blocking()): this
-      // thread ticks, to take it back once that thread is gone.
+      // thread takes it back once that thread is gone (the timer it sets
+      // when the recv(2) returns).
       reading = reading || (theirs && !hands_off);
+      blocked = blocked || (q.app_reading && q.st == state::up);
       if (theirs)
         q.polled = POLLIN | POLLOUT;
       if (theirs || (ev == 0 && q.hung_up)) // a hang-up: poll(2) would report it again and again
@@ -699,9 +736,14 @@ void tcp_engine::run() noexcept {
     }
     sleeping_ = true;
     ticking_ = hands_off || reading;
-    timed_sleep_ = ticking_ || watch;
+    // The sockets are left to the waiting thread: unless it blocks in a
+    // recv(2) now (it set the timer past that), the timer is to go off a
+    // millisecond from now if that thread does not set it again.
+    if (ticking_ && !blocked && !timer_armed_)
+      arm_timer(std::chrono::steady_clock::now(), std::chrono::milliseconds(1));
+    timed_sleep_ = watch || (ticking_ && timer_armed_);
     lock.unlock();
-    int n = ::poll(fds.data(), fds.size(), ticking_ ? 1 : watch ? probe_secs_ * 1000 : -1);
+    const int n = ::poll(fds.data(), fds.size(), watch ? probe_secs_ * 1000 : -1);
     lock.lock();
     sleeping_ = false;
     if (n < 0)
@@ -710,8 +752,13 @@ void tcp_engine::run() noexcept {
       std::uint64_t v;
       (void)!::read(wake_fd_, &v, sizeof v);
     }
+    if (fds[1].revents) { // a millisecond without an application thread's wait
+      std::uint64_t v;
+      (void)!::read(timer_fd_, &v, sizeof v);
+      timer_armed_ = false;
+    }
     bool listen_ready = false, hello_ready = false;
-    for (std::size_t i = 1; i < fds.size(); i++) {
+    for (std::size_t i = 2; i < fds.size(); i++) {
       if (!fds[i].revents)
         continue;
       if (who[i] == SIZE_MAX - 1)
@@ -1074,6 +1121,9 @@ void tcp_engine::read_blocking(std::unique_lock<std::mutex> &lock, std::size_t p
   if (room == 0) // (a header takes less: in_ready() saw none whole)
     return;
   const int fd = q.fd;
+  // The progress thread's timer is not to go off while this thread blocks
+  // (SO_RCVTIMEO: at most tcp_wait): it would wake that thread for nothing.
+  app_waits(channel_state::tcp_wait);
   q.app_reading = true;
   app_polling_++;
   lock.unlock();
@@ -1083,9 +1133,8 @@ void tcp_engine::read_blocking(std::unique_lock<std::mutex> &lock, std::size_t p
   app_polling_--;
   q.app_reading = false;
   // Its return counts as a wait too (run()): on a slow link a thread may
-  // spend every tick of the progress thread in one recv(2), and the ticks
-  // between its return and its next wait must not find it gone.
-  app_calls_++;
+  // spend a millisecond and more in one recv(2).
+  app_waits(std::chrono::microseconds(500));
   if (q.st != state::up)
     return;
   if (n > 0) {

@@ -285,6 +285,9 @@ private:
   // Whether run() must wake once per probe interval (check_acks(), probes).
   bool timed_watch() const noexcept;
   void wake() noexcept;
+  // A waiting poll() is at work (see run()).
+  void app_waits(std::chrono::microseconds for_at_least) noexcept;
+  void arm_timer(std::chrono::steady_clock::time_point now, std::chrono::microseconds in) noexcept;
   void step(std::size_t p, short revents) noexcept;
   static void note_input(peer &q, short revents) noexcept;
   // The connection is made: the peer is up, its socket blocking (for
@@ -325,12 +328,15 @@ private:
   fifo<tcp_completion> done_;
   std::shared_ptr<pd_node> pd_;
   int listen_fd_ = -1, wake_fd_ = -1, failure_fd_ = -1;
+  int timer_fd_ = -1; // goes off when no application thread waited for a while (run())
+  bool timer_armed_ = false;
+  std::chrono::steady_clock::time_point armed_until_{};
   int family_ = 4;
   std::array<std::uint8_t, 16> addr_{};
   std::uint16_t port_ = 0;
   int probe_secs_ = 1, probes_ = 8; // keep_alive()
   bool sleeping_ = false, stop_ = false;
-  bool ticking_ = false;           // the progress thread sleeps 1 ms at a time (see run())
+  bool ticking_ = false;           // the progress thread leaves the sockets to the app (run())
   bool hold_out_ = false;          // an application thread moves bytes (see next_batch())
   bool posting_ = false;           // ... for a post of a request (see next_batch())
   bool held_any_ = false;          // a peer has a request held back (see next_batch())
