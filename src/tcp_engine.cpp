@@ -219,6 +219,9 @@ status_code tcp_engine::start(std::vector<peer_setup> setups) {
     else
       fail(p, "cannot connect: " + std::string(std::strerror(errno)), wc_retry_exc_err);
   }
+  // Connections being accepted (accept_new() keeps at most this many): a
+  // peer's probe (probe_waiting()) may come while the data path is warm.
+  accepting_.reserve(peers_.size() + 16);
   thread_ = std::thread([this] { run(); });
   pthread_setname_np(thread_.native_handle(), "rdmadl-tcp");
   return {};
