@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/timerfd.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -156,6 +157,8 @@ tcp_engine::~tcp_engine() {
     ::close(listen_fd_);
   if (wake_fd_ >= 0)
     ::close(wake_fd_);
+  if (timer_fd_ >= 0)
+    ::close(timer_fd_);
   if (failure_fd_ >= 0)
     ::close(failure_fd_);
 }
@@ -175,7 +178,8 @@ void tcp_engine::advertise(channel_endpoint &e) const noexcept {
 
 status_code tcp_engine::start(std::vector<peer_setup> setups) {
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (wake_fd_ < 0) {
+  timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+  if (wake_fd_ < 0 || timer_fd_ < 0) {
     const status_code st = errno_code();
     for (auto &q : setups) // the engine owns them from here
       if (q.fd >= 0)
@@ -215,6 +219,9 @@ status_code tcp_engine::start(std::vector<peer_setup> setups) {
     else
       fail(p, "cannot connect: " + std::string(std::strerror(errno)), wc_retry_exc_err);
   }
+  // Connections being accepted (accept_new() keeps at most this many): a
+  // peer's probe (probe_waiting()) may come while the data path is warm.
+  accepting_.reserve(peers_.size() + 16);
   thread_ = std::thread([this] { run(); });
   pthread_setname_np(thread_.native_handle(), "rdmadl-tcp");
   return {};
@@ -291,7 +298,7 @@ std::size_t tcp_engine::poll(std::span<tcp_completion> out,
     // Every such call counts as a wait (run()), whether or not it sleeps: a
     // thread that finds its completions ready each time still drives the
     // sockets, and the progress thread stays off them.
-    app_calls_++;
+    app_waits(std::chrono::microseconds(500));
     hold_out_ = true;
     drive();
     hold_out_ = false;
@@ -453,6 +460,7 @@ void tcp_engine::fail(std::size_t p, const std::string &why, int head_status,
   q.held = false;
   q.credits = 0;
   q.credit_owed = 0;
+  q.granted = 0;
 }
 
 bool tcp_engine::sendable(const peer &q, std::size_t i) noexcept {
@@ -461,6 +469,18 @@ bool tcp_engine::sendable(const peer &q, std::size_t i) noexcept {
   const op &o = q.sq[i];
   return o.kind != k_send || q.credits > 0 ||
          (q.credits > -static_cast<std::int64_t>(tcp_eager_sends) && o.buf.length <= tcp_eager_max);
+}
+
+// Credits owed go in a frame of their own only once they are at least as
+// many as the peer still has (the receives it was told of, less its sends
+// that this side has read): while it has more, each send it makes is
+// answered, and the answer carries them (next_batch()). A stream of sends
+// then needs no frame per receive posted again (a streaming receiver made
+// one sendmsg(2) per receive); a peer that used every credit gets the next
+// at once, and a run of posts tells it in about log2(n) frames. Its sends
+// still in flight count as unused here; they are answered once read.
+bool tcp_engine::credit_due(const peer &q) noexcept {
+  return q.credit_owed > 0 && q.credit_owed >= q.granted;
 }
 
 // The events a connected peer's socket is to be watched for: input, unless
@@ -472,7 +492,7 @@ short tcp_engine::wanted(const peer &q) const noexcept {
   // An eager send left in the socket: the peer's close is read (and the
   // send staged) at once, so its failure is noticed as before.
   short ev = stalled ? (waits && eager_fits(q) ? POLLRDHUP : 0) : POLLIN;
-  if (q.out_busy || !q.answers.empty() || q.credit_owed > 0 || sendable(q, q.sent))
+  if (q.out_busy || !q.answers.empty() || credit_due(q) || sendable(q, q.sent))
     ev |= POLLOUT;
   return ev;
 }
@@ -597,6 +617,31 @@ bool tcp_engine::timed_watch() const noexcept {
   return false;
 }
 
+// A waiting application thread is at work (run()): counted, and, while the
+// progress thread leaves the sockets to it, the timer that would hand them
+// back is kept at least for_at_least ahead, set a millisecond further than
+// that when it is not (one timerfd_settime(2), no wake-up; about once per
+// millisecond of waiting).
+void tcp_engine::app_waits(std::chrono::microseconds for_at_least) noexcept {
+  app_calls_++;
+  if (!ticking_)
+    return;
+  const auto now = std::chrono::steady_clock::now();
+  if (timer_armed_ && armed_until_ - now >= for_at_least)
+    return;
+  arm_timer(now, for_at_least + std::chrono::milliseconds(1));
+}
+
+void tcp_engine::arm_timer(std::chrono::steady_clock::time_point now,
+                           std::chrono::microseconds in) noexcept {
+  itimerspec t{};
+  t.it_value.tv_sec = static_cast<time_t>(in.count() / 1000000);
+  t.it_value.tv_nsec = static_cast<long>(in.count() % 1000000) * 1000;
+  (void)timerfd_settime(timer_fd_, 0, &t, nullptr);
+  timer_armed_ = true;
+  armed_until_ = now + in;
+}
+
 void tcp_engine::run() noexcept {
   constexpr std::size_t probe_bit = SIZE_MAX / 2 + 1;
   std::vector<pollfd> fds;
@@ -614,9 +659,13 @@ void tcp_engine::run() noexcept {
     // While an application thread keeps waiting on the engine (it moves the
     // bytes itself, see poll()), the thread keeps its hands off the sockets,
     // so that a message wakes one thread, not two; it takes them back once
-    // a millisecond passes with no such wait.
+    // a millisecond passes with no such wait. It learns of that from a
+    // timer the waiting thread keeps setting a millisecond ahead
+    // (app_waits()), not by waking every millisecond to look: between two
+    // one-vCPU VMs, a 64 B round trip takes about that long, and a
+    // wake-up per message and side cost ~100 us of it.
     const bool hands_off = app_calls_ != calls_seen;
-    bool reading = false;
+    bool reading = false, blocked = false;
     calls_seen = app_calls_;
     // Work that needs no event: output queued by a post, input a receive
     // unblocked (not for the peers a waiting application thread drives).
@@ -638,6 +687,8 @@ void tcp_engine::run() noexcept {
     who.clear();
     fds.push_back({wake_fd_, POLLIN, 0});
     who.push_back(SIZE_MAX);
+    fds.push_back({timer_fd_, POLLIN, 0});
+    who.push_back(SIZE_MAX - 3);
     for (std::size_t p = 0; p < peers_.size(); p++) {
       auto &q = peers_[p];
       if (q.st == state::dead && q.fd >= 0 && app_polling_ == 0) { // no poll(2) has it
@@ -664,8 +715,10 @@ void tcp_engine::run() noexcept {
       // app_poll_max peers); a post need not wake the thread for them.
       const bool theirs = (hands_off || q.app_reading) && q.st == state::up && p < app_poll_max;
       // One left to a thread blocked in recv(2) (read_blocking()): this
-      // thread ticks, to take it back once that thread is gone.
+      // thread takes it back once that thread is gone (the timer it sets
+      // when the recv(2) returns).
       reading = reading || (theirs && !hands_off);
+      blocked = blocked || (q.app_reading && q.st == state::up);
       if (theirs)
         q.polled = POLLIN | POLLOUT;
       if (theirs || (ev == 0 && q.hung_up)) // a hang-up: poll(2) would report it again and again
@@ -686,9 +739,14 @@ void tcp_engine::run() noexcept {
     }
     sleeping_ = true;
     ticking_ = hands_off || reading;
-    timed_sleep_ = ticking_ || watch;
+    // The sockets are left to the waiting thread: unless it blocks in a
+    // recv(2) now (it set the timer past that), the timer is to go off a
+    // millisecond from now if that thread does not set it again.
+    if (ticking_ && !blocked && !timer_armed_)
+      arm_timer(std::chrono::steady_clock::now(), std::chrono::milliseconds(1));
+    timed_sleep_ = watch || (ticking_ && timer_armed_);
     lock.unlock();
-    int n = ::poll(fds.data(), fds.size(), ticking_ ? 1 : watch ? probe_secs_ * 1000 : -1);
+    const int n = ::poll(fds.data(), fds.size(), watch ? probe_secs_ * 1000 : -1);
     lock.lock();
     sleeping_ = false;
     if (n < 0)
@@ -697,8 +755,13 @@ void tcp_engine::run() noexcept {
       std::uint64_t v;
       (void)!::read(wake_fd_, &v, sizeof v);
     }
+    if (fds[1].revents) { // a millisecond without an application thread's wait
+      std::uint64_t v;
+      (void)!::read(timer_fd_, &v, sizeof v);
+      timer_armed_ = false;
+    }
     bool listen_ready = false, hello_ready = false;
-    for (std::size_t i = 1; i < fds.size(); i++) {
+    for (std::size_t i = 2; i < fds.size(); i++) {
       if (!fds[i].revents)
         continue;
       if (who[i] == SIZE_MAX - 1)
@@ -912,8 +975,9 @@ bool tcp_engine::next_batch(peer &q, std::size_t p) noexcept {
       }
       from = {o.buf.addr, f.payload(), o.buf.lkey, true};
       q.sent++;
-    } else if (q.credit_owed > 0 && q.out_n == 0) { // receives posted here since the last one
+    } else if (q.out_n == 0 && credit_due(q)) { // receives posted here since the last one
       f = tcp_frame{tcp_op::credit, q.credit_owed, 0, 0, 0, 0};
+      q.granted += q.credit_owed;
       q.credit_owed = 0;
     } else {
       break;
@@ -921,6 +985,7 @@ bool tcp_engine::next_batch(peer &q, std::size_t p) noexcept {
     const auto ride = static_cast<std::uint16_t>(std::min<std::uint32_t>(q.credit_owed, 0xffff));
     f.credit = ride;
     q.credit_owed -= ride;
+    q.granted += ride;
     const auto h = encode(f);
     std::memcpy(q.out_hdr.data() + q.out_n * tcp_header_size, h.data(), h.size());
     q.out_frames[q.out_n++] = from;
@@ -1059,6 +1124,9 @@ void tcp_engine::read_blocking(std::unique_lock<std::mutex> &lock, std::size_t p
   if (room == 0) // (a header takes less: in_ready() saw none whole)
     return;
   const int fd = q.fd;
+  // The progress thread's timer is not to go off while this thread blocks
+  // (SO_RCVTIMEO: at most tcp_wait): it would wake that thread for nothing.
+  app_waits(channel_state::tcp_wait);
   q.app_reading = true;
   app_polling_++;
   lock.unlock();
@@ -1068,9 +1136,8 @@ void tcp_engine::read_blocking(std::unique_lock<std::mutex> &lock, std::size_t p
   app_polling_--;
   q.app_reading = false;
   // Its return counts as a wait too (run()): on a slow link a thread may
-  // spend every tick of the progress thread in one recv(2), and the ticks
-  // between its return and its next wait must not find it gone.
-  app_calls_++;
+  // spend a millisecond and more in one recv(2).
+  app_waits(std::chrono::microseconds(500));
   if (q.st != state::up)
     return;
   if (n > 0) {
@@ -1110,6 +1177,8 @@ bool tcp_engine::pump_in(peer &q, std::size_t p) noexcept {
       q.in_beg += tcp_header_size;
       q.in_f = *f;
       q.credits += f->credit; // receives the peer posted, told on any frame
+      if (f->op == tcp_op::send)
+        q.granted--;
       q.in_payload = true;
       q.in_done = 0;
       q.in_dest = to_nothing;

@@ -25,7 +25,8 @@
 // right, and the region cannot end during the copy. Small frames are read
 // several to a recv(2) through a per-peer read-ahead buffer (4 KiB; copied
 // from there to their place inside use() too), and written several to a
-// sendmsg(2) (answers, credits riding in the headers, then requests, payloads
+// sendmsg(2) (answers, credits riding in the headers (a credit frame of its
+// own only once the peer is short of them: credit_due()), then requests, payloads
 // included, up to 64 KiB of payload a call; the regions of all of them held
 // by one region_table::use_each()). A request posted while others to that
 // peer await their answers, by a thread that keeps waiting on the engine, is
@@ -204,9 +205,12 @@ private:
     fifo<answer> answers; // owed to the peer, in order
     // Flow control of sends (tcp_frame.hpp): receives the peer has posted
     // and this side has not yet used (below zero: eager sends beyond them),
-    // and receives posted here that the peer has not yet been told of.
+    // receives posted here that the peer has not yet been told of, and
+    // those it was told of and has not used, as far as this side has read
+    // (below zero: its eager sends beyond them; see credit_due()).
     std::int64_t credits = 0;
     std::uint32_t credit_owed = 0;
+    std::int64_t granted = 0;
     // The peer's eager sends that came before a receive here: their bytes
     // (tcp_eager_sends slots of tcp_eager_max, made by start()) and, oldest
     // first, which slot, wr_id and length; placed by place_staged().
@@ -281,6 +285,9 @@ private:
   // Whether run() must wake once per probe interval (check_acks(), probes).
   bool timed_watch() const noexcept;
   void wake() noexcept;
+  // A waiting poll() is at work (see run()).
+  void app_waits(std::chrono::microseconds for_at_least) noexcept;
+  void arm_timer(std::chrono::steady_clock::time_point now, std::chrono::microseconds in) noexcept;
   void step(std::size_t p, short revents) noexcept;
   static void note_input(peer &q, short revents) noexcept;
   // The connection is made: the peer is up, its socket blocking (for
@@ -296,6 +303,9 @@ private:
   // Whether request i of the send queue may go out: not a send without a
   // credit, unless it may go eagerly (tcp_frame.hpp).
   static bool sendable(const peer &q, std::size_t i) noexcept;
+  // Whether the credits owed to the peer are to go in a frame of their own
+  // (else they wait to ride on the next frame out).
+  static bool credit_due(const peer &q) noexcept;
   void drive() noexcept;
   void accept_new() noexcept;
   void read_hellos() noexcept;
@@ -318,12 +328,15 @@ private:
   fifo<tcp_completion> done_;
   std::shared_ptr<pd_node> pd_;
   int listen_fd_ = -1, wake_fd_ = -1, failure_fd_ = -1;
+  int timer_fd_ = -1; // goes off when no application thread waited for a while (run())
+  bool timer_armed_ = false;
+  std::chrono::steady_clock::time_point armed_until_{};
   int family_ = 4;
   std::array<std::uint8_t, 16> addr_{};
   std::uint16_t port_ = 0;
   int probe_secs_ = 1, probes_ = 8; // keep_alive()
   bool sleeping_ = false, stop_ = false;
-  bool ticking_ = false;           // the progress thread sleeps 1 ms at a time (see run())
+  bool ticking_ = false;           // the progress thread leaves the sockets to the app (run())
   bool hold_out_ = false;          // an application thread moves bytes (see next_batch())
   bool posting_ = false;           // ... for a post of a request (see next_batch())
   bool held_any_ = false;          // a peer has a request held back (see next_batch())
