@@ -841,51 +841,64 @@ result<void> scope_done(detail::channel_core &s, std::size_t n) noexcept {
 
 result<void> multi_channel::run_parts_more(detail::channel_core &s, int k,
                                            std::span<const part> parts, std::size_t m,
-                                           std::chrono::milliseconds timeout) {
+                                           std::chrono::milliseconds timeout,
+                                           std::span<work_result> results) {
   const std::size_t n = parts.size();
   const std::uint64_t b = s.base;
   // A tag per part: the slot array must hold n (if it does not,
   // run_parts_rest makes it so and marks them).
   if (m == 0 || n > s.slot_cap) [[unlikely]]
-    return n ? run_parts_rest(s, k, parts, n, {}, m, m, timeout) : scope_done(s, 0);
+    return n ? run_parts_rest(s, k, parts, n, {}, m, m, timeout, results) : scope_done(s, 0);
   for (std::size_t left = n;;) {
+    // (A byte count only for an outcome asked for.)
     for (std::size_t j = 0; j < m; j++)
-      s.tags[s.wc[j].wr_id - b] = s.wc[j].wr_id;
+      if (const completion &c = s.wc[j]; results.empty())
+        s.tags[c.wr_id - b] = c.wr_id;
+      else
+        mark(s, c.wr_id - b, c);
     left -= m;
     const int polled = s.poll_wc();
     if (polled < 0) [[unlikely]] {
       auto got = s.poll_wc_other();
-      return got ? run_parts_rest(s, k, parts, n, {}, 0, *got, timeout)
-                 : run_parts_rest(s, k, parts, n, got.error(), 0, 0, timeout);
+      return got ? run_parts_rest(s, k, parts, n, {}, 0, *got, timeout, results)
+                 : run_parts_rest(s, k, parts, n, got.error(), 0, 0, timeout, results);
     }
     m = static_cast<std::size_t>(polled);
     if (m == 0) [[unlikely]] // the clock
-      return run_parts_rest(s, k, parts, n, {}, 0, 0, timeout);
+      return run_parts_rest(s, k, parts, n, {}, 0, 0, timeout, results);
     for (std::size_t j = 0; j < m; j++) {
       const completion &c = s.wc[j];
       if (c.wr_id - b >= n || c.status != 0) [[unlikely]]
-        return run_parts_rest(s, k, parts, n, {}, j, m, timeout);
+        return run_parts_rest(s, k, parts, n, {}, j, m, timeout, results);
     }
     if (m == left)
-      return scope_done(s, n);
+      break;
   }
+  if (!results.empty()) { // (this poll's parts from wc, the earlier ones from their slots)
+    for (std::size_t i = 0; i < n; i++)
+      results[i] = work_result{parts[i].peer, b + i, 0, s.slots[i].byte_len};
+    for (std::size_t j = 0; j < m; j++)
+      results[s.wc[j].wr_id - b].byte_len = s.wc[j].byte_len;
+  }
+  return scope_done(s, n);
 }
 result<void> multi_channel::run_parts_rest(detail::channel_core &core, int k,
                                            std::span<const part> parts, std::size_t posted,
                                            status_code err, std::size_t from, std::size_t got,
-                                           std::chrono::milliseconds timeout) {
+                                           std::chrono::milliseconds timeout,
+                                           std::span<work_result> results) {
   auto &s = static_cast<detail::channel_state &>(core);
   const each_part at{parts};
   const std::size_t n = parts.size();
   switch (k) {
   case k_send:
-    return batch_rest<k_send>(s, n, at, posted, err, from, got, timeout, {});
+    return batch_rest<k_send>(s, n, at, posted, err, from, got, timeout, results);
   case k_recv:
-    return batch_rest<k_recv>(s, n, at, posted, err, from, got, timeout, {});
+    return batch_rest<k_recv>(s, n, at, posted, err, from, got, timeout, results);
   case k_write:
-    return batch_rest<k_write>(s, n, at, posted, err, from, got, timeout, {});
+    return batch_rest<k_write>(s, n, at, posted, err, from, got, timeout, results);
   default:
-    return batch_rest<k_read>(s, n, at, posted, err, from, got, timeout, {});
+    return batch_rest<k_read>(s, n, at, posted, err, from, got, timeout, results);
   }
 }
 result<void> multi_channel::multicast_send(std::span<const std::size_t> to, const local_slice &buf,

@@ -179,14 +179,16 @@ enum channel_op { k_send, k_recv, k_write, k_read };
 /// the request, it does not change it. post() calls the provider itself and
 /// answers its return value, so that nothing of the queue pair is needed
 /// after the call unless it failed (error()). RC only: the queue pair's
-/// type is not checked. It also keeps the batch's parts for the out-of-line
-/// paths: its address goes to the provider, so they stay in memory instead
-/// of taking a register through every call.
+/// type is not checked. It also keeps the batch's parts and results for
+/// the out-of-line paths: its address goes to the provider, so they stay
+/// in memory instead of taking registers through every call.
 template <int K, class Part> struct batch_request {
   send_request w;
   ::ibv_send_wr *bad; ///< the provider's answer on failure (unused)
   std::span<const Part> parts;
-  batch_request(std::uint64_t id, std::span<const Part> all) noexcept : parts(all) {
+  std::span<work_result> results;
+  batch_request(std::uint64_t id, std::span<const Part> all, std::span<work_result> res) noexcept
+      : parts(all), results(res) {
     w.wr_id = id;
     w.next = nullptr;
     w.num_sge = 1;
@@ -213,8 +215,9 @@ template <class Part> struct batch_request<k_recv, Part> {
   recv_request w;
   ::ibv_recv_wr *bad; ///< the provider's answer on failure (unused)
   std::span<const Part> parts;
-  batch_request(std::uint64_t id, std::span<const Part> all) noexcept
-      : w{id, nullptr, nullptr, 1}, parts(all) {}
+  std::span<work_result> results;
+  batch_request(std::uint64_t id, std::span<const Part> all, std::span<work_result> res) noexcept
+      : w{id, nullptr, nullptr, 1}, parts(all), results(res) {}
   [[gnu::always_inline]] int post(const queue_pair &q, const local_slice &buf,
                                   const remote_region &) noexcept {
     w.sg_list = &buf;
@@ -995,7 +998,7 @@ private:
                                                 std::chrono::milliseconds timeout,
                                                 std::span<work_result> results) {
     detail::channel_core *const s = core_;
-    if (!s || !results.empty())
+    if (!s || (!results.empty() && results.size() < parts.size())) [[unlikely]]
       return run_parts_slow(K, parts, timeout, results);
     if (!s->open_scope()) [[unlikely]]
       return detail::channel_core::busy_error();
@@ -1004,37 +1007,45 @@ private:
     // the busy word is taken.)
     const std::size_t np = s->ready.size();
     queue_pair *const *const ready = s->ready.data();
-    detail::batch_request<K, part> wr(s->base, parts);
+    detail::batch_request<K, part> wr(s->base, parts, results);
     const std::size_t n = parts.size();
     const part *const end = parts.data() + n;
     for (const part *p = parts.data(); p != end; p++) {
       queue_pair *q;
       if (p->peer >= np || !(q = ready[p->peer])) [[unlikely]]
-        return run_parts_rest(*s, K, wr.parts, wr.w.wr_id - s->base, {}, 0, 0, timeout);
+        return run_parts_rest(*s, K, wr.parts, wr.w.wr_id - s->base, {}, 0, 0, timeout, wr.results);
       if (int rc = wr.post(*q, p->buf, p->remote)) [[unlikely]]
         return run_parts_rest(*s, K, wr.parts, wr.w.wr_id - s->base, wr.error(*ready[p->peer], rc),
-                              0, 0, timeout);
+                              0, 0, timeout, wr.results);
       wr.next();
     }
     const std::uint64_t b = s->base; // part i's id is b + i
     if (n == 0) [[unlikely]]         // (nothing to poll for)
-      return run_parts_more(*s, K, wr.parts, 0, timeout);
+      return run_parts_more(*s, K, wr.parts, 0, timeout, wr.results);
     const int polled = s->poll_wc();
     if (polled < 0) [[unlikely]] {
       auto got = s->poll_wc_other();
-      return got ? run_parts_rest(*s, K, wr.parts, n, {}, 0, *got, timeout)
-                 : run_parts_rest(*s, K, wr.parts, n, got.error(), 0, 0, timeout);
+      return got ? run_parts_rest(*s, K, wr.parts, n, {}, 0, *got, timeout, wr.results)
+                 : run_parts_rest(*s, K, wr.parts, n, got.error(), 0, 0, timeout, wr.results);
     }
     const auto m = static_cast<std::size_t>(polled);
     // Each a success of a part (ids are unique, so m of them are m parts);
     // else the rest goes out of line, from the first that is not.
     const completion *const wc = s->wc.data();
-    for (const completion *c = wc; c != wc + m; c++)
+    for (const completion *c = wc; c != wc + m; c++) {
       if (c->wr_id - b >= n || c->status != 0) [[unlikely]]
-        return run_parts_rest(*s, K, wr.parts, n, {}, static_cast<std::size_t>(c - wc), m, timeout);
+        return run_parts_rest(*s, K, wr.parts, n, {}, static_cast<std::size_t>(c - wc), m, timeout,
+                              wr.results);
+      // Its outcome, when asked for (if the batch goes on out of line, every
+      // outcome is written again there).
+      if (!results.empty()) {
+        const std::size_t i = c->wr_id - b;
+        results[i] = work_result{parts[i].peer, c->wr_id, 0, c->byte_len};
+      }
+    }
     // Parts pending (or none came: the clock): polled again out of line.
     if (m != n) [[unlikely]]
-      return run_parts_more(*s, K, wr.parts, m, timeout);
+      return run_parts_more(*s, K, wr.parts, m, timeout, wr.results);
     s->base = b + n; // below every later scope's base
     // (As end_scope(): the channel may be gone meanwhile.)
     if (s->busy.exchange(0, std::memory_order_acq_rel) & detail::channel_core::k_orphan)
@@ -1042,7 +1053,8 @@ private:
       s->drop_orphan();
     return {};
   }
-  /// run_parts() out of line: with results, or on an empty channel.
+  /// run_parts() out of line: on an empty channel, or results shorter than
+  /// parts.
   result<void> run_parts_slow(int k, std::span<const part> parts, std::chrono::milliseconds timeout,
                               std::span<work_result> results);
   /// run_parts() once its first poll took m successes of parts (m < n,
@@ -1050,14 +1062,16 @@ private:
   /// and goes on as it does (a poll that finds nothing: the clock, in
   /// run_parts_rest). With no parts, only ends the scope.
   static result<void> run_parts_more(detail::channel_core &s, int k, std::span<const part> parts,
-                                     std::size_t m, std::chrono::milliseconds timeout);
+                                     std::size_t m, std::chrono::milliseconds timeout,
+                                     std::span<work_result> results);
   /// run_parts() once its usual path stopped (the scope is open): parts 0 to
   /// posted - 1 are posted, those whose tag is their id are done, wc[0,
   /// from) are successes of parts not marked yet and wc[from, got) the rest
   /// of that poll; err is a post's or a poll's error. Ends the scope.
   static result<void> run_parts_rest(detail::channel_core &s, int k, std::span<const part> parts,
                                      std::size_t posted, status_code err, std::size_t from,
-                                     std::size_t got, std::chrono::milliseconds timeout);
+                                     std::size_t got, std::chrono::milliseconds timeout,
+                                     std::span<work_result> results);
   /// Gives up s_: freed now, or by the open scope's end (channel_core::busy).
   void release() noexcept;
   /// Holds s (s_, and core_ for the inline data path).
