@@ -857,10 +857,11 @@ public:
   /// this batch) keeps no record per part beyond what a raw caller keeps
   /// (its completion counted; a poll that leaves parts pending stores each
   /// completion's id in a slot, so a later timeout knows what to flush);
-  /// with results, each part's outcome is written once, into results. The
+  /// with results, each part's outcome is written into results as its
+  /// completion is taken (again at the end by a batch over polls). The
   /// error, the flush of what did not complete and the failed peers are the
-  /// same either way. Without results, the four forms taking parts are
-  /// inline down to the provider's posts and polls (run_parts()).
+  /// same either way. The four forms taking parts are inline down to the
+  /// provider's posts and polls (run_parts()).
   /**@{*/
   /// Sends each part's buf to its peer.
   [[gnu::always_inline]] result<void> scatter_send(std::span<const part> parts,
@@ -984,15 +985,15 @@ private:
   [[gnu::always_inline]] result<void> run(std::size_t n, const PartAt &part_at,
                                           std::chrono::milliseconds timeout,
                                           std::span<work_result> results);
-  /// The batch forms of parts, requests of kind K. Without results, inline:
-  /// the busy word, each part posted straight to its peer's queue pair (id
-  /// base + i) after a test of its peer's state byte, then polls that count
-  /// the completions; a poll that leaves parts pending stores each
-  /// completion's id as its part's tag (channel_core::tags). Anything else
-  /// (results, an empty channel, a peer failing the checks or over TCP, a
-  /// failed post or poll, an error completion, one of no part, a poll that
-  /// finds nothing: the clock) goes out of line (run_parts_slow,
-  /// run_parts_rest), where the batch becomes an ordinary scope.
+  /// The batch forms of parts, requests of kind K, inline: the busy word,
+  /// each part posted straight to its ready queue pair (channel_core::ready;
+  /// id base + i) with one request patched per part, then one poll whose
+  /// completions are checked (each a success of a part) and, with results,
+  /// turned into their parts' outcomes. Out of line: an empty channel or
+  /// short results (run_parts_slow), a poll that leaves parts pending or
+  /// finds nothing (run_parts_more), and a peer failing the checks or over
+  /// TCP, a failed post or poll, an error completion or one of no part
+  /// (run_parts_rest, where the batch becomes an ordinary scope).
   template <int K>
   [[gnu::always_inline]] result<void> run_parts(std::span<const part> parts,
                                                 std::chrono::milliseconds timeout,
