@@ -247,6 +247,7 @@ result<multi_channel> multi_channel::create(const context &ctx, const channel_op
   }
   s->index_qps();
   s->peer_state.assign(opts.peers, 0);
+  s->set_ready();
   s->conn = opts.connect;
   s->limit = opts.scope_limit;
   multi_channel mc;
@@ -565,6 +566,13 @@ status_code detail::channel_core::post_slow(std::size_t peer, int k, const local
   return {};
 }
 
+void detail::channel_core::set_ready() {
+  ready.assign(peer_state.size(), nullptr);
+  for (std::size_t p = 0; p < ready.size(); p++)
+    if (!peer_state[p] && p < qps.size())
+      ready[p] = &qps[p];
+}
+
 void detail::channel_core::reserve_slots(std::size_t n) {
   if (n <= slot_cap)
     return;
@@ -686,12 +694,13 @@ void copy_outcomes(const detail::channel_state &s, std::size_t n, const PartAt &
     results[i] = work_result{part_at(i).peer, 0, wc_flush_err, 0};
 }
 
-// A batch once its fast path (multi_channel::run) stopped: parts 0 to
-// posted - 1 are posted (ids base + i) and those whose tag is their id
-// are done; wc[from, got) are completions a poll took that the fast path
-// did not take; err is a post's or a poll's error. The batch becomes an
-// ordinary scope of its parts: the slots are filled, the rest of wc taken,
-// the other parts posted, all awaited. Ends the scope.
+// A batch once its fast path (multi_channel::run, run_parts) stopped: parts
+// 0 to posted - 1 are posted (ids base + i) and those whose tag is their id
+// are done; wc[0, from) are successes of parts that a poll took and the
+// fast path checked but did not mark, wc[from, got) the rest of that poll;
+// err is a post's or a poll's error. The batch becomes an ordinary scope
+// of its parts: the slots are filled, the rest of wc taken, the other
+// parts posted, all awaited. Ends the scope.
 template <int K, class PartAt>
 [[gnu::noinline]] result<void>
 batch_rest(detail::channel_state &s, std::size_t n, const PartAt &part_at, std::size_t posted,
@@ -700,6 +709,8 @@ batch_rest(detail::channel_state &s, std::size_t n, const PartAt &part_at, std::
   scope_end ender{s};
   s.reserve_slots(n); // (once per batch size)
   const std::uint64_t b = s.base;
+  for (std::size_t k = 0; k < from; k++)
+    mark(s, s.wc[k].wr_id - b, s.wc[k]);
   for (std::size_t i = 0; i < posted; i++) {
     detail::channel_core::slot &sl = s.slots[i];
     const bool done = s.tags[i] == b + i;
@@ -778,11 +789,8 @@ inline result<void> multi_channel::run(std::size_t n, const PartAt &part_at,
     // else the rest goes out of line, from the first that is not.
     for (std::size_t j = 0; j < m; j++) {
       const completion &c = s.wc[j];
-      if (c.wr_id - b >= n || c.status != 0) [[unlikely]] {
-        for (std::size_t k = 0; k < j; k++)
-          mark(s, s.wc[k].wr_id - b, s.wc[k]);
+      if (c.wr_id - b >= n || c.status != 0) [[unlikely]]
         return batch_rest<K>(s, n, part_at, n, {}, j, m, timeout, results);
-      }
     }
     if (m == left && results.empty()) [[likely]]
       break; // all in, and no outcome to hand over: nothing to mark
@@ -804,25 +812,94 @@ inline result<void> multi_channel::run(std::size_t n, const PartAt &part_at,
   return {};
 }
 
-result<void> multi_channel::scatter_send(std::span<const part> parts,
-                                         std::chrono::milliseconds timeout,
-                                         std::span<work_result> results) {
-  return run<k_send>(parts.size(), each_part{parts}, timeout, results);
-}
-result<void> multi_channel::gather_receive(std::span<const part> parts,
+result<void> multi_channel::run_parts_slow(int k, std::span<const part> parts,
                                            std::chrono::milliseconds timeout,
                                            std::span<work_result> results) {
-  return run<k_recv>(parts.size(), each_part{parts}, timeout, results);
+  const each_part at{parts};
+  switch (k) {
+  case k_send:
+    return run<k_send>(parts.size(), at, timeout, results);
+  case k_recv:
+    return run<k_recv>(parts.size(), at, timeout, results);
+  case k_write:
+    return run<k_write>(parts.size(), at, timeout, results);
+  default:
+    return run<k_read>(parts.size(), at, timeout, results);
+  }
 }
-result<void> multi_channel::scatter_write(std::span<const part> parts,
-                                          std::chrono::milliseconds timeout,
-                                          std::span<work_result> results) {
-  return run<k_write>(parts.size(), each_part{parts}, timeout, results);
+namespace {
+// A batch's usual end: its n parts done, the scope ends (as end_scope(),
+// without slots to settle).
+result<void> scope_done(detail::channel_core &s, std::size_t n) noexcept {
+  s.base += n; // below every later scope's base
+  // (As end_scope(): the channel may be gone meanwhile.)
+  if (s.busy.exchange(0, std::memory_order_acq_rel) & detail::channel_core::k_orphan) [[unlikely]]
+    s.drop_orphan();
+  return {};
 }
-result<void> multi_channel::gather_read(std::span<const part> parts,
-                                        std::chrono::milliseconds timeout,
-                                        std::span<work_result> results) {
-  return run<k_read>(parts.size(), each_part{parts}, timeout, results);
+} // namespace
+
+result<void> multi_channel::run_parts_more(detail::channel_core &s, int k,
+                                           std::span<const part> parts, std::size_t m,
+                                           std::chrono::milliseconds timeout,
+                                           std::span<work_result> results) {
+  const std::size_t n = parts.size();
+  const std::uint64_t b = s.base;
+  // A tag per part: the slot array must hold n (if it does not,
+  // run_parts_rest makes it so and marks them).
+  if (m == 0 || n > s.slot_cap) [[unlikely]]
+    return n ? run_parts_rest(s, k, parts, n, {}, m, m, timeout, results) : scope_done(s, 0);
+  for (std::size_t left = n;;) {
+    // (A byte count only for an outcome asked for.)
+    for (std::size_t j = 0; j < m; j++)
+      if (const completion &c = s.wc[j]; results.empty())
+        s.tags[c.wr_id - b] = c.wr_id;
+      else
+        mark(s, c.wr_id - b, c);
+    left -= m;
+    const int polled = s.poll_wc();
+    if (polled < 0) [[unlikely]] {
+      auto got = s.poll_wc_other();
+      return got ? run_parts_rest(s, k, parts, n, {}, 0, *got, timeout, results)
+                 : run_parts_rest(s, k, parts, n, got.error(), 0, 0, timeout, results);
+    }
+    m = static_cast<std::size_t>(polled);
+    if (m == 0) [[unlikely]] // the clock
+      return run_parts_rest(s, k, parts, n, {}, 0, 0, timeout, results);
+    for (std::size_t j = 0; j < m; j++) {
+      const completion &c = s.wc[j];
+      if (c.wr_id - b >= n || c.status != 0) [[unlikely]]
+        return run_parts_rest(s, k, parts, n, {}, j, m, timeout, results);
+    }
+    if (m == left)
+      break;
+  }
+  if (!results.empty()) { // (this poll's parts from wc, the earlier ones from their slots)
+    for (std::size_t i = 0; i < n; i++)
+      results[i] = work_result{parts[i].peer, b + i, 0, s.slots[i].byte_len};
+    for (std::size_t j = 0; j < m; j++)
+      results[s.wc[j].wr_id - b].byte_len = s.wc[j].byte_len;
+  }
+  return scope_done(s, n);
+}
+result<void> multi_channel::run_parts_rest(detail::channel_core &core, int k,
+                                           std::span<const part> parts, std::size_t posted,
+                                           status_code err, std::size_t from, std::size_t got,
+                                           std::chrono::milliseconds timeout,
+                                           std::span<work_result> results) {
+  auto &s = static_cast<detail::channel_state &>(core);
+  const each_part at{parts};
+  const std::size_t n = parts.size();
+  switch (k) {
+  case k_send:
+    return batch_rest<k_send>(s, n, at, posted, err, from, got, timeout, results);
+  case k_recv:
+    return batch_rest<k_recv>(s, n, at, posted, err, from, got, timeout, results);
+  case k_write:
+    return batch_rest<k_write>(s, n, at, posted, err, from, got, timeout, results);
+  default:
+    return batch_rest<k_read>(s, n, at, posted, err, from, got, timeout, results);
+  }
 }
 result<void> multi_channel::multicast_send(std::span<const std::size_t> to, const local_slice &buf,
                                            std::chrono::milliseconds timeout,

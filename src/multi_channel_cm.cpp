@@ -344,6 +344,7 @@ assemble(std::shared_ptr<detail::cm_group> g, const cm_channel_options &o, std::
     s->pd = detail::software_pd();
   s->index_qps();
   s->peer_state.assign(total, 0);
+  s->set_ready();
   s->limit = o.channel.scope_limit;
   auto link = std::make_shared<cm_link>();
   link->g = std::move(g);
@@ -358,6 +359,7 @@ assemble(std::shared_ptr<detail::cm_group> g, const cm_channel_options &o, std::
     if (any_tcp) {
       for (auto &st : s->peer_state) // posts go out of line, where TCP is known
         st |= detail::channel_core::k_neutral;
+      s->set_ready();
       auto e = detail::tcp_engine::make(total, detail::access::node(s->pd), o.channel.send_depth,
                                         o.channel.recv_depth);
       if (!e)

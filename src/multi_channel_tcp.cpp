@@ -89,6 +89,7 @@ result<multi_channel> multi_channel::create(const channel_options &opts) {
   s.over_tcp.assign(opts.peers, 0);
   for (auto &st : s.peer_state) // posts go out of line, where TCP is known
     st |= detail::channel_core::k_neutral;
+  s.set_ready();
   s.why.assign(opts.peers, {});
   for (std::size_t i = 0; i < opts.peers; i++)
     s.tokens.push_back(fresh_token());

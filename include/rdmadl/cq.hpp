@@ -174,6 +174,7 @@ public:
 
 private:
   friend struct detail::access;
+  friend struct detail::channel_core;
   static status_code empty_status() noexcept;
   result<std::size_t> poll_other(std::span<completion> out) noexcept;
   detail::take<::ibv_cq *> cq_;

@@ -56,6 +56,12 @@ struct srq_node;
 struct ah_node;
 struct qp_node;
 struct access; ///< src/: reaches the private members of every class
+/// rdmadl/multi_channel.hpp: a channel's inline data path, which polls its
+/// completion queue without a result per poll.
+struct channel_core;
+/// rdmadl/multi_channel.hpp: a batch's work request, posted straight to the
+/// provider.
+template <int K, class Part> struct batch_request;
 
 /// A value that a move takes and leaves as Empty (by default T{}: a null
 /// pointer, 0): with it, every handle's move constructor and assignment are

@@ -172,6 +172,62 @@ struct channel_state;
 
 enum channel_op { k_send, k_recv, k_write, k_read };
 
+/// A batch's work request of kind K (multi_channel::run_parts()): built
+/// once per batch with the first part's id, then each part patches its
+/// buffer and remote region, posts it, and the id goes up by one (next()),
+/// as a prepared send_request is posted again and again: the provider reads
+/// the request, it does not change it. post() calls the provider itself and
+/// answers its return value, so that nothing of the queue pair is needed
+/// after the call unless it failed (error()). RC only: the queue pair's
+/// type is not checked. It also keeps the batch's parts and results for
+/// the out-of-line paths: its address goes to the provider, so they stay
+/// in memory instead of taking registers through every call.
+template <int K, class Part> struct batch_request {
+  send_request w;
+  ::ibv_send_wr *bad; ///< the provider's answer on failure (unused)
+  std::span<const Part> parts;
+  std::span<work_result> results;
+  batch_request(std::uint64_t id, std::span<const Part> all, std::span<work_result> res) noexcept
+      : parts(all), results(res) {
+    w.wr_id = id;
+    w.next = nullptr;
+    w.num_sge = 1;
+    w.opcode = K == k_send    ? wr_opcode::send
+               : K == k_write ? wr_opcode::rdma_write
+                              : wr_opcode::rdma_read;
+    w.flags = send_flags::signaled;
+    w.imm_be = 0;
+  }
+  [[gnu::always_inline]] int post(const queue_pair &q, const local_slice &buf,
+                                  const remote_region &r) noexcept {
+    w.sg_list = &buf;
+    if constexpr (K != k_send) {
+      w.wr.rdma.remote_addr = r.addr;
+      w.wr.rdma.rkey = r.rkey;
+    }
+    return q.send_.get()(q.qp_, reinterpret_cast<::ibv_send_wr *>(&w), &bad);
+  }
+  void next() noexcept { w.wr_id++; }
+  /// The error of q's post that returned rc (as queue_pair's post_*).
+  static status_code error(const queue_pair &q, int rc) noexcept { return q.failed(rc); }
+};
+template <class Part> struct batch_request<k_recv, Part> {
+  recv_request w;
+  ::ibv_recv_wr *bad; ///< the provider's answer on failure (unused)
+  std::span<const Part> parts;
+  std::span<work_result> results;
+  batch_request(std::uint64_t id, std::span<const Part> all, std::span<work_result> res) noexcept
+      : w{id, nullptr, nullptr, 1}, parts(all), results(res) {}
+  [[gnu::always_inline]] int post(const queue_pair &q, const local_slice &buf,
+                                  const remote_region &) noexcept {
+    w.sg_list = &buf;
+    w.num_sge = buf.length != 0; // (as queue_pair::post_recv)
+    return q.recv_.get()(q.qp_, reinterpret_cast<::ibv_recv_wr *>(&w), &bad);
+  }
+  void next() noexcept { w.wr_id++; }
+  static status_code error(const queue_pair &q, int rc) noexcept { return q.failed(rc); }
+};
+
 /// The part of a channel's state that the inline data path (polling_scope's
 /// post_* and wait) reads; the rest is channel_state, private to the
 /// library. Not an API: its layout follows the library's version, and only
@@ -205,6 +261,10 @@ struct RDMADL_CXX_API channel_core {
   /// TCP is known). The inline path tests the whole byte.
   static constexpr std::uint8_t k_failed = 1, k_neutral = 2;
   std::vector<std::uint8_t> peer_state;
+  /// By peer: its queue pair while its peer_state is 0, else null (what
+  /// the inline batch path tests and posts to: one load per part, no index
+  /// arithmetic). Kept by fail() and set_ready().
+  std::vector<queue_pair *> ready;
   std::size_t failed_peers = 0;
   std::atomic<std::uint8_t> busy{0}; ///< k_open, k_orphan
   std::vector<slot> slot_store;      ///< the slots' storage (capacity kept across scopes)
@@ -270,9 +330,14 @@ struct RDMADL_CXX_API channel_core {
   void fail(std::size_t peer) noexcept {
     if (peer < peer_state.size() && !(peer_state[peer] & k_failed)) {
       peer_state[peer] |= k_failed;
+      if (peer < ready.size())
+        ready[peer] = nullptr;
       failed_peers++;
     }
   }
+  /// Fills ready from peer_state and qps (after either changed, but for
+  /// fail()). Allocates.
+  void set_ready();
   /// Whether peer is failed (false for no such peer).
   bool failed(std::size_t peer) const noexcept {
     return peer < peer_state.size() && (peer_state[peer] & k_failed);
@@ -316,6 +381,17 @@ struct RDMADL_CXX_API channel_core {
       }
     }
   }
+  /// cq.poll(wc) as a count: the provider's poll_cq straight into wc.
+  /// Negative when that failed or when the queue is empty or extended (its
+  /// poll function is then a stub that answers -1); poll_wc_other() then
+  /// answers what cq.poll() would have.
+  [[gnu::always_inline]] int poll_wc() noexcept {
+    return cq.poll_.get()(cq.cq_, static_cast<int>(wc.size()),
+                          reinterpret_cast<::ibv_wc *>(wc.data()));
+  }
+  /// What cq.poll(wc) answers once poll_wc() was negative (it polls an
+  /// extended queue; else the error).
+  result<std::size_t> poll_wc_other() noexcept { return cq.poll_other(wc); }
   /// poll_cq(), and with a TCP engine its completions too.
   [[gnu::always_inline]] status_code poll_some() noexcept {
     if (!over_tcp.empty()) [[unlikely]]
@@ -781,22 +857,36 @@ public:
   /// this batch) keeps no record per part beyond what a raw caller keeps
   /// (its completion counted; a poll that leaves parts pending stores each
   /// completion's id in a slot, so a later timeout knows what to flush);
-  /// with results, each part's outcome is written once, into results. The
+  /// with results, each part's outcome is written into results as its
+  /// completion is taken (again at the end by a batch over polls). The
   /// error, the flush of what did not complete and the failed peers are the
-  /// same either way.
+  /// same either way. The four forms taking parts are inline down to the
+  /// provider's posts and polls (run_parts()).
   /**@{*/
   /// Sends each part's buf to its peer.
-  result<void> scatter_send(std::span<const part> parts, std::chrono::milliseconds timeout,
-                            std::span<work_result> results = {});
+  [[gnu::always_inline]] result<void> scatter_send(std::span<const part> parts,
+                                                   std::chrono::milliseconds timeout,
+                                                   std::span<work_result> results = {}) {
+    return run_parts<detail::k_send>(parts, timeout, results);
+  }
   /// Receives into each part's buf from its peer.
-  result<void> gather_receive(std::span<const part> parts, std::chrono::milliseconds timeout,
-                              std::span<work_result> results = {});
+  [[gnu::always_inline]] result<void> gather_receive(std::span<const part> parts,
+                                                     std::chrono::milliseconds timeout,
+                                                     std::span<work_result> results = {}) {
+    return run_parts<detail::k_recv>(parts, timeout, results);
+  }
   /// Writes each part's buf to its remote at its peer.
-  result<void> scatter_write(std::span<const part> parts, std::chrono::milliseconds timeout,
-                             std::span<work_result> results = {});
+  [[gnu::always_inline]] result<void> scatter_write(std::span<const part> parts,
+                                                    std::chrono::milliseconds timeout,
+                                                    std::span<work_result> results = {}) {
+    return run_parts<detail::k_write>(parts, timeout, results);
+  }
   /// Reads each part's remote at its peer into its buf.
-  result<void> gather_read(std::span<const part> parts, std::chrono::milliseconds timeout,
-                           std::span<work_result> results = {});
+  [[gnu::always_inline]] result<void> gather_read(std::span<const part> parts,
+                                                  std::chrono::milliseconds timeout,
+                                                  std::span<work_result> results = {}) {
+    return run_parts<detail::k_read>(parts, timeout, results);
+  }
   /// The same buffer sent to each of peers; results[i] is peers[i]'s outcome.
   result<void> multicast_send(std::span<const std::size_t> peers, const local_slice &buf,
                               std::chrono::milliseconds timeout,
@@ -895,6 +985,94 @@ private:
   [[gnu::always_inline]] result<void> run(std::size_t n, const PartAt &part_at,
                                           std::chrono::milliseconds timeout,
                                           std::span<work_result> results);
+  /// The batch forms of parts, requests of kind K, inline: the busy word,
+  /// each part posted straight to its ready queue pair (channel_core::ready;
+  /// id base + i) with one request patched per part, then one poll whose
+  /// completions are checked (each a success of a part) and, with results,
+  /// turned into their parts' outcomes. Out of line: an empty channel or
+  /// short results (run_parts_slow), a poll that leaves parts pending or
+  /// finds nothing (run_parts_more), and a peer failing the checks or over
+  /// TCP, a failed post or poll, an error completion or one of no part
+  /// (run_parts_rest, where the batch becomes an ordinary scope).
+  template <int K>
+  [[gnu::always_inline]] result<void> run_parts(std::span<const part> parts,
+                                                std::chrono::milliseconds timeout,
+                                                std::span<work_result> results) {
+    detail::channel_core *const s = core_;
+    if (!s || (!results.empty() && results.size() < parts.size())) [[unlikely]]
+      return run_parts_slow(K, parts, timeout, results);
+    if (!s->open_scope()) [[unlikely]]
+      return detail::channel_core::busy_error();
+    // (Read once: the provider's post could, for all the compiler knows,
+    // change them. The ids go from base, which no one else changes while
+    // the busy word is taken.)
+    const std::size_t np = s->ready.size();
+    queue_pair *const *const ready = s->ready.data();
+    detail::batch_request<K, part> wr(s->base, parts, results);
+    const std::size_t n = parts.size();
+    const part *const end = parts.data() + n;
+    for (const part *p = parts.data(); p != end; p++) {
+      queue_pair *q;
+      if (p->peer >= np || !(q = ready[p->peer])) [[unlikely]]
+        return run_parts_rest(*s, K, wr.parts, wr.w.wr_id - s->base, {}, 0, 0, timeout, wr.results);
+      if (int rc = wr.post(*q, p->buf, p->remote)) [[unlikely]]
+        return run_parts_rest(*s, K, wr.parts, wr.w.wr_id - s->base, wr.error(*ready[p->peer], rc),
+                              0, 0, timeout, wr.results);
+      wr.next();
+    }
+    const std::uint64_t b = s->base; // part i's id is b + i
+    if (n == 0) [[unlikely]]         // (nothing to poll for)
+      return run_parts_more(*s, K, wr.parts, 0, timeout, wr.results);
+    const int polled = s->poll_wc();
+    if (polled < 0) [[unlikely]] {
+      auto got = s->poll_wc_other();
+      return got ? run_parts_rest(*s, K, wr.parts, n, {}, 0, *got, timeout, wr.results)
+                 : run_parts_rest(*s, K, wr.parts, n, got.error(), 0, 0, timeout, wr.results);
+    }
+    const auto m = static_cast<std::size_t>(polled);
+    // Each a success of a part (ids are unique, so m of them are m parts);
+    // else the rest goes out of line, from the first that is not.
+    const completion *const wc = s->wc.data();
+    for (const completion *c = wc; c != wc + m; c++) {
+      if (c->wr_id - b >= n || c->status != 0) [[unlikely]]
+        return run_parts_rest(*s, K, wr.parts, n, {}, static_cast<std::size_t>(c - wc), m, timeout,
+                              wr.results);
+      // Its outcome, when asked for (if the batch goes on out of line, every
+      // outcome is written again there).
+      if (!results.empty()) {
+        const std::size_t i = c->wr_id - b;
+        results[i] = work_result{parts[i].peer, c->wr_id, 0, c->byte_len};
+      }
+    }
+    // Parts pending (or none came: the clock): polled again out of line.
+    if (m != n) [[unlikely]]
+      return run_parts_more(*s, K, wr.parts, m, timeout, wr.results);
+    s->base = b + n; // below every later scope's base
+    // (As end_scope(): the channel may be gone meanwhile.)
+    if (s->busy.exchange(0, std::memory_order_acq_rel) & detail::channel_core::k_orphan)
+        [[unlikely]]
+      s->drop_orphan();
+    return {};
+  }
+  /// run_parts() out of line: on an empty channel, or results shorter than
+  /// parts.
+  result<void> run_parts_slow(int k, std::span<const part> parts, std::chrono::milliseconds timeout,
+                              std::span<work_result> results);
+  /// run_parts() once its first poll took m successes of parts (m < n,
+  /// none marked yet): marks them, polls for the rest as run_parts() does,
+  /// and goes on as it does (a poll that finds nothing: the clock, in
+  /// run_parts_rest). With no parts, only ends the scope.
+  static result<void> run_parts_more(detail::channel_core &s, int k, std::span<const part> parts,
+                                     std::size_t m, std::chrono::milliseconds timeout,
+                                     std::span<work_result> results);
+  /// run_parts() once its usual path stopped (the scope is open): parts 0 to
+  /// posted - 1 are posted, those whose tag is their id are done, wc[0,
+  /// from) are successes of parts not marked yet and wc[from, got) the rest
+  /// of that poll; err is a post's or a poll's error. Ends the scope.
+  static result<void> run_parts_rest(detail::channel_core &s, int k, std::span<const part> parts,
+                                     std::size_t posted, status_code err, std::size_t from,
+                                     std::size_t got, std::chrono::milliseconds timeout,
+                                     std::span<work_result> results);
   /// Gives up s_: freed now, or by the open scope's end (channel_core::busy).
   void release() noexcept;
   /// Holds s (s_, and core_ for the inline data path).

@@ -493,6 +493,93 @@ CHANNEL_CASE("a batch larger than one poll: every part's outcome, and an error c
   CHECK(s.hub.connected(2));
 }
 
+CHANNEL_CASE("the batch forms without results: a first batch over polls, an empty one, bad "
+             "peers and an error completion",
+             batch_without_results) {
+  star s({}, t);
+  // The channel's first batch, more parts than a poll takes: its slot
+  // array is grown only when a poll leaves parts pending.
+  constexpr std::size_t n = 20;
+  std::vector<multi_channel::part> parts;
+  for (std::size_t i = 0; i < n; i++)
+    parts.push_back({i % n_peers, s.hub_at(i, 1), s.peer_remote(i % n_peers, i, 1)});
+  for (std::size_t i = 0; i < n; i++)
+    s.hub_bytes(0)[i] = std::byte(i + 1);
+  ok(s.hub.scatter_write(parts, 10s));
+  for (std::size_t i = 0; i < n; i++) {
+    CAPTURE(i);
+    CHECK(s.peer_bytes(i % n_peers, i)[0] == std::byte(i + 1));
+  }
+  ok(s.hub.scatter_write({}, 10s)); // nothing to post or await
+  // Each peer's bytes back into the hub, three parts of one poll.
+  std::vector<multi_channel::part> reads;
+  for (std::size_t i = 0; i < n_peers; i++)
+    reads.push_back({i, s.hub_at(64 + i, 1), s.peer_remote(i, i, 1)});
+  ok(s.hub.gather_read(reads, 10s));
+  for (std::size_t i = 0; i < n_peers; i++)
+    CHECK(s.hub_bytes(64)[i] == std::byte(i + 1));
+  // A part naming no peer: the parts before it were posted and awaited.
+  put(s.hub_bytes(128), "before");
+  std::vector<multi_channel::part> bad{{1, s.hub_at(128, 6), s.peer_remote(1, 128, 6)},
+                                       {n_peers, s.hub_at(128, 6), s.peer_remote(2, 128, 6)}};
+  CHECK(s.hub.scatter_write(bad, 10s).error() == errc::no_such_peer);
+  CHECK(has(s.peer_bytes(1, 128), "before"));
+  // Part 18 (peer 0) refused by its peer after the first poll's successes:
+  // its error is the call's, and only its peer is failed, for every later
+  // form.
+  parts[18].remote.rkey ^= 0x5a5a;
+  auto r = s.hub.scatter_write(parts, 10s);
+  REQUIRE_FALSE(r);
+  CHECK(r.error() == std::error_code(IBV_WC_REM_ACCESS_ERR, wc_category()));
+  CHECK_FALSE(s.hub.connected(0));
+  CHECK(s.hub.connected(1));
+  CHECK(s.hub.connected(2));
+  CHECK(s.hub.scatter_write(std::span(parts).first(1), 10s).error() == errc::peer_failed);
+  CHECK(s.hub.gather_read(reads, 10s).error() == errc::peer_failed);
+  ok(s.hub.gather_read(std::span(reads).subspan(1), 10s)); // the other peers still work
+  {
+    auto sc = s.hub.scope(); // a scope is open: the batch is refused
+    CHECK(s.hub.gather_read(std::span(reads).subspan(1), 10s).error() == errc::channel_busy);
+  }
+}
+
+TEST_CASE("channel: the batch forms without results: a failed post, a failed poll, a timeout") {
+  channel_options o;
+  o.scope_limit = 50ms;
+  star s(o);
+  std::vector<multi_channel::part> parts;
+  for (std::size_t i = 0; i < n_peers; i++)
+    parts.push_back({i, s.hub_at(i * 16, 8), s.peer_remote(i, 0, 8)});
+  put(s.hub_bytes(0), "zero-ok!");
+  // The first part's post fails: the call's error, nothing else posted.
+  fp().fakeprov_fail_next(FAKEPROV_OP_POST_SEND, ENOMEM, 1);
+  const auto logged1 = s.logged(1), logged2 = s.logged(2);
+  CHECK(s.hub.scatter_write(parts, 10s).error() == std::errc::not_enough_memory);
+  CHECK(s.logged(1) == logged1);
+  CHECK(s.logged(2) == logged2);
+  CHECK(s.hub.connected());
+  ok(s.hub.scatter_write(parts, 10s));
+  CHECK(has(s.peer_bytes(0, 0), "zero-ok!"));
+  // The first poll fails: the batch is awaited as a scope (its error is
+  // the poll's), and every request is still taken before the return.
+  fp().fakeprov_fail_next(FAKEPROV_OP_POLL_CQ, EIO, 1);
+  CHECK_FALSE(s.hub.scatter_write(parts, 10s));
+  CHECK(fp().fakeprov_cq_pending(s.hub.cq()->native_handle()) == 0);
+  ok(s.hub.scatter_write(parts, 10s));
+  // The NIC holds every write: timed_out, and every peer's queue pair is
+  // flushed before the return.
+  fp().fakeprov_set(FAKEPROV_HOLD_SENDS, -1);
+  CHECK(s.hub.scatter_write(parts, 10ms).error() == errc::timed_out);
+  fp().fakeprov_set(FAKEPROV_HOLD_SENDS, 0);
+  for (std::size_t i = 0; i < n_peers; i++) {
+    CAPTURE(i);
+    CHECK(fp().fakeprov_qp_state(s.qpn(i)) == IBV_QPS_ERR);
+    CHECK(fp().fakeprov_held(s.qpn(i)) == 0);
+    CHECK_FALSE(s.hub.connected(i));
+  }
+  CHECK(fp().fakeprov_cq_pending(s.hub.cq()->native_handle()) == 0);
+}
+
 CHANNEL_CASE("send_receive: a ping-pong step with one peer, and a ring step with two",
              send_receive_steps) {
   star s({}, t);
