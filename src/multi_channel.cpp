@@ -566,6 +566,14 @@ status_code detail::channel_core::post_slow(std::size_t peer, int k, const local
   return {};
 }
 
+status_code detail::channel_core::poll_cq_other() noexcept {
+  auto n = poll_wc_other();
+  if (!n) [[unlikely]]
+    return n.error();
+  take(0, *n);
+  return {};
+}
+
 void detail::channel_core::set_ready() {
   ready.assign(peer_state.size(), nullptr);
   for (std::size_t p = 0; p < ready.size(); p++)

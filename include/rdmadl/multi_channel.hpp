@@ -262,8 +262,8 @@ struct RDMADL_CXX_API channel_core {
   static constexpr std::uint8_t k_failed = 1, k_neutral = 2;
   std::vector<std::uint8_t> peer_state;
   /// By peer: its queue pair while its peer_state is 0, else null (what
-  /// the inline batch path tests and posts to: one load per part, no index
-  /// arithmetic). Kept by fail() and set_ready().
+  /// the inline batch path and a scope's post test and post to: one load
+  /// per request, no index arithmetic). Kept by fail() and set_ready().
   std::vector<queue_pair *> ready;
   std::size_t failed_peers = 0;
   std::atomic<std::uint8_t> busy{0}; ///< k_open, k_orphan
@@ -357,17 +357,21 @@ struct RDMADL_CXX_API channel_core {
     if (s && !s->done)
       complete(*s, status, byte_len);
   }
-  /// Takes what the CQ has; marks the matching slots done. A completion
+  /// Takes what the CQ has (the provider's poll straight into wc); marks
+  /// the matching slots done. A completion
   /// that matches no slot (of an earlier scope or blocking call) is dropped;
   /// an error one marks its peer failed. (A success leaves the slot's
   /// status 0, as its post wrote it.)
   [[gnu::always_inline]] status_code poll_cq() noexcept {
-    auto n = cq.poll(wc);
-    if (!n) [[unlikely]]
-      return n.error();
-    take(0, *n);
+    const int n = poll_wc();
+    if (n < 0) [[unlikely]]
+      return poll_cq_other();
+    take(0, static_cast<std::size_t>(n));
     return {};
   }
+  /// poll_cq() once poll_wc() was negative: what cq.poll(wc) answers
+  /// (an extended queue's completions taken, else the error).
+  status_code poll_cq_other() noexcept;
   /// Marks the slots of wc[from, got) (completions a poll took) done.
   [[gnu::always_inline]] void take(std::size_t from, std::size_t got) noexcept {
     for (std::size_t i = from; i < got; i++) {
@@ -417,10 +421,11 @@ struct RDMADL_CXX_API channel_core {
   template <int K>
   [[gnu::always_inline]] status_code post(std::size_t peer, const local_slice &buf,
                                           const remote_region *r, std::uint64_t *id) {
-    if (peer >= peer_state.size() || peer_state[peer] || nslots == slot_cap) [[unlikely]]
+    queue_pair *q;
+    if (peer >= ready.size() || !(q = ready[peer]) || nslots == slot_cap) [[unlikely]]
       return post_slow(peer, K, buf, r, id);
     const std::uint64_t i = base + nslots;
-    if (result<void> posted = post_qp<K>(qps[peer], buf, r, i); !posted) [[unlikely]]
+    if (result<void> posted = post_qp<K>(*q, buf, r, i); !posted) [[unlikely]]
       return posted.error();
     slots[nslots++] = {static_cast<std::uint32_t>(peer), 0, 0, 0};
     if (id)
