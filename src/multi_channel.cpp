@@ -814,9 +814,7 @@ inline result<void> multi_channel::run(std::size_t n, const PartAt &part_at,
     for (std::size_t i = 0; i < n; i++)
       results[i] = work_result{part_at(i).peer, b + i, 0, sl[i].byte_len};
   s.base = b + n; // below every later scope's base
-  // (As end_scope(): the channel may be gone meanwhile.)
-  if (s.busy.exchange(0, std::memory_order_acq_rel) & detail::channel_core::k_orphan) [[unlikely]]
-    s.drop_orphan();
+  s.release_busy();
   return {};
 }
 
@@ -840,9 +838,7 @@ namespace {
 // without slots to settle).
 result<void> scope_done(detail::channel_core &s, std::size_t n) noexcept {
   s.base += n; // below every later scope's base
-  // (As end_scope(): the channel may be gone meanwhile.)
-  if (s.busy.exchange(0, std::memory_order_acq_rel) & detail::channel_core::k_orphan) [[unlikely]]
-    s.drop_orphan();
+  s.release_busy();
   return {};
 }
 } // namespace

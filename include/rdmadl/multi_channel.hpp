@@ -310,6 +310,12 @@ struct RDMADL_CXX_API channel_core {
     nslots = 0;
     ndone = 0;
     first_failed = SIZE_MAX;
+    release_busy();
+  }
+  /// Releases the busy word at a scope's end (end_scope(), and a batch's
+  /// that kept no slot); if the channel is gone meanwhile, frees the state
+  /// (this object: nothing may touch it after).
+  [[gnu::always_inline]] void release_busy() noexcept {
     // (An exchange: one instruction where a fetch_and that returns the old
     // value is a compare-and-swap loop. Clearing k_orphan too is harmless:
     // this end then frees the state.)
@@ -1053,10 +1059,7 @@ private:
     if (m != n) [[unlikely]]
       return run_parts_more(*s, K, wr.parts, m, timeout, wr.results);
     s->base = b + n; // below every later scope's base
-    // (As end_scope(): the channel may be gone meanwhile.)
-    if (s->busy.exchange(0, std::memory_order_acq_rel) & detail::channel_core::k_orphan)
-        [[unlikely]]
-      s->drop_orphan();
+    s->release_busy();
     return {};
   }
   /// run_parts() out of line: on an empty channel, or results shorter than
