@@ -10,7 +10,7 @@
 #                      map chains them (IBVERBS_1.0..N, RDMACM_1.0..N,
 #                      MLX5_1.0..N with MLX5_1.25.1 after MLX5_1.25, EFA_1.x,
 #                      ..., IBUMAD_1.x), except ibv_register_driver (see
-#                      loader/hand.c)
+#                      loader/hand_compat.c)
 #   rdmadl_symbols.txt "name node" per symbol, for tests and CI scripts
 #   rdmadl_hashes.h    #define RDMADL_GNU_HASH_<name> <ELF GNU hash of name>, so
 #                      the loader looks symbols up without hashing at run time
@@ -148,7 +148,7 @@ function(rdmadl_symbols_generate def outdir)
   # of ours is hidden by visibility.
   string(APPEND map "RDMADL_0 {\n  global:\n    rdmadl_*;\n};\n")
   # ibv_register_driver: like libibverbs, only a non-default IBVERBS_1.1
-  # entry, which loader/hand.c makes with .symver (a script can only make
+  # entry, which loader/hand_compat.c makes with .symver (a script can only make
   # default versions).
   rdmadl_version_nodes(ibv_nodes "IBVERBS_1." ${max_IBV} ON "ibv_register_driver" ${pairs})
   string(APPEND map "${ibv_nodes}")

@@ -66,7 +66,7 @@ struct rdmadl_sym_meta {
   unsigned short slot; /* RDMADL_SLOT of its version node */
   unsigned char lib;   /* rdmadl_lib */
   unsigned char fail;  /* enum rdmadl_fail */
-  unsigned char emu;   /* impl EMU: hand.c falls back when the library lacks it */
+  unsigned char emu;   /* impl EMU: hand*.c falls back when the library lacks it */
   unsigned char len;   /* strlen of the name: the binding compares it a word at a
                           time (elf.c) */
 };
@@ -90,6 +90,10 @@ static inline void *rdmadl_load_fn(enum rdmadl_sym_index idx) {
     f = rdmadl_resolve_slow(idx);
   return f;
 }
+
+/* The stub's function bound in the table, loading if needed: what the hand
+ * written stubs and fallbacks call, never an exported (interposable) name. */
+#define RDMADL_FN(name) ((__typeof__(&name))rdmadl_load_fn(RDMADL_IDX_##name))
 
 /* Names of the stubs: the real ones in the drop-in libraries, rdmadl_sym_*
  * (hidden) in the internal loader that the C++ API uses. */
