@@ -5,7 +5,9 @@
  * registrations and buffers, hand_devices.c ibv_get_device_list, hand_gid.c
  * the GID queries, hand_str.c and hand_rate.c the functions that answer
  * without a library, hand_compat.c the old-ABI entries, hand_umad.c
- * libibumad's. Compiled in both modes, like stubs.c.
+ * libibumad's. Compiled in both modes, like stubs.c; in librdmadl-verbs.a
+ * each file is an archive member that records the rows of its stubs
+ * (RDMADL_LINKED, loader/bind.c).
  *
  * An EMU stub forwards to the loaded library when it has the symbol and
  * otherwise runs a fallback built only from calls that library has, with the
@@ -231,3 +233,10 @@ RDMADL_STUB_API struct ibv_mr *RDMADL_NAME(ibv_reg_buf_mr)(struct ibv_pd *pd, st
                                .buf = buf};
   return reg_mr_ex_fallback(pd, &a);
 }
+
+RDMADL_LINKED(ibv_reg_mr_iova2)
+RDMADL_LINKED(ibv_alloc_buf)
+RDMADL_LINKED(ibv_free_buf)
+RDMADL_LINKED(ibv_export_buf_dmabuf_fd)
+RDMADL_LINKED(ibv_reg_mr_ex)
+RDMADL_LINKED(ibv_reg_buf_mr)

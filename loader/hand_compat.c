@@ -58,3 +58,5 @@ int mlx5dv_init_obj_1_0_compat(struct mlx5dv_obj *obj, uint64_t obj_type) {
   return EOPNOTSUPP;
 }
 #endif
+
+RDMADL_LINKED(ibv_register_driver)

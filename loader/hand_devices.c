@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ibv_get_device_list, the HAND entry every verbs program calls first: its
- * failure also sets *num_devices.
+ * failure also sets *num_devices. Alone in its object, so that a program
+ * linked with librdmadl-verbs.a binds only what it calls (loader/bind.c).
  */
 #include <infiniband/verbs.h>
 
@@ -19,3 +20,4 @@ RDMADL_STUB_API struct ibv_device **RDMADL_NAME(ibv_get_device_list)(int *num_de
   rdmadl_refuse(RDMADL_IDX_ibv_get_device_list);
   return NULL;
 }
+RDMADL_LINKED(ibv_get_device_list)

@@ -131,3 +131,6 @@ RDMADL_STUB_API ssize_t RDMADL_NAME(_ibv_query_gid_table)(struct ibv_context *co
   }
   return (ssize_t)n;
 }
+
+RDMADL_LINKED(_ibv_query_gid_ex)
+RDMADL_LINKED(_ibv_query_gid_table)

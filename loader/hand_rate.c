@@ -60,3 +60,8 @@ RDMADL_RATE_STUB(ibv_rate_to_mult, int, enum ibv_rate, rate_measure(value, 0))
 RDMADL_RATE_STUB(mult_to_ibv_rate, enum ibv_rate, int, rate_of_measure(value, 0))
 RDMADL_RATE_STUB(ibv_rate_to_mbps, int, enum ibv_rate, rate_measure(value, 1))
 RDMADL_RATE_STUB(mbps_to_ibv_rate, enum ibv_rate, int, rate_of_measure(value, 1))
+
+RDMADL_LINKED(ibv_rate_to_mult)
+RDMADL_LINKED(mult_to_ibv_rate)
+RDMADL_LINKED(ibv_rate_to_mbps)
+RDMADL_LINKED(mbps_to_ibv_rate)

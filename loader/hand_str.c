@@ -23,3 +23,8 @@ RDMADL_STR_STUB(ibv_wc_status_str, enum ibv_wc_status, wc_status_strs, "unknown"
 RDMADL_STR_STUB(ibv_event_type_str, enum ibv_event_type, event_type_strs, "unknown")
 RDMADL_STR_STUB(ibv_node_type_str, enum ibv_node_type, node_type_strs, "unknown")
 RDMADL_STR_STUB(ibv_port_state_str, enum ibv_port_state, port_state_strs, "unknown")
+
+RDMADL_LINKED(ibv_wc_status_str)
+RDMADL_LINKED(ibv_event_type_str)
+RDMADL_LINKED(ibv_node_type_str)
+RDMADL_LINKED(ibv_port_state_str)

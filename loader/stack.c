@@ -92,7 +92,7 @@ static rdmadl_stack list_devices(struct ibv_device ***out, int *n, int *err) {
 }
 
 rdmadl_stack rdmadl_stack_state(void) {
-  rdmadl_ensure();
+  rdmadl_ensure_bound();
   struct ibv_device **list;
   int n, err;
   rdmadl_stack st = list_devices(&list, &n, &err);
@@ -188,6 +188,7 @@ static char *describe_devices(struct ibv_device **list, int n, int *usable_out) 
 /* The verdict, unescaped: one sentence and what the stack is. */
 char *rdmadl_build_verdict(rdmadl_stack *stack_out, int *usable_out) {
   *usable_out = 0;
+  rdmadl_bind_rest();
   struct lib_info *v = &rdmadl_libs[RDMADL_LIB_IBVERBS];
   struct ibv_device **list;
   int n, err;
@@ -255,7 +256,7 @@ const char *rdmadl_verdict_state(rdmadl_stack *stack, int *usable_out) {
   rdmadl_stack st = RDMADL_STACK_NO_LIBRARY;
   int ok = 0;
   const char *out;
-  if (rdmadl_ensure() != ENSURE_DONE) {
+  if (rdmadl_ensure_bound() != ENSURE_DONE) {
     out = "rdmadl has not loaded rdma-core yet";
   } else {
     char *raw = rdmadl_build_verdict(&st, &ok);
