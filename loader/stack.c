@@ -22,7 +22,7 @@
 static pthread_mutex_t verdict_mu = PTHREAD_MUTEX_INITIALIZER;
 struct interned {
   struct interned *next;
-  char text[];
+  char *text;
 };
 static struct interned *verdicts;
 
@@ -232,21 +232,23 @@ char *rdmadl_build_verdict(rdmadl_stack *stack_out, int *usable_out) {
   return out;
 }
 
-/* S (escaped) from the list of given-out sentences, added when new. */
-static const char *intern(const char *s) {
+/* S (escaped, allocated) from the list of given-out sentences: the list
+ * keeps S when it is new, else S is freed. Nothing is copied (a memcpy call
+ * would need one more GLIBC_* version node at every start-up). */
+static const char *intern(char *s) {
   pthread_mutex_lock(&verdict_mu);
   struct interned *e = verdicts;
   for (; e; e = e->next)
     if (strcmp(e->text, s) == 0)
       break;
-  if (!e) {
-    size_t len = strlen(s) + 1;
-    e = malloc(sizeof *e + len);
-    if (e) {
-      memcpy(e->text, s, len);
-      e->next = verdicts;
-      verdicts = e;
-    }
+  if (e) {
+    free(s);
+  } else if ((e = malloc(sizeof *e)) != NULL) {
+    e->text = s;
+    e->next = verdicts;
+    verdicts = e;
+  } else {
+    free(s);
   }
   pthread_mutex_unlock(&verdict_mu);
   return e ? e->text : NULL;
@@ -263,7 +265,6 @@ const char *rdmadl_verdict_state(rdmadl_stack *stack, int *usable_out) {
     char *esc = raw ? rdmadl_escape_dup(raw) : NULL;
     out = esc ? intern(esc) : NULL;
     free(raw);
-    free(esc);
     if (!out)
       out = "out of memory while describing rdmadl's state";
   }
