@@ -10,10 +10,16 @@
 #                      map chains them (IBVERBS_1.0..N, RDMACM_1.0..N,
 #                      MLX5_1.0..N with MLX5_1.25.1 after MLX5_1.25, EFA_1.x,
 #                      ..., IBUMAD_1.x), except ibv_register_driver (see
-#                      loader/hand.c)
+#                      loader/hand_compat.c)
 #   rdmadl_symbols.txt "name node" per symbol, for tests and CI scripts
 #   rdmadl_hashes.h    #define RDMADL_GNU_HASH_<name> <ELF GNU hash of name>, so
 #                      the loader looks symbols up without hashing at run time
+#   linked/<name>.c    the generated stub of each GEN entry of libibverbs and
+#                      librdmacm alone, recording its row (RDMADL_LINKED): what
+#                      librdmadl-verbs.a compiles instead of stubs.c and
+#                      stubs_cm.c's, one archive member per stub, so that its
+#                      constructor binds only what a program links
+#                      (loader/bind.c); their paths in RDMADL_LINKED_STUB_SOURCES
 # rdmadl_version_nodes(OUT PREFIX MAX_MINOR LOCAL_ALL OMIT PAIRS...): sets OUT
 # to version-script text for the chained nodes PREFIX0 .. PREFIX<MAX_MINOR>
 # (and any PREFIX<minor>.<sub> node a pair names, right after PREFIX<minor>),
@@ -122,6 +128,7 @@ function(rdmadl_symbols_generate def outdir)
   set(list "")
   set(hashes "/* Generated from loader/symbols.def by cmake/RdmadlSymbols.cmake. */\n")
   set(pairs "")
+  set(linked_sources "")
   foreach(lib IN LISTS RDMADL_LIB_TOKENS)
     set(max_${lib} -1)
   endforeach()
@@ -141,14 +148,23 @@ function(rdmadl_symbols_generate def outdir)
     if(minor GREATER max_${lib})
       set(max_${lib} ${minor})
     endif()
+    if(line MATCHES "^RDMADL_SYM\\((IBV|CM), [0-9.]+, ([A-Z0-9]+), GEN, ([^,]+), [A-Za-z_0-9]+, (\\(.*\\)), (\\(.*\\))\\)$")
+      set(stub "/* Generated from loader/symbols.def by cmake/RdmadlSymbols.cmake: ${name}'s\n")
+      string(APPEND stub " * stub alone, an archive member of librdmadl-verbs.a (loader/bind.c). */\n")
+      string(APPEND stub "#include \"stubs.h\"\n\nRDMADL_IMPL_GEN(${CMAKE_MATCH_2}, ${CMAKE_MATCH_3}, ${name}, ")
+      string(APPEND stub "${CMAKE_MATCH_4}, ${CMAKE_MATCH_5})\nRDMADL_LINKED(${name})\n")
+      rdmadl_write_if_changed("${outdir}/linked/${name}.c" "${stub}")
+      list(APPEND linked_sources "${outdir}/linked/${name}.c")
+    endif()
   endforeach()
+  set(RDMADL_LINKED_STUB_SOURCES "${linked_sources}" PARENT_SCOPE)
   string(APPEND rename "#endif\n")
   set(map "/* Generated from loader/symbols.def by cmake/RdmadlSymbols.cmake. */\n")
   # rdmadl's own diagnostics API (include/rdmadl/loader.h); everything else
   # of ours is hidden by visibility.
   string(APPEND map "RDMADL_0 {\n  global:\n    rdmadl_*;\n};\n")
   # ibv_register_driver: like libibverbs, only a non-default IBVERBS_1.1
-  # entry, which loader/hand.c makes with .symver (a script can only make
+  # entry, which loader/hand_compat.c makes with .symver (a script can only make
   # default versions).
   rdmadl_version_nodes(ibv_nodes "IBVERBS_1." ${max_IBV} ON "ibv_register_driver" ${pairs})
   string(APPEND map "${ibv_nodes}")

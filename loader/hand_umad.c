@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The HAND entries of symbols.def for libibumad.so.3: its five string
- * functions. Like ibv_wc_status_str in hand.c, each forwards to the bound
+ * functions. Like ibv_wc_status_str in hand_str.c, each forwards to the bound
  * function when libibumad is loaded and otherwise answers itself, with the
  * strings libibumad returns (the same in rdma-core 33.2, 44.0, 56.1 and
  * 65.0), so a program can still print a MAD it holds. The tables are indexed
  * by the constants of umad_types.h, umad_sm.h, umad_sa.h and umad_cm.h; a
  * value outside them gets libibumad's fallback answer, quirks included
  * ("<unknown" for a method, "Success" for a common status with an unnamed
- * invalid-field code). Compiled in both modes, like hand.c.
+ * invalid-field code). Compiled in both modes, like stubs.c.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -22,7 +22,6 @@
 
 #include "internal.h"
 
-#define RDMADL_FN(name) ((__typeof__(&name))rdmadl_load_fn(RDMADL_IDX_##name))
 #define RDMADL_COUNT(table) (sizeof(table) / sizeof((table)[0]))
 
 /* A MAD field in network byte order, whatever the host's order. */

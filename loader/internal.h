@@ -66,7 +66,7 @@ struct rdmadl_sym_meta {
   unsigned short slot; /* RDMADL_SLOT of its version node */
   unsigned char lib;   /* rdmadl_lib */
   unsigned char fail;  /* enum rdmadl_fail */
-  unsigned char emu;   /* impl EMU: hand.c falls back when the library lacks it */
+  unsigned char emu;   /* impl EMU: hand*.c falls back when the library lacks it */
   unsigned char len;   /* strlen of the name: the binding compares it a word at a
                           time (elf.c) */
 };
@@ -90,6 +90,31 @@ static inline void *rdmadl_load_fn(enum rdmadl_sym_index idx) {
     f = rdmadl_resolve_slow(idx);
   return f;
 }
+
+/* The stub's function bound in the table, loading if needed: what the hand
+ * written stubs and fallbacks call, never an exported (interposable) name. */
+#define RDMADL_FN(name) ((__typeof__(&name))rdmadl_load_fn(RDMADL_IDX_##name))
+
+/*
+ * RDMADL_LINKED(name): in librdmadl-verbs.a (RDMADL_BIND_LINKED), the object
+ * holding NAME's stub records NAME's row in the section rdmadl_linked, so that
+ * the constructor binds the rows of the stubs the program links and no other
+ * (loader/bind.c). The array the linker makes of the section is read through
+ * __start_/__stop_ symbols; "retain" keeps an entry through --gc-sections, as
+ * nothing else refers to it. Elsewhere it is nothing, and every row is bound.
+ */
+#ifdef RDMADL_BIND_LINKED
+#if defined(__has_attribute) && __has_attribute(retain)
+#define RDMADL_LINKED_RETAIN __attribute__((retain))
+#else
+#define RDMADL_LINKED_RETAIN
+#endif
+#define RDMADL_LINKED(name)                                                                        \
+  __attribute__((used, section("rdmadl_linked")))                                                  \
+  RDMADL_LINKED_RETAIN static const unsigned short rdmadl_linked_##name = RDMADL_IDX_##name;
+#else
+#define RDMADL_LINKED(name)
+#endif
 
 /* Names of the stubs: the real ones in the drop-in libraries, rdmadl_sym_*
  * (hidden) in the internal loader that the C++ API uses. */

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Internal to the run-time loader (libs.c, log.c, env.c, elf.c, open.c,
- * load.c, report.c, stack.c, refusal.c): the library table and what each
+ * load.c, bind.c, report.c, stack.c, refusal.c): the library table and what each
  * file offers the others. Every name here is hidden; nothing is exported from any
- * rdmadl library. The stubs (stubs.c, hand.c) need only internal.h.
+ * rdmadl library. The stubs (stubs.c, hand*.c) need only internal.h.
  */
 #ifndef RDMADL_LOADER_LIBS_H
 #define RDMADL_LOADER_LIBS_H
@@ -45,6 +45,8 @@ struct lib_info {
   const char *private_node; /* libibverbs: its IBVERBS_PRIVATE_* node */
   char *lazy_override;      /* lazy libraries: the override, read with the rest */
   int lazy_done;            /* atomic: the lazy load ran (or needs not run) */
+  int rest;                 /* atomic: rows not bound yet; nmissing and a LOADED
+                               state are so far (bind.c) */
 };
 
 RDMADL_HIDDEN extern struct lib_info rdmadl_libs[RDMADL_LIB_COUNT];
@@ -244,6 +246,38 @@ RDMADL_HIDDEN int rdmadl_lazy_pending(const struct lib_info *l);
 #define RDMADL_NOT_LOADED_ERROR                                                                    \
   "not loaded yet: loaded on the first call of one of its functions (or rdmadl_lib_load)"
 #define RDMADL_CM_UNUSED_ERROR "not loaded: no rdma_* function in this program"
+
+/* ---- bind.c: which rows a load binds ---- */
+
+/* Binds library L's rows from the object V describes (HANDLE: its dlopen
+ * handle) and sets L->nmissing: in librdmadl-verbs.a's constructor only the
+ * rows of the stubs the program links (then L->rest is set), else all. */
+RDMADL_HIDDEN void rdmadl_bind_lib(struct lib_info *l, const struct elf_view *v, void *handle);
+#ifdef RDMADL_BIND_LINKED
+/* How many of L's rows the linked stubs recorded. */
+RDMADL_HIDDEN size_t rdmadl_linked_rows(const struct lib_info *l);
+RDMADL_HIDDEN void rdmadl_bind_rest_slow(void);
+/* A fork child: another thread may have held the mutex. */
+RDMADL_HIDDEN void rdmadl_bind_after_fork(void);
+#endif
+/* Binds the rows the load left unbound, once; a no-op before the load is
+ * done. Called before anything reads the whole table or a library's state
+ * or missing count. */
+static inline void rdmadl_bind_rest(void) {
+#ifdef RDMADL_BIND_LINKED
+  if (__builtin_expect(__atomic_load_n(&rdmadl_libs[RDMADL_LIB_IBVERBS].rest, __ATOMIC_ACQUIRE) |
+                           __atomic_load_n(&rdmadl_libs[RDMADL_LIB_RDMACM].rest, __ATOMIC_ACQUIRE),
+                       0))
+    rdmadl_bind_rest_slow();
+#endif
+}
+/* rdmadl_ensure, then the rest bound: what the diagnostics call first. */
+static inline int rdmadl_ensure_bound(void) {
+  int r = rdmadl_ensure();
+  if (r == ENSURE_DONE)
+    rdmadl_bind_rest();
+  return r;
+}
 
 /* ---- report.c: describing the libraries ---- */
 

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The run-time loader: dlopens libibverbs.so.1 and librdmacm.so.1 once, binds
- * every symbol of symbols.def at its version node, and records what it found
- * for include/rdmadl/loader.h.
+ * their symbols of symbols.def at their version nodes (in librdmadl-verbs.a
+ * those the program links first, the rest when needed: bind.c), and records
+ * what it found for include/rdmadl/loader.h.
  *
  * Loading happens in a constructor and on the first call of any stub, so
  * nothing depends on constructor order. The libraries are never dlclosed.
@@ -41,7 +42,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "libs.h"
 
@@ -125,6 +128,11 @@ static int cm_used(void) {
     if (rdmadl_elf_needs_node(m, RDMADL_PREFIX_CM))
       return 1;
   return 0;
+}
+#elif defined(RDMADL_BIND_LINKED)
+/* librdmadl-verbs.a: a linked stub of librdmacm's recorded its row. */
+static int cm_used(void) {
+  return rdmadl_linked_rows(&rdmadl_libs[RDMADL_LIB_RDMACM]) != 0;
 }
 #else
 /* Defined by stubs_cm.c: in a static library the linker brings that object
@@ -211,6 +219,7 @@ static int load_all(void) {
     l->handle = NULL;
     l->nmissing = l->nsyms;
     l->private_node = NULL;
+    __atomic_store_n(&l->rest, 0, __ATOMIC_RELAXED);
     /* Only this load ever set it (a strdup of RDMADL_<LIB>_PATH): a load
      * again frees the cut-off load's copy instead of leaking it. */
     if (l->lazy_override) {
@@ -285,6 +294,9 @@ static void after_fork_child(void) {
   /* Another thread inside a log handler, or the verdict's intern list. */
   rdmadl_log_after_fork();
   rdmadl_verdict_after_fork();
+#ifdef RDMADL_BIND_LINKED
+  rdmadl_bind_after_fork();
+#endif
   if (__atomic_load_n(&lazy_busy, __ATOMIC_RELAXED) &&
       !pthread_equal(__atomic_load_n(&lazy_owner, __ATOMIC_RELAXED), pthread_self()))
     __atomic_store_n(&lazy_busy, 0, __ATOMIC_RELAXED);
@@ -326,7 +338,9 @@ static int wait_for_load(const char *what) {
     unsigned g = __atomic_load_n(&dlopen_gen, __ATOMIC_SEQ_CST);
     if (g != gen || deadline.tv_sec == 0) {
       gen = g;
-      clock_gettime(CLOCK_MONOTONIC, &deadline);
+      /* clock_gettime's own GLIBC_2.17 version node would be one more to
+       * check at every start-up; this wait is rare. */
+      syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &deadline);
       deadline.tv_sec += DEADLOCK_SECONDS;
     }
     if (pthread_cond_clockwait(&load_cv, &load_mu, CLOCK_MONOTONIC, &deadline) == ETIMEDOUT &&
@@ -447,6 +461,11 @@ void *rdmadl_resolve_slow(enum rdmadl_sym_index idx) {
   switch (rdmadl_ensure_named(rdmadl_sym_name(idx))) {
   case ENSURE_DONE:
     f = __atomic_load_n(&rdmadl_fn[idx], __ATOMIC_ACQUIRE);
+    if (!f) {
+      /* A row the load left for later (bind.c), or one the library lacks. */
+      rdmadl_bind_rest();
+      f = __atomic_load_n(&rdmadl_fn[idx], __ATOMIC_ACQUIRE);
+    }
     if (!f && rdmadl_libs[rdmadl_sym_meta[idx].lib].kind != KIND_EAGER) {
       rdmadl_load_lazy(&rdmadl_libs[rdmadl_sym_meta[idx].lib]);
       f = __atomic_load_n(&rdmadl_fn[idx], __ATOMIC_ACQUIRE);
@@ -466,7 +485,7 @@ void *rdmadl_resolve_slow(enum rdmadl_sym_index idx) {
 }
 
 int rdmadl_load(void) {
-  rdmadl_ensure();
+  rdmadl_ensure_bound();
   return rdmadl_usable(rdmadl_libs[RDMADL_LIB_IBVERBS].state) ? 0 : EOPNOTSUPP;
 }
 

@@ -191,7 +191,7 @@ void rdmadl_load_one(rdmadl_lib which, const char *override) {
     DEBUGF("%s", lib->error);
     return;
   }
-  lib->nmissing = rdmadl_elf_bind(&v, h, lib->first, lib->nsyms);
+  rdmadl_bind_lib(lib, &v, h);
   if (lib->nmissing == lib->nsyms) {
     lib->state = RDMADL_STATE_INCOMPATIBLE;
     lib->error = rdmadl_dup_printf("%s exports none of its %zu symbols at their %s* version nodes",

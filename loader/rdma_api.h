@@ -3,7 +3,7 @@
  * Every bundled rdma-core header that declares a function of symbols.def:
  * libibverbs, librdmacm, the providers' direct-verbs libraries and
  * libibumad, plus the exported names no installed header declares any more
- * (extra_decls.h). What the stubs, hand.c and the table-driven tests include.
+ * (extra_decls.h). What the stubs, hand*.c and the table-driven tests include.
  */
 #ifndef RDMADL_RDMA_API_H
 #define RDMADL_RDMA_API_H

@@ -14,6 +14,7 @@ static __thread unsigned last_idx RDMADL_TLS_IE;
 void rdmadl_refuse(unsigned idx) {
   enum rdmadl_refusal why = RDMADL_REFUSED_ABSENT;
   if (__atomic_load_n(&rdmadl_load_state, __ATOMIC_ACQUIRE) == LOAD_DONE && idx < RDMADL_NSYMS) {
+    rdmadl_bind_rest();
     rdmadl_state s = rdmadl_libs[rdmadl_sym_meta[idx].lib].state;
     if (s == RDMADL_STATE_DISABLED)
       why = RDMADL_REFUSED_DISABLED;

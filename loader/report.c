@@ -108,7 +108,7 @@ void rdmadl_log_lib_summary(struct lib_info *l) {
 }
 
 static struct lib_info *lib_at(rdmadl_lib lib) {
-  rdmadl_ensure();
+  rdmadl_ensure_bound();
   return (unsigned)lib < RDMADL_LIB_COUNT ? &rdmadl_libs[lib] : NULL;
 }
 
@@ -205,7 +205,7 @@ const char *rdmadl_lib_missing_symbol(rdmadl_lib lib, size_t i) {
 }
 
 int rdmadl_symbol_status(const char *name, const char **node) {
-  rdmadl_ensure();
+  rdmadl_ensure_bound();
   for (size_t k = 0; name && k < RDMADL_NSYMS; k++) {
     if (strcmp(rdmadl_sym_name(k), name) != 0)
       continue;
@@ -231,7 +231,7 @@ const char *rdmadl_symbol_name(size_t i, rdmadl_lib *lib) {
 }
 
 const char *rdmadl_reason(void) {
-  if (rdmadl_ensure() != ENSURE_DONE)
+  if (rdmadl_ensure_bound() != ENSURE_DONE)
     return "rdmadl has not loaded rdma-core yet";
   const char **slot = rdmadl_lazy_pending(&rdmadl_libs[RDMADL_LIB_RDMACM])
                           ? &rdmadl_reason_text_cm_unused

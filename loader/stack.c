@@ -22,7 +22,7 @@
 static pthread_mutex_t verdict_mu = PTHREAD_MUTEX_INITIALIZER;
 struct interned {
   struct interned *next;
-  char text[];
+  char *text;
 };
 static struct interned *verdicts;
 
@@ -92,7 +92,7 @@ static rdmadl_stack list_devices(struct ibv_device ***out, int *n, int *err) {
 }
 
 rdmadl_stack rdmadl_stack_state(void) {
-  rdmadl_ensure();
+  rdmadl_ensure_bound();
   struct ibv_device **list;
   int n, err;
   rdmadl_stack st = list_devices(&list, &n, &err);
@@ -188,6 +188,7 @@ static char *describe_devices(struct ibv_device **list, int n, int *usable_out) 
 /* The verdict, unescaped: one sentence and what the stack is. */
 char *rdmadl_build_verdict(rdmadl_stack *stack_out, int *usable_out) {
   *usable_out = 0;
+  rdmadl_bind_rest();
   struct lib_info *v = &rdmadl_libs[RDMADL_LIB_IBVERBS];
   struct ibv_device **list;
   int n, err;
@@ -231,21 +232,23 @@ char *rdmadl_build_verdict(rdmadl_stack *stack_out, int *usable_out) {
   return out;
 }
 
-/* S (escaped) from the list of given-out sentences, added when new. */
-static const char *intern(const char *s) {
+/* S (escaped, allocated) from the list of given-out sentences: the list
+ * keeps S when it is new, else S is freed. Nothing is copied (a memcpy call
+ * would need one more GLIBC_* version node at every start-up). */
+static const char *intern(char *s) {
   pthread_mutex_lock(&verdict_mu);
   struct interned *e = verdicts;
   for (; e; e = e->next)
     if (strcmp(e->text, s) == 0)
       break;
-  if (!e) {
-    size_t len = strlen(s) + 1;
-    e = malloc(sizeof *e + len);
-    if (e) {
-      memcpy(e->text, s, len);
-      e->next = verdicts;
-      verdicts = e;
-    }
+  if (e) {
+    free(s);
+  } else if ((e = malloc(sizeof *e)) != NULL) {
+    e->text = s;
+    e->next = verdicts;
+    verdicts = e;
+  } else {
+    free(s);
   }
   pthread_mutex_unlock(&verdict_mu);
   return e ? e->text : NULL;
@@ -255,14 +258,13 @@ const char *rdmadl_verdict_state(rdmadl_stack *stack, int *usable_out) {
   rdmadl_stack st = RDMADL_STACK_NO_LIBRARY;
   int ok = 0;
   const char *out;
-  if (rdmadl_ensure() != ENSURE_DONE) {
+  if (rdmadl_ensure_bound() != ENSURE_DONE) {
     out = "rdmadl has not loaded rdma-core yet";
   } else {
     char *raw = rdmadl_build_verdict(&st, &ok);
     char *esc = raw ? rdmadl_escape_dup(raw) : NULL;
     out = esc ? intern(esc) : NULL;
     free(raw);
-    free(esc);
     if (!out)
       out = "out of memory while describing rdmadl's state";
   }

@@ -2,7 +2,7 @@
 /*
  * The strings rdma-core's string functions return (ibv_wc_status_str,
  * ibv_event_type_str, ibv_node_type_str, ibv_port_state_str,
- * rdma_event_str), indexed by the enum, as rdma-core 65.0 has them. hand.c
+ * rdma_event_str), indexed by the enum, as rdma-core 65.0 has them. hand_str.c
  * and stubs_cm.c (rdma_event_str) answer with them when no library is
  * loaded; the fake libibverbs of tests/fakes answers with them as the real
  * one does. A static table per includer (the compiler drops the ones it

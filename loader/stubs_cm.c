@@ -21,6 +21,11 @@
  * C++ API's first rdma_* call loads it, thread-safely, as above. (A static
  * librdmadl.a keeps the marker: the linker brings it in only with the cm
  * objects a program uses.)
+ *
+ * librdmadl-verbs.a (RDMADL_BIND_LINKED) has each generated stub in a file
+ * of its own, and this one only the two by hand: there every linked stub
+ * records its row (RDMADL_LINKED), and one of librdmacm's rows recorded is
+ * what makes the constructor load it (load.c).
  */
 #include <stdarg.h>
 
@@ -29,12 +34,16 @@
 #include "str_tables.h"
 #include "stubs.h"
 
-#ifndef RDMADL_CM_FIRST_USE
+#if !defined(RDMADL_CM_FIRST_USE) && !defined(RDMADL_BIND_LINKED)
 RDMADL_HIDDEN const char rdmadl_cm_linked = 1;
 #endif
 
 #define RDMADL_ROW_IBV(...)
+#ifdef RDMADL_BIND_LINKED
+#define RDMADL_ROW_CM(...)
+#else
 #define RDMADL_ROW_CM(...) __VA_ARGS__
+#endif
 #define RDMADL_ROW_MLX5(...)
 #define RDMADL_ROW_EFA(...)
 #define RDMADL_ROW_MLX4(...)
@@ -71,3 +80,6 @@ RDMADL_STUB_API int RDMADL_NAME(rfcntl)(int socket, int cmd, ...) {
   rdmadl_refuse(RDMADL_IDX_rfcntl);
   return -1;
 }
+
+RDMADL_LINKED(rdma_event_str)
+RDMADL_LINKED(rfcntl)

@@ -10,6 +10,10 @@
  * called (or rdmadl_lib_load() asks). This C header reports the outcome. It
  * includes no rdma-core header.
  *
+ * The static drop-in (librdmadl-verbs.a) binds at start-up only the functions
+ * its program links, and the rest before any function here reads them: what
+ * they report is the same in every build.
+ *
  * Environment (read with secure_getenv, so set-uid programs ignore it; see
  * README.md "Environment" for the exact rules):
  * - RDMADL_IBVERBS_PATH: a file to load instead of libibverbs.so.1 (a path;

@@ -4,7 +4,7 @@
 # function of the table (SYMBOLS_TXT: "name node", gen/rdmadl_symbols.txt) at
 # its node, as the real libraries do (name@@node; ibv_register_driver only as
 # the non-default name@IBVERBS_1.1; mlx5dv_init_obj also as libmlx5's old-ABI
-# mlx5dv_init_obj@MLX5_1.0, loader/hand.c), and no other ibv_/rdma_/provider/umad
+# mlx5dv_init_obj@MLX5_1.0, loader/hand_compat.c), and no other ibv_/rdma_/provider/umad
 # function: a program linked against rdma-core's -libverbs -lrdmacm -lmlx5
 # -lefa ... -libumad finds each of its versioned references.
 set -euo pipefail

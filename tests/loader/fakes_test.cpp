@@ -57,7 +57,7 @@ void check_refused(std::initializer_list<const char *> why) {
   check_nothing_bound();
 }
 
-// Fallbacks for symbols an older library lacks (loader/hand.c, EMU).
+// Fallbacks for symbols an older library lacks (loader/hand*.c, EMU).
 
 // The fake's registration record (tests/fakes/fake_ibverbs.c): which call ran.
 enum { FAKE_MR_REG_MR = 1, FAKE_MR_IOVA2 = 2, FAKE_MR_DMABUF = 3, FAKE_MR_EX = 4 };
