@@ -139,6 +139,37 @@ TEST_CASE("channel tcp: sends before their receives land in order; the third wai
   }
 }
 
+TEST_CASE("channel tcp: sends posted with no wait in between land with no later call of the "
+          "sender") {
+  // Requests posted while others are on the wire, each send with a credit,
+  // may be held back to go together once an answer comes: the answer's
+  // reader (here the sender's progress thread, as its application makes no
+  // call) sends them, so the receiver gets them all.
+  constexpr std::size_t n = 500, size = 100;
+  channel_options o = tcp_options();
+  o.send_depth = o.recv_depth = 1024;
+  auto [a, b] = pair_of(o);
+  buffer first(a.pd(), size, 1), src(a.pd(), n * size, 8), dst(b.pd(), (n + 1) * size, 0);
+  auto sb = b.scope();
+  std::vector<work_handle> hr;
+  for (std::size_t i = 0; i <= n; i++)
+    hr.push_back(ok(sb.post_recv(0, ok(dst.mr.slice(i * size, size)))));
+  ok(a.send(first.all(), 5s)); // its ack brings the credits of b's receives
+  CHECK(ok(sb.wait(hr[0], 5s)).ok());
+  auto sa = a.scope();
+  std::vector<work_handle> hs;
+  for (std::size_t i = 0; i < n; i++)
+    hs.push_back(ok(sa.post_send(0, ok(src.mr.slice(i * size, size)))));
+  for (std::size_t i = 1; i <= n; i++) {
+    CAPTURE(i);
+    REQUIRE(ok(sb.wait(hr[i], 10s)).ok());
+  }
+  for (std::size_t i = 0; i < n * size; i++)
+    REQUIRE(dst.bytes[size + i] == src.bytes[i]);
+  for (auto h : hs)
+    CHECK(ok(sa.wait(h, 5s)).ok());
+}
+
 TEST_CASE("channel tcp: a staged send too long for the receive fails both sides as RC does") {
   auto [a, b] = pair_of();
   buffer src(a.pd(), 600, 4), dst(b.pd(), 512, 0);
