@@ -621,9 +621,9 @@ bool tcp_engine::timed_watch() const noexcept {
 
 // A waiting application thread is at work (run()): counted, and, while the
 // progress thread leaves the sockets to it, the timer that would hand them
-// back is kept at least for_at_least ahead, set a millisecond further than
+// back is kept at least for_at_least ahead, set timer_lead further than
 // that when it is not (one timerfd_settime(2), no wake-up; about once per
-// millisecond of waiting).
+// timer_lead of waiting).
 void tcp_engine::app_waits(std::chrono::microseconds for_at_least) noexcept {
   app_calls_++;
   if (!ticking_)
@@ -631,7 +631,7 @@ void tcp_engine::app_waits(std::chrono::microseconds for_at_least) noexcept {
   const auto now = std::chrono::steady_clock::now();
   if (timer_armed_ && armed_until_ - now >= for_at_least)
     return;
-  arm_timer(now, for_at_least + std::chrono::milliseconds(1));
+  arm_timer(now, for_at_least + timer_lead);
 }
 
 void tcp_engine::arm_timer(std::chrono::steady_clock::time_point now,
@@ -661,9 +661,9 @@ void tcp_engine::run() noexcept {
     // While an application thread keeps waiting on the engine (it moves the
     // bytes itself, see poll()), the thread keeps its hands off the sockets,
     // so that a message wakes one thread, not two; it takes them back once
-    // a millisecond passes with no such wait. It learns of that from a
-    // timer the waiting thread keeps setting a millisecond ahead
-    // (app_waits()), not by waking every millisecond to look: between two
+    // a few milliseconds pass with no such wait. It learns of that from a
+    // timer the waiting thread keeps setting ahead (app_waits(),
+    // timer_lead), not by waking every millisecond to look: between two
     // one-vCPU VMs, a 64 B round trip takes about that long, and a
     // wake-up per message and side cost ~100 us of it.
     const bool hands_off = app_calls_ != calls_seen;
@@ -757,7 +757,7 @@ void tcp_engine::run() noexcept {
       std::uint64_t v;
       (void)!::read(wake_fd_, &v, sizeof v);
     }
-    if (fds[1].revents) { // a millisecond without an application thread's wait
+    if (fds[1].revents) { // a while without an application thread's wait
       std::uint64_t v;
       (void)!::read(timer_fd_, &v, sizeof v);
       timer_armed_ = false;
@@ -910,7 +910,7 @@ bool tcp_engine::next_batch(peer &q, std::size_t p) noexcept {
   // send placed: its ack) while the progress thread ticks (run(): an
   // application thread keeps waiting on the engine): they ride on its next
   // request, or go before it next sleeps in poll(), or from the progress
-  // thread within about a millisecond (a turn that finds no application
+  // thread within a few milliseconds (a turn that finds no application
   // wait steps every peer). In a blocking ping-pong an ack then reaches the
   // peer with the next message, one wake-up instead of two; in a stream,
   // acks and credits go together.
@@ -924,8 +924,8 @@ bool tcp_engine::next_batch(peer &q, std::size_t p) noexcept {
   // rung once for a list of work requests), at the next poll()
   // (flush_held()), when an answer is read (by whichever thread reads: the
   // progress thread when no application thread waits), or, after the last
-  // wait of a thread that kept waiting, from the progress thread within
-  // about a millisecond. A stream of posts
+  // wait of a thread that kept waiting, from the progress thread within a
+  // few milliseconds. A stream of posts
   // from a thread that does not wait in between (the progress thread then
   // reads the answers) thus goes a window per answer, not a sendmsg per
   // post. A request posted to an idle connection goes at once, and so does

@@ -18,8 +18,8 @@
 // socket, as a blocking socket loop does: a socket is blocking once up, every
 // other call passes MSG_DONTWAIT, SO_RCVTIMEO bounds the wait). The thread is
 // woken only for what it must newly watch, and keeps off the sockets while an
-// application thread keeps waiting (it takes them back after 1 ms without
-// one). Whoever holds the mutex moves payloads with sendmsg/recv
+// application thread keeps waiting (it takes them back a few milliseconds
+// after the last wait: timer_lead). Whoever holds the mutex moves payloads with sendmsg/recv
 // straight between the sockets and the registered buffers, each call inside region_table::use(), so
 // every byte lands inside a region that grants the right, and the region cannot end during the
 // copy. Small frames are read several to a recv(2) through a per-peer read-ahead buffer (4 KiB;
@@ -271,6 +271,12 @@ private:
   static constexpr std::size_t tcp_read_ahead = 4 * 1024;
   // How many peers (the first ones) a waiting poll() watches itself.
   static constexpr std::size_t app_poll_max = 64;
+  // How far beyond what it must cover a waiting application thread sets the
+  // progress thread's timer (app_waits()): one timerfd_settime(2) per that
+  // much waiting, and the progress thread takes the sockets back at most
+  // about that long after the last wait (a one-vCPU VM's 64 B round trip
+  // takes about a millisecond: with 1 ms, a setting per message).
+  static constexpr std::chrono::milliseconds timer_lead{4};
   tcp_engine() = default;
   void run() noexcept;
   void check_acks() noexcept; // fails a peer that stopped acknowledging (keep_alive())
