@@ -455,6 +455,7 @@ void tcp_engine::fail(std::size_t p, const std::string &why, int head_status,
     q.rq.pop();
   }
   q.answers.clear();
+  q.responses = 0;
   q.staged.clear();
   q.out_busy = false;
   q.held = false;
@@ -492,7 +493,8 @@ short tcp_engine::wanted(const peer &q) const noexcept {
   // An eager send left in the socket: the peer's close is read (and the
   // send staged) at once, so its failure is noticed as before.
   short ev = stalled ? (waits && eager_fits(q) ? POLLRDHUP : 0) : POLLIN;
-  if (q.out_busy || !q.answers.empty() || credit_due(q) || sendable(q, q.sent))
+  // (Requests a post held back go once an answer is read: see next_batch().)
+  if (q.out_busy || !q.answers.empty() || credit_due(q) || (sendable(q, q.sent) && !q.held))
     ev |= POLLOUT;
   return ev;
 }
@@ -619,9 +621,9 @@ bool tcp_engine::timed_watch() const noexcept {
 
 // A waiting application thread is at work (run()): counted, and, while the
 // progress thread leaves the sockets to it, the timer that would hand them
-// back is kept at least for_at_least ahead, set a millisecond further than
+// back is kept at least for_at_least ahead, set timer_lead further than
 // that when it is not (one timerfd_settime(2), no wake-up; about once per
-// millisecond of waiting).
+// timer_lead of waiting).
 void tcp_engine::app_waits(std::chrono::microseconds for_at_least) noexcept {
   app_calls_++;
   if (!ticking_)
@@ -629,7 +631,7 @@ void tcp_engine::app_waits(std::chrono::microseconds for_at_least) noexcept {
   const auto now = std::chrono::steady_clock::now();
   if (timer_armed_ && armed_until_ - now >= for_at_least)
     return;
-  arm_timer(now, for_at_least + std::chrono::milliseconds(1));
+  arm_timer(now, for_at_least + timer_lead);
 }
 
 void tcp_engine::arm_timer(std::chrono::steady_clock::time_point now,
@@ -659,9 +661,9 @@ void tcp_engine::run() noexcept {
     // While an application thread keeps waiting on the engine (it moves the
     // bytes itself, see poll()), the thread keeps its hands off the sockets,
     // so that a message wakes one thread, not two; it takes them back once
-    // a millisecond passes with no such wait. It learns of that from a
-    // timer the waiting thread keeps setting a millisecond ahead
-    // (app_waits()), not by waking every millisecond to look: between two
+    // a few milliseconds pass with no such wait. It learns of that from a
+    // timer the waiting thread keeps setting ahead (app_waits(),
+    // timer_lead), not by waking every millisecond to look: between two
     // one-vCPU VMs, a 64 B round trip takes about that long, and a
     // wake-up per message and side cost ~100 us of it.
     const bool hands_off = app_calls_ != calls_seen;
@@ -755,7 +757,7 @@ void tcp_engine::run() noexcept {
       std::uint64_t v;
       (void)!::read(wake_fd_, &v, sizeof v);
     }
-    if (fds[1].revents) { // a millisecond without an application thread's wait
+    if (fds[1].revents) { // a while without an application thread's wait
       std::uint64_t v;
       (void)!::read(timer_fd_, &v, sizeof v);
       timer_armed_ = false;
@@ -908,29 +910,33 @@ bool tcp_engine::next_batch(peer &q, std::size_t p) noexcept {
   // send placed: its ack) while the progress thread ticks (run(): an
   // application thread keeps waiting on the engine): they ride on its next
   // request, or go before it next sleeps in poll(), or from the progress
-  // thread within about a millisecond (a turn that finds no application
+  // thread within a few milliseconds (a turn that finds no application
   // wait steps every peer). In a blocking ping-pong an ack then reaches the
   // peer with the next message, one wake-up instead of two; in a stream,
   // acks and credits go together.
   //
-  // Likewise a post holds back its request while requests of the peer's are
-  // on the wire (their answers still to come) and an application thread
-  // keeps waiting: the requests posted meanwhile go together, one sendmsg
-  // for a window's worth (as a doorbell rung once for a list of work
-  // requests), at the next poll() (flush_held()), when an answer is read, or
-  // from the progress thread within about a millisecond. A request posted
-  // to an idle connection goes at once. A read response is never held.
+  // Likewise a post holds back its request while requests to the peer are
+  // on the wire (their answers still to come), and either an application
+  // thread keeps waiting or every send among them had a credit (the peer
+  // posted its receive, so it answers each once read, with no call of its
+  // application's; writes and reads need none): the requests posted
+  // meanwhile go together, one sendmsg for a window's worth (as a doorbell
+  // rung once for a list of work requests), at the next poll()
+  // (flush_held()), when an answer is read (by whichever thread reads: the
+  // progress thread when no application thread waits), or, after the last
+  // wait of a thread that kept waiting, from the progress thread within a
+  // few milliseconds. A stream of posts
+  // from a thread that does not wait in between (the progress thread then
+  // reads the answers) thus goes a window per answer, not a sendmsg per
+  // post. A request posted to an idle connection goes at once, and so does
+  // one behind an eager send that may wait for the peer's receive. A read
+  // response is never held.
   const bool hold_answers = hold_out_ && ticking_ && !sendable(q, q.sent);
-  const bool hold_requests = posting_ && ticking_ && q.sent > 0;
-  if (hold_answers || hold_requests) {
-    bool response = false;
-    for (std::size_t i = 0; i < q.answers.size(); i++)
-      response = response || q.answers[i].f.op == tcp_op::read_response;
-    if (!response) {
-      if (hold_requests && sendable(q, q.sent))
-        q.held = held_any_ = true;
-      return true;
-    }
+  const bool hold_requests = posting_ && q.sent > 0 && (ticking_ || q.credits >= 0);
+  if ((hold_answers || hold_requests) && q.responses == 0) {
+    if (hold_requests && sendable(q, q.sent))
+      q.held = held_any_ = true;
+    return true;
   }
   q.held = false;
   q.out_n = 0;
@@ -944,6 +950,7 @@ bool tcp_engine::next_batch(peer &q, std::size_t p) noexcept {
       f = q.answers.front().f;
       q.answers.pop();
       if (f.op == tcp_op::read_response) {
+        q.responses--;
         // Served only if the region still grants it (the check is redone per call).
         from = {f.addr, f.length, f.rkey, false};
         f.addr = 0;
@@ -1342,6 +1349,7 @@ bool tcp_engine::begin_payload(peer &q, std::size_t p) noexcept {
     return true;
   case tcp_op::read_request:
     q.answers.push(answer{tcp_frame{tcp_op::read_response, f.length, f.wr_id, f.addr, f.rkey, 0}});
+    q.responses++;
     q.in_payload = false;
     return true;
   default:

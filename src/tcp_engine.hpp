@@ -18,23 +18,20 @@
 // socket, as a blocking socket loop does: a socket is blocking once up, every
 // other call passes MSG_DONTWAIT, SO_RCVTIMEO bounds the wait). The thread is
 // woken only for what it must newly watch, and keeps off the sockets while an
-// application thread keeps waiting (it takes them back after 1 ms without
-// one). Whoever holds the mutex moves payloads with sendmsg/recv straight
-// between the sockets and the registered buffers, each call inside
-// region_table::use(), so every byte lands inside a region that grants the
-// right, and the region cannot end during the copy. Small frames are read
-// several to a recv(2) through a per-peer read-ahead buffer (4 KiB; copied
-// from there to their place inside use() too), and written several to a
-// sendmsg(2) (answers, credits riding in the headers (a credit frame of its
-// own only once the peer is short of them: credit_due()), then requests, payloads
-// included, up to 64 KiB of payload a call; the regions of all of them held
-// by one region_table::use_each()). A request posted while others to that
-// peer await their answers, by a thread that keeps waiting on the engine, is
-// held back until that thread waits again (or an answer is read, or 1 ms
-// passes): a window of posts then goes in one sendmsg(2). Requests are
-// answered in order (TCP keeps it): a send waits, RNR-like, on the sending
-// side until the peer has announced a posted receive (a credit, see
-// tcp_frame.hpp), or goes eagerly into the peer's staging buffer (up to 2 of
+// application thread keeps waiting (it takes them back a few milliseconds
+// after the last wait: timer_lead). Whoever holds the mutex moves payloads with sendmsg/recv
+// straight between the sockets and the registered buffers, each call inside region_table::use(), so
+// every byte lands inside a region that grants the right, and the region cannot end during the
+// copy. Small frames are read several to a recv(2) through a per-peer read-ahead buffer (4 KiB;
+// copied from there to their place inside use() too), and written several to a sendmsg(2) (answers,
+// credits riding in the headers (a credit frame of its own only once the peer is short of them:
+// credit_due()), then requests, payloads included, up to 64 KiB of payload a call; the regions of
+// all of them held by one region_table::use_each()). A request posted while others to that peer
+// await their answers, by a thread that keeps waiting on the engine or behind requests the peer
+// answers with no call of its own (see next_batch()), is held back until that thread waits again or
+// an answer is read: a window of posts then goes in one sendmsg(2). Requests are answered in order
+// (TCP keeps it): a send waits, RNR-like, on the sending side until the peer has announced a posted
+// receive (a credit, see tcp_frame.hpp), or goes eagerly into the peer's staging buffer (up to 2 of
 // at most 64 KiB), so no send ever stops the reading of a connection and the
 // answers behind it (the peer reads an eager send into that buffer only once
 // something behind it may be needed, see stage_now(); else the receive, once
@@ -201,8 +198,9 @@ private:
     peer_setup setup;
     fifo<op> sq; // sends, writes, reads: [0, sent) on the wire
     std::size_t sent = 0;
-    fifo<op> rq;          // receives
-    fifo<answer> answers; // owed to the peer, in order
+    fifo<op> rq;               // receives
+    fifo<answer> answers;      // owed to the peer, in order
+    std::size_t responses = 0; // read responses among them (never held: next_batch())
     // Flow control of sends (tcp_frame.hpp): receives the peer has posted
     // and this side has not yet used (below zero: eager sends beyond them),
     // receives posted here that the peer has not yet been told of, and
@@ -273,6 +271,12 @@ private:
   static constexpr std::size_t tcp_read_ahead = 4 * 1024;
   // How many peers (the first ones) a waiting poll() watches itself.
   static constexpr std::size_t app_poll_max = 64;
+  // How far beyond what it must cover a waiting application thread sets the
+  // progress thread's timer (app_waits()): one timerfd_settime(2) per that
+  // much waiting, and the progress thread takes the sockets back at most
+  // about that long after the last wait (a one-vCPU VM's 64 B round trip
+  // takes about a millisecond: with 1 ms, a setting per message).
+  static constexpr std::chrono::milliseconds timer_lead{4};
   tcp_engine() = default;
   void run() noexcept;
   void check_acks() noexcept; // fails a peer that stopped acknowledging (keep_alive())

@@ -3,28 +3,40 @@
 // loop of the same sizes, in the same run (no RDMA needed: run it with
 // RDMADL_DISABLE=1). For 64 B, 64 KiB and 1 MiB: the ping-pong round trip
 // (median of ITERS; each side sends, then receives into the same buffer) and
-// the one-way throughput (as many messages in flight as a channel's default
-// send_depth, 64, and at most 16 MiB of them; the plain loop streams with
-// blocking send/recv), plain sockets with TCP_NODELAY against a
-// pair of channels with transport = tcp.
+// the one-way throughput, plain sockets with TCP_NODELAY against a pair of
+// channels with transport = tcp. The plain loop streams with blocking
+// send/recv through one buffer; its kernel socket buffers hold what is in
+// flight. A channel's send completes only once the peer placed it, so a
+// streaming caller keeps a window of distinct buffers in flight, and sizes
+// it in bytes as a socket buffer is: the channel streams with
+// budget / SIZE messages in flight (at least 4, at most max_window; the
+// channels' send_depth and recv_depth are raised to that), and, beside it,
+// with the window of a channel's default send_depth (64, at most 16 MiB of
+// them: 16 at 1 MiB), whose figures are printed too.
 //
-// Usage: rdmadl-bench-tcp-host [--runs N] [--listen ADDR:PORT | --connect ADDR:PORT]
-//                              [ITERS [SIZE]]
+// Usage: rdmadl-bench-tcp-host [--runs N] [--budget BYTES]
+//                              [--listen ADDR:PORT | --connect ADDR:PORT] [ITERS [SIZE]]
 // Without --listen/--connect, two threads of one process are the two ends,
 // over loopback. With them, two processes (two hosts or VMs) are: the
 // listening side echoes and receives, the connecting side measures and
-// prints; both take the same ITERS, SIZE and --runs. The plain loop then
-// runs over the processes' control connection, and the channels listen on
-// its local addresses. SIZE: only that one of the three sizes (e.g. to count
-// a size's instructions under callgrind). --runs N: each size's pair of
-// measurements (plain, then channel) N times; each figure is the median of
-// the N, each ratio the median of the N per-run ratios.
+// prints; both take the same ITERS, SIZE, --budget and --runs. The plain
+// loop then runs over the processes' control connection, and the channels
+// listen on its local addresses. SIZE: only that one of the three sizes
+// (e.g. to count a size's instructions under callgrind). --runs N: each
+// size's measurements (plain, channel, channel with the default window) N
+// times; each figure is the median of the N, each ratio the median of the N
+// per-run ratios. --budget: the streaming window in bytes (default
+// 512 KiB).
 //
-// Prints per size (US: microseconds, R: channel / plain):
+// Prints per size (US: microseconds, R: channel / plain, W: messages in
+// flight):
 //   tcp-host: SIZE lat plain=US channel=US ratio=R bw plain=MB/s channel=MB/s ratio=R
-// and, last, every ratio on one line, against the goal (round trip at most
-// 1.2x, throughput at least 0.9x of the plain loop's):
-//   tcp-host: rtt64=R rtt64k=R rtt1m=R bw64=R bw64k=R bw1m=R goal=met|not-met
+//             window=W default=MB/s default_ratio=R default_window=W
+// (one line) and, last, every ratio on one line, against the goal (round
+// trip at most 1.2x, throughput with the budget's window at least 0.9x of
+// the plain loop's), the default window's throughput ratios after it:
+//   tcp-host: rtt64=R rtt64k=R rtt1m=R bw64=R bw64k=R bw1m=R bw64_default=R
+//             bw64k_default=R bw1m_default=R budget=BYTES runs=N goal=met|not-met
 #include <algorithm>
 #include <arpa/inet.h>
 #include <array>
@@ -47,10 +59,20 @@ using clk = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
 namespace {
-// Messages in flight for the channel's throughput: a streaming sender keeps
-// its send queue full (channel_options::send_depth, 64 by default), within
-// 16 MiB of buffer per end (16 at 1 MiB).
-constexpr std::size_t window_of(std::size_t size) {
+// The most messages the channel keeps in flight, and the send_depth and
+// recv_depth its channels are given for that.
+constexpr std::size_t max_window = 4096;
+// The fewest: a window of at least a few messages, whatever the budget.
+constexpr std::size_t min_window = 4;
+// Messages in flight for the channel's throughput: budget bytes of them,
+// within [min_window, max_window].
+std::size_t window_of(std::size_t size, std::size_t budget) {
+  return std::clamp<std::size_t>(budget / size, min_window, max_window);
+}
+// ... and with a channel's default send_depth (64), within 16 MiB of buffer
+// per end (16 at 1 MiB): what a streaming sender that keeps its send queue
+// full gets without tuning.
+std::size_t default_window_of(std::size_t size) {
   return std::min<std::size_t>(64, std::max<std::size_t>(1, (16u << 20) / size));
 }
 
@@ -126,7 +148,7 @@ void sync_byte(int fd) {
 }
 
 struct figures {
-  double rtt_us = 0, mb_s = 0;
+  double rtt_us = 0, mb_s = 0, default_mb_s = 0;
 };
 
 // The plain loop's echoing side: echoes iters messages, then receives the
@@ -161,32 +183,33 @@ figures plain_measure(int fd, std::size_t size, int iters) {
   return {median(rt), static_cast<double>(size) * iters / s / 1e6};
 }
 
-// One end of the channel pair, with window_of(size) messages' worth of registered
-// buffer.
+// One end of the channel pair, with registered buffer for the larger of
+// the two windows.
 struct chan_end {
   channel c;
   std::vector<std::byte> buf;
   memory_region mr;
 };
-chan_end make_end(const std::string &address, std::size_t size) {
+chan_end make_end(const std::string &address, std::size_t size, std::size_t budget) {
   channel_options o;
   o.transport = channel_transport::tcp;
   o.tcp_address = address;
-  chan_end e{channel::create(o).value(), std::vector<std::byte>(size * window_of(size)), {}};
+  const std::size_t most = std::max(window_of(size, budget), default_window_of(size));
+  o.send_depth = o.recv_depth = static_cast<std::uint32_t>(std::max<std::size_t>(64, most));
+  chan_end e{channel::create(o).value(), std::vector<std::byte>(size * most), {}};
   e.mr = e.c.pd().register_memory(e.buf).value();
   return e;
 }
 
 // One side of the channel's stream: iters receives (or sends) of size bytes
-// through one scope, window_of(size) of them posted at a time, each slot
-// posted again once its request completed.
-void channel_stream(chan_end &e, std::size_t size, int iters, bool send) {
+// through one scope, window of them posted at a time, each slot posted
+// again once its request completed.
+void channel_stream(chan_end &e, std::size_t size, int iters, std::size_t window, bool send) {
   auto s = e.c.scope();
   auto post = [&](std::size_t w) {
     auto sl = e.mr.slice(w * size, size).value();
     return (send ? s.post_send(0, sl) : s.post_recv(0, sl)).value();
   };
-  const std::size_t window = window_of(size);
   std::vector<work_handle> h(window);
   int posted = 0;
   for (std::size_t w = 0; w < window && posted < iters; w++, posted++)
@@ -201,18 +224,21 @@ void channel_stream(chan_end &e, std::size_t size, int iters, bool send) {
   }
 }
 
-// The channel's echoing side, as plain_echo().
-void channel_echo(chan_end &e, std::size_t size, int iters) {
+// The channel's echoing side, as plain_echo(), then the stream with the
+// default window.
+void channel_echo(chan_end &e, std::size_t size, int iters, std::size_t budget) {
   auto sb = e.mr.slice(0, size).value();
   for (int i = 0; i < iters; i++) {
     e.c.receive(sb, 10s).value();
     e.c.send(sb, 10s).value();
   }
-  channel_stream(e, size, iters, false);
+  channel_stream(e, size, iters, window_of(size, budget), false);
+  channel_stream(e, size, iters, default_window_of(size), false);
 }
 
-// The channel's measuring side, as plain_measure().
-figures channel_measure(chan_end &e, std::size_t size, int iters) {
+// The channel's measuring side, as plain_measure(), then the stream with
+// the default window.
+figures channel_measure(chan_end &e, std::size_t size, int iters, std::size_t budget) {
   auto sa = e.mr.slice(0, size).value();
   std::vector<double> rt;
   rt.reserve(static_cast<std::size_t>(iters));
@@ -222,14 +248,19 @@ figures channel_measure(chan_end &e, std::size_t size, int iters) {
     e.c.receive(sa, 10s).value();
     rt.push_back(std::chrono::duration<double, std::micro>(clk::now() - t0).count());
   }
+  figures f{median(rt), 0, 0};
+  const double bytes = static_cast<double>(size) * iters;
   auto t0 = clk::now();
-  channel_stream(e, size, iters, true);
-  double s = std::chrono::duration<double>(clk::now() - t0).count();
-  return {median(rt), static_cast<double>(size) * iters / s / 1e6};
+  channel_stream(e, size, iters, window_of(size, budget), true);
+  f.mb_s = bytes / std::chrono::duration<double>(clk::now() - t0).count() / 1e6;
+  t0 = clk::now();
+  channel_stream(e, size, iters, default_window_of(size), true);
+  f.default_mb_s = bytes / std::chrono::duration<double>(clk::now() - t0).count() / 1e6;
+  return f;
 }
 
 // Both figures of one size, two threads of this process over loopback.
-std::pair<figures, figures> one_run_threads(std::size_t size, int iters) {
+std::pair<figures, figures> one_run_threads(std::size_t size, int iters, std::size_t budget) {
   figures p, c;
   {
     auto [a, b] = socket_pair();
@@ -240,12 +271,12 @@ std::pair<figures, figures> one_run_threads(std::size_t size, int iters) {
     ::close(b);
   }
   {
-    chan_end a = make_end("127.0.0.1", size), b = make_end("127.0.0.1", size);
+    chan_end a = make_end("127.0.0.1", size, budget), b = make_end("127.0.0.1", size, budget);
     auto ea = a.c.local_channel_endpoint().value(), eb = b.c.local_channel_endpoint().value();
     a.c.connect(eb).value();
     b.c.connect(ea).value();
-    std::thread echo([&] { channel_echo(b, size, iters); });
-    c = channel_measure(a, size, iters);
+    std::thread echo([&] { channel_echo(b, size, iters, budget); });
+    c = channel_measure(a, size, iters, budget);
     echo.join();
   }
   return {p, c};
@@ -253,7 +284,8 @@ std::pair<figures, figures> one_run_threads(std::size_t size, int iters) {
 
 // The same between two processes over the control connection fd; only the
 // measuring side's figures mean anything.
-std::pair<figures, figures> one_run_remote(int fd, bool measure, std::size_t size, int iters) {
+std::pair<figures, figures> one_run_remote(int fd, bool measure, std::size_t size, int iters,
+                                           std::size_t budget) {
   figures p, c;
   sync_byte(fd);
   if (measure)
@@ -267,16 +299,16 @@ std::pair<figures, figures> one_run_remote(int fd, bool measure, std::size_t siz
   if (getsockname(fd, reinterpret_cast<sockaddr *>(&me), &len) ||
       !inet_ntop(AF_INET, &me.sin_addr, addr, sizeof addr))
     die("getsockname failed");
-  chan_end e = make_end(addr, size);
+  chan_end e = make_end(addr, size, budget);
   const auto mine = e.c.local_channel_endpoint().value().serialize();
   std::array<std::byte, channel_endpoint::serialized_size> theirs{};
   send_all(fd, mine.data(), mine.size());
   recv_all(fd, theirs.data(), theirs.size());
   e.c.connect(channel_endpoint::parse(theirs).value()).value();
   if (measure)
-    c = channel_measure(e, size, iters);
+    c = channel_measure(e, size, iters, budget);
   else
-    channel_echo(e, size, iters);
+    channel_echo(e, size, iters, budget);
   sync_byte(fd); // neither channel ends while the other still uses it
   return {p, c};
 }
@@ -284,19 +316,22 @@ std::pair<figures, figures> one_run_remote(int fd, bool measure, std::size_t siz
 
 int main(int argc, char **argv) {
   int runs = 1;
+  std::size_t budget = std::size_t{512} << 10;
   std::string listen_at, connect_to;
   std::vector<const char *> pos;
   for (int i = 1; i < argc; i++) {
     const std::string a = argv[i];
-    if ((a == "--runs" || a == "--listen" || a == "--connect") && i + 1 < argc) {
+    if ((a == "--runs" || a == "--budget" || a == "--listen" || a == "--connect") && i + 1 < argc) {
       if (a == "--runs")
         runs = std::max(1, std::atoi(argv[i + 1]));
+      else if (a == "--budget")
+        budget = std::max<std::size_t>(1, std::strtoull(argv[i + 1], nullptr, 10));
       else
         (a == "--listen" ? listen_at : connect_to) = argv[i + 1];
       i++;
     } else if (a.rfind("--", 0) == 0) {
-      die("usage: rdmadl-bench-tcp-host [--runs N] [--listen ADDR:PORT | --connect ADDR:PORT] "
-          "[ITERS [SIZE]]");
+      die("usage: rdmadl-bench-tcp-host [--runs N] [--budget BYTES] "
+          "[--listen ADDR:PORT | --connect ADDR:PORT] [ITERS [SIZE]]");
     } else {
       pos.push_back(argv[i]);
     }
@@ -334,7 +369,7 @@ int main(int argc, char **argv) {
 
   const std::size_t sizes[] = {64, std::size_t{64} << 10, std::size_t{1} << 20};
   const char *names[] = {"64", "64k", "1m"};
-  double rtt_ratio[3] = {}, bw_ratio[3] = {};
+  double rtt_ratio[3] = {}, bw_ratio[3] = {}, default_ratio[3] = {};
   bool all = true;
   for (std::size_t k = 0; k < 3; k++) {
     const std::size_t size = sizes[k];
@@ -343,23 +378,29 @@ int main(int argc, char **argv) {
       continue;
     }
     const int n = size >= (std::size_t{1} << 20) ? std::max(iters / 10, 20) : iters;
-    std::vector<double> pl, cl, pb, cb, rl, rb;
+    std::vector<double> pl, cl, pb, cb, cd, rl, rb, rd;
     for (int r = 0; r < runs; r++) {
-      auto [p, c] = remote ? one_run_remote(ctl, measure, size, n) : one_run_threads(size, n);
+      auto [p, c] =
+          remote ? one_run_remote(ctl, measure, size, n, budget) : one_run_threads(size, n, budget);
       pl.push_back(p.rtt_us);
       cl.push_back(c.rtt_us);
       pb.push_back(p.mb_s);
       cb.push_back(c.mb_s);
+      cd.push_back(c.default_mb_s);
       rl.push_back(c.rtt_us / p.rtt_us);
       rb.push_back(c.mb_s / p.mb_s);
+      rd.push_back(c.default_mb_s / p.mb_s);
     }
     if (!measure)
       continue;
     rtt_ratio[k] = median(rl);
     bw_ratio[k] = median(rb);
+    default_ratio[k] = median(rd);
     std::printf("tcp-host: %zu lat plain=%.1f channel=%.1f ratio=%.2f bw plain=%.0f "
-                "channel=%.0f ratio=%.2f\n",
-                size, median(pl), median(cl), rtt_ratio[k], median(pb), median(cb), bw_ratio[k]);
+                "channel=%.0f ratio=%.2f window=%zu default=%.0f default_ratio=%.2f "
+                "default_window=%zu\n",
+                size, median(pl), median(cl), rtt_ratio[k], median(pb), median(cb), bw_ratio[k],
+                window_of(size, budget), median(cd), default_ratio[k], default_window_of(size));
     std::fflush(stdout);
   }
   if (measure && all) {
@@ -373,7 +414,9 @@ int main(int argc, char **argv) {
       std::printf(" bw%s=%.2f", names[k], bw_ratio[k]);
       met = met && bw_ratio[k] >= 0.9;
     }
-    std::printf(" runs=%d goal=%s\n", runs, met ? "met" : "not-met");
+    for (std::size_t k = 0; k < 3; k++)
+      std::printf(" bw%s_default=%.2f", names[k], default_ratio[k]);
+    std::printf(" budget=%zu runs=%d goal=%s\n", budget, runs, met ? "met" : "not-met");
   }
   if (ctl >= 0)
     ::close(ctl);

@@ -139,6 +139,67 @@ TEST_CASE("channel tcp: sends before their receives land in order; the third wai
   }
 }
 
+TEST_CASE("channel tcp: a window of 4096 sends and receives (send_depth 4096) lands in order") {
+  // A streaming caller sizes its window in bytes: at 64 B that is thousands
+  // of requests in flight, which the depths must allow; every one lands in
+  // its own receive, in order, and a receive queue holds no more than its
+  // depth.
+  constexpr std::size_t n = 4096, size = 64;
+  channel_options o = tcp_options();
+  o.send_depth = o.recv_depth = n;
+  auto [a, b] = pair_of(o);
+  buffer src(a.pd(), n * size, 7), dst(b.pd(), n * size, 0);
+  dst.fill(13);
+  auto sb = b.scope();
+  std::vector<work_handle> hr, hs;
+  for (std::size_t i = 0; i < n; i++)
+    hr.push_back(ok(sb.post_recv(0, ok(dst.mr.slice(i * size, size)))));
+  CHECK(sb.post_recv(0, ok(dst.mr.slice(0, size))).error() == std::errc::not_enough_memory);
+  auto sa = a.scope();
+  for (std::size_t i = 0; i < n; i++)
+    hs.push_back(ok(sa.post_send(0, ok(src.mr.slice(i * size, size)))));
+  for (std::size_t i = 0; i < n; i++) {
+    CAPTURE(i);
+    auto r = ok(sb.wait(hr[i], 10s));
+    REQUIRE(r.ok());
+    REQUIRE(r.byte_len == size);
+  }
+  for (std::size_t i = 0; i < n; i++)
+    REQUIRE(ok(sa.wait(hs[i], 10s)).ok());
+  CHECK(dst.bytes == src.bytes);
+}
+
+TEST_CASE("channel tcp: sends posted with no wait in between land with no later call of the "
+          "sender") {
+  // Requests posted while others are on the wire, each send with a credit,
+  // may be held back to go together once an answer comes: the answer's
+  // reader (here the sender's progress thread, as its application makes no
+  // call) sends them, so the receiver gets them all.
+  constexpr std::size_t n = 500, size = 100;
+  channel_options o = tcp_options();
+  o.send_depth = o.recv_depth = 1024;
+  auto [a, b] = pair_of(o);
+  buffer first(a.pd(), size, 1), src(a.pd(), n * size, 8), dst(b.pd(), (n + 1) * size, 0);
+  auto sb = b.scope();
+  std::vector<work_handle> hr;
+  for (std::size_t i = 0; i <= n; i++)
+    hr.push_back(ok(sb.post_recv(0, ok(dst.mr.slice(i * size, size)))));
+  ok(a.send(first.all(), 5s)); // its ack brings the credits of b's receives
+  CHECK(ok(sb.wait(hr[0], 5s)).ok());
+  auto sa = a.scope();
+  std::vector<work_handle> hs;
+  for (std::size_t i = 0; i < n; i++)
+    hs.push_back(ok(sa.post_send(0, ok(src.mr.slice(i * size, size)))));
+  for (std::size_t i = 1; i <= n; i++) {
+    CAPTURE(i);
+    REQUIRE(ok(sb.wait(hr[i], 10s)).ok());
+  }
+  for (std::size_t i = 0; i < n * size; i++)
+    REQUIRE(dst.bytes[size + i] == src.bytes[i]);
+  for (auto h : hs)
+    CHECK(ok(sa.wait(h, 5s)).ok());
+}
+
 TEST_CASE("channel tcp: a staged send too long for the receive fails both sides as RC does") {
   auto [a, b] = pair_of();
   buffer src(a.pd(), 600, 4), dst(b.pd(), 512, 0);
