@@ -376,14 +376,18 @@ struct RDMADL_CXX_API channel_core {
   status_code poll_cq_other() noexcept;
   /// Marks the slots of wc[from, got) (completions a poll took) done.
   [[gnu::always_inline]] void take(std::size_t from, std::size_t got) noexcept {
-    for (std::size_t i = from; i < got; i++) {
-      const completion &c = wc[i];
-      slot *s = find(c.wr_id);
-      if (c.status != 0) [[unlikely]] {
-        error_completion(s, c);
-      } else if (s && !s->done) [[likely]] {
-        s->done = static_cast<std::uint32_t>(++ndone);
-        s->byte_len = c.byte_len;
+    // (By pointer: one value to step, where an index and its address are
+    // two, and the registers are few around the provider's poll.)
+    // A slot found by index, not by find()'s pointer: no null test to pay.
+    for (const completion *c = wc.data() + from, *const end = wc.data() + got; c != end; c++) {
+      const std::uint64_t i = c->wr_id - base; // (huge for ids of earlier scopes)
+      if (c->status != 0) [[unlikely]] {
+        error_completion(find(c->wr_id), *c);
+      } else if (i < nslots) [[likely]] {
+        if (slot &s = slots[i]; !s.done) [[likely]] {
+          s.done = static_cast<std::uint32_t>(++ndone);
+          s.byte_len = c->byte_len;
+        }
       }
     }
   }
@@ -424,12 +428,15 @@ struct RDMADL_CXX_API channel_core {
   [[gnu::always_inline]] status_code post(std::size_t peer, const local_slice &buf,
                                           const remote_region *r, std::uint64_t *id) {
     queue_pair *q;
-    if (peer >= nready || !(q = ready[peer]) || nslots == slot_cap) [[unlikely]]
+    const std::size_t k = nslots;
+    if (peer >= nready || !(q = ready[peer]) || k == slot_cap) [[unlikely]]
       return post_slow(peer, K, buf, r, id);
-    const std::uint64_t i = base + nslots;
+    // The slot first, from what is in registers; it counts once posted.
+    slots[k] = {static_cast<std::uint32_t>(peer), 0, 0, 0};
+    const std::uint64_t i = base + k;
     if (result<void> posted = post_qp<K>(*q, buf, r, i); !posted) [[unlikely]]
       return posted.error();
-    slots[nslots++] = {static_cast<std::uint32_t>(peer), 0, 0, 0};
+    nslots++;
     if (id)
       *id = i;
     return {};
@@ -659,8 +666,9 @@ private:
                                                   const remote_region *r) {
     if (!s_) [[unlikely]]
       return err_;
-    std::uint64_t id = 0;
-    if (status_code st = s_->post<K>(peer, buf, r, &id); !st.ok()) [[unlikely]]
+    // Its id, as post() gives it (not through memory).
+    const std::uint64_t id = s_->base + s_->nslots;
+    if (status_code st = s_->post<K>(peer, buf, r, nullptr); !st.ok()) [[unlikely]]
       return st;
     return work_handle{id};
   }
