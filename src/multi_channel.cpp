@@ -576,6 +576,7 @@ status_code detail::channel_core::poll_cq_other() noexcept {
 
 void detail::channel_core::set_ready() {
   ready.assign(peer_state.size(), nullptr);
+  nready = ready.size();
   for (std::size_t p = 0; p < ready.size(); p++)
     if (!peer_state[p] && p < qps.size())
       ready[p] = &qps[p];
@@ -844,30 +845,20 @@ result<void> scope_done(detail::channel_core &s, std::size_t n) noexcept {
 } // namespace
 
 result<void> multi_channel::run_parts_more(detail::channel_core &s, int k,
-                                           std::span<const part> parts, std::size_t m,
+                                           std::span<const part> parts, int polled,
                                            std::chrono::milliseconds timeout,
                                            std::span<work_result> results) {
   const std::size_t n = parts.size();
   const std::uint64_t b = s.base;
-  // A tag per part: the slot array must hold n (if it does not,
-  // run_parts_rest makes it so and marks them).
-  if (m == 0 || n > s.slot_cap) [[unlikely]]
-    return n ? run_parts_rest(s, k, parts, n, {}, m, m, timeout, results) : scope_done(s, 0);
+  if (n == 0)
+    return scope_done(s, 0);
   for (std::size_t left = n;;) {
-    // (A byte count only for an outcome asked for.)
-    for (std::size_t j = 0; j < m; j++)
-      if (const completion &c = s.wc[j]; results.empty())
-        s.tags[c.wr_id - b] = c.wr_id;
-      else
-        mark(s, c.wr_id - b, c);
-    left -= m;
-    const int polled = s.poll_wc();
     if (polled < 0) [[unlikely]] {
       auto got = s.poll_wc_other();
       return got ? run_parts_rest(s, k, parts, n, {}, 0, *got, timeout, results)
                  : run_parts_rest(s, k, parts, n, got.error(), 0, 0, timeout, results);
     }
-    m = static_cast<std::size_t>(polled);
+    const auto m = static_cast<std::size_t>(polled);
     if (m == 0) [[unlikely]] // the clock
       return run_parts_rest(s, k, parts, n, {}, 0, 0, timeout, results);
     for (std::size_t j = 0; j < m; j++) {
@@ -877,11 +868,23 @@ result<void> multi_channel::run_parts_more(detail::channel_core &s, int k,
     }
     if (m == left)
       break;
+    // A tag per part: the slot array must hold n (if it does not,
+    // run_parts_rest makes it so and marks them).
+    if (n > s.slot_cap) [[unlikely]]
+      return run_parts_rest(s, k, parts, n, {}, m, m, timeout, results);
+    // (A byte count only for an outcome asked for.)
+    for (std::size_t j = 0; j < m; j++)
+      if (const completion &c = s.wc[j]; results.empty())
+        s.tags[c.wr_id - b] = c.wr_id;
+      else
+        mark(s, c.wr_id - b, c);
+    left -= m;
+    polled = s.poll_wc();
   }
   if (!results.empty()) { // (this poll's parts from wc, the earlier ones from their slots)
     for (std::size_t i = 0; i < n; i++)
       results[i] = work_result{parts[i].peer, b + i, 0, s.slots[i].byte_len};
-    for (std::size_t j = 0; j < m; j++)
+    for (std::size_t j = 0; j < static_cast<std::size_t>(polled); j++)
       results[s.wc[j].wr_id - b].byte_len = s.wc[j].byte_len;
   }
   return scope_done(s, n);

@@ -61,7 +61,7 @@ struct access; ///< src/: reaches the private members of every class
 struct channel_core;
 /// rdmadl/multi_channel.hpp: a batch's work request, posted straight to the
 /// provider.
-template <int K, class Part> struct batch_request;
+template <int K> struct batch_request;
 
 /// A value that a move takes and leaves as Empty (by default T{}: a null
 /// pointer, 0): with it, every handle's move constructor and assignment are

@@ -179,16 +179,12 @@ enum channel_op { k_send, k_recv, k_write, k_read };
 /// the request, it does not change it. post() calls the provider itself and
 /// answers its return value, so that nothing of the queue pair is needed
 /// after the call unless it failed (error()). RC only: the queue pair's
-/// type is not checked. It also keeps the batch's parts and results for
-/// the out-of-line paths: its address goes to the provider, so they stay
-/// in memory instead of taking registers through every call.
-template <int K, class Part> struct batch_request {
+/// type is not checked. (It holds nothing else: each field is a store per
+/// batch, the parts and results are at hand for the out-of-line paths.)
+template <int K> struct batch_request {
   send_request w;
   ::ibv_send_wr *bad; ///< the provider's answer on failure (unused)
-  std::span<const Part> parts;
-  std::span<work_result> results;
-  batch_request(std::uint64_t id, std::span<const Part> all, std::span<work_result> res) noexcept
-      : parts(all), results(res) {
+  explicit batch_request(std::uint64_t id) noexcept {
     w.wr_id = id;
     w.next = nullptr;
     w.num_sge = 1;
@@ -211,13 +207,10 @@ template <int K, class Part> struct batch_request {
   /// The error of q's post that returned rc (as queue_pair's post_*).
   static status_code error(const queue_pair &q, int rc) noexcept { return q.failed(rc); }
 };
-template <class Part> struct batch_request<k_recv, Part> {
+template <> struct batch_request<k_recv> {
   recv_request w;
   ::ibv_recv_wr *bad; ///< the provider's answer on failure (unused)
-  std::span<const Part> parts;
-  std::span<work_result> results;
-  batch_request(std::uint64_t id, std::span<const Part> all, std::span<work_result> res) noexcept
-      : w{id, nullptr, nullptr, 1}, parts(all), results(res) {}
+  explicit batch_request(std::uint64_t id) noexcept : w{id, nullptr, nullptr, 1} {}
   [[gnu::always_inline]] int post(const queue_pair &q, const local_slice &buf,
                                   const remote_region &) noexcept {
     w.sg_list = &buf;
@@ -249,6 +242,9 @@ struct RDMADL_CXX_API channel_core {
     std::uint32_t byte_len;
   };
 
+  /// k_open, k_orphan. First, so that its address is the state's own: the
+  /// inline paths keep no register (or spill) for it beside the state's.
+  std::atomic<std::uint8_t> busy{0};
   context ctx;
   protection_domain pd;
   completion_queue cq;
@@ -265,10 +261,10 @@ struct RDMADL_CXX_API channel_core {
   /// the inline batch path and a scope's post test and post to: one load
   /// per request, no index arithmetic). Kept by fail() and set_ready().
   std::vector<queue_pair *> ready;
+  std::size_t nready = 0; ///< ready.size(), kept apart: one load where the size is two and a shift
   std::size_t failed_peers = 0;
-  std::atomic<std::uint8_t> busy{0}; ///< k_open, k_orphan
-  std::vector<slot> slot_store;      ///< the slots' storage (capacity kept across scopes)
-  slot *slots = nullptr;             ///< slot_store.data(): the open scope's requests
+  std::vector<slot> slot_store; ///< the slots' storage (capacity kept across scopes)
+  slot *slots = nullptr;        ///< slot_store.data(): the open scope's requests
   /// Beside slot i, for a batch's usual path (multi_channel::run), which
   /// marks part i done by storing its id in tags[i] (and its byte count in
   /// the slot), and nothing else: ids only grow, so a stale tag never
@@ -380,14 +376,18 @@ struct RDMADL_CXX_API channel_core {
   status_code poll_cq_other() noexcept;
   /// Marks the slots of wc[from, got) (completions a poll took) done.
   [[gnu::always_inline]] void take(std::size_t from, std::size_t got) noexcept {
-    for (std::size_t i = from; i < got; i++) {
-      const completion &c = wc[i];
-      slot *s = find(c.wr_id);
-      if (c.status != 0) [[unlikely]] {
-        error_completion(s, c);
-      } else if (s && !s->done) [[likely]] {
-        s->done = static_cast<std::uint32_t>(++ndone);
-        s->byte_len = c.byte_len;
+    // (By pointer: one value to step, where an index and its address are
+    // two, and the registers are few around the provider's poll.)
+    // A slot found by index, not by find()'s pointer: no null test to pay.
+    for (const completion *c = wc.data() + from, *const end = wc.data() + got; c != end; c++) {
+      const std::uint64_t i = c->wr_id - base; // (huge for ids of earlier scopes)
+      if (c->status != 0) [[unlikely]] {
+        error_completion(find(c->wr_id), *c);
+      } else if (i < nslots) [[likely]] {
+        if (slot &s = slots[i]; !s.done) [[likely]] {
+          s.done = static_cast<std::uint32_t>(++ndone);
+          s.byte_len = c->byte_len;
+        }
       }
     }
   }
@@ -428,12 +428,15 @@ struct RDMADL_CXX_API channel_core {
   [[gnu::always_inline]] status_code post(std::size_t peer, const local_slice &buf,
                                           const remote_region *r, std::uint64_t *id) {
     queue_pair *q;
-    if (peer >= ready.size() || !(q = ready[peer]) || nslots == slot_cap) [[unlikely]]
+    const std::size_t k = nslots;
+    if (peer >= nready || !(q = ready[peer]) || k == slot_cap) [[unlikely]]
       return post_slow(peer, K, buf, r, id);
-    const std::uint64_t i = base + nslots;
+    // The slot first, from what is in registers; it counts once posted.
+    slots[k] = {static_cast<std::uint32_t>(peer), 0, 0, 0};
+    const std::uint64_t i = base + k;
     if (result<void> posted = post_qp<K>(*q, buf, r, i); !posted) [[unlikely]]
       return posted.error();
-    slots[nslots++] = {static_cast<std::uint32_t>(peer), 0, 0, 0};
+    nslots++;
     if (id)
       *id = i;
     return {};
@@ -663,8 +666,9 @@ private:
                                                   const remote_region *r) {
     if (!s_) [[unlikely]]
       return err_;
-    std::uint64_t id = 0;
-    if (status_code st = s_->post<K>(peer, buf, r, &id); !st.ok()) [[unlikely]]
+    // Its id, as post() gives it (not through memory).
+    const std::uint64_t id = s_->base + s_->nslots;
+    if (status_code st = s_->post<K>(peer, buf, r, nullptr); !st.ok()) [[unlikely]]
       return st;
     return work_handle{id};
   }
@@ -1017,37 +1021,37 @@ private:
     // (Read once: the provider's post could, for all the compiler knows,
     // change them. The ids go from base, which no one else changes while
     // the busy word is taken.)
-    const std::size_t np = s->ready.size();
+    const std::size_t np = s->nready;
     queue_pair *const *const ready = s->ready.data();
-    detail::batch_request<K, part> wr(s->base, parts, results);
+    detail::batch_request<K> wr(s->base);
     const std::size_t n = parts.size();
     const part *const end = parts.data() + n;
     for (const part *p = parts.data(); p != end; p++) {
       queue_pair *q;
       if (p->peer >= np || !(q = ready[p->peer])) [[unlikely]]
-        return run_parts_rest(*s, K, wr.parts, wr.w.wr_id - s->base, {}, 0, 0, timeout, wr.results);
+        return run_parts_rest(*s, K, parts, wr.w.wr_id - s->base, {}, 0, 0, timeout, results);
       if (int rc = wr.post(*q, p->buf, p->remote)) [[unlikely]]
-        return run_parts_rest(*s, K, wr.parts, wr.w.wr_id - s->base, wr.error(*ready[p->peer], rc),
-                              0, 0, timeout, wr.results);
+        return run_parts_rest(*s, K, parts, wr.w.wr_id - s->base, wr.error(*ready[p->peer], rc), 0,
+                              0, timeout, results);
       wr.next();
     }
     const std::uint64_t b = s->base; // part i's id is b + i
     if (n == 0) [[unlikely]]         // (nothing to poll for)
-      return run_parts_more(*s, K, wr.parts, 0, timeout, wr.results);
+      return run_parts_more(*s, K, parts, 0, timeout, results);
+    // The usual poll brings in the whole batch: tested first, so that the
+    // checks below run n times (a constant for a caller's fixed batch);
+    // anything else (fewer, none, a failed or extended poll: negative) goes
+    // on out of line.
     const int polled = s->poll_wc();
-    if (polled < 0) [[unlikely]] {
-      auto got = s->poll_wc_other();
-      return got ? run_parts_rest(*s, K, wr.parts, n, {}, 0, *got, timeout, wr.results)
-                 : run_parts_rest(*s, K, wr.parts, n, got.error(), 0, 0, timeout, wr.results);
-    }
-    const auto m = static_cast<std::size_t>(polled);
-    // Each a success of a part (ids are unique, so m of them are m parts);
-    // else the rest goes out of line, from the first that is not.
+    if (static_cast<std::size_t>(polled) != n) [[unlikely]]
+      return run_parts_more(*s, K, parts, polled, timeout, results);
+    // Each a success of a part (ids are unique, so n of them are the n
+    // parts); else the rest goes out of line, from the first that is not.
     const completion *const wc = s->wc.data();
-    for (const completion *c = wc; c != wc + m; c++) {
+    for (const completion *c = wc; c != wc + n; c++) {
       if (c->wr_id - b >= n || c->status != 0) [[unlikely]]
-        return run_parts_rest(*s, K, wr.parts, n, {}, static_cast<std::size_t>(c - wc), m, timeout,
-                              wr.results);
+        return run_parts_rest(*s, K, parts, n, {}, static_cast<std::size_t>(c - wc), n, timeout,
+                              results);
       // Its outcome, when asked for (if the batch goes on out of line, every
       // outcome is written again there).
       if (!results.empty()) {
@@ -1055,9 +1059,6 @@ private:
         results[i] = work_result{parts[i].peer, c->wr_id, 0, c->byte_len};
       }
     }
-    // Parts pending (or none came: the clock): polled again out of line.
-    if (m != n) [[unlikely]]
-      return run_parts_more(*s, K, wr.parts, m, timeout, wr.results);
     s->base = b + n; // below every later scope's base
     s->release_busy();
     return {};
@@ -1066,12 +1067,13 @@ private:
   /// parts.
   result<void> run_parts_slow(int k, std::span<const part> parts, std::chrono::milliseconds timeout,
                               std::span<work_result> results);
-  /// run_parts() once its first poll took m successes of parts (m < n,
-  /// none marked yet): marks them, polls for the rest as run_parts() does,
-  /// and goes on as it does (a poll that finds nothing: the clock, in
-  /// run_parts_rest). With no parts, only ends the scope.
+  /// run_parts() once its first poll answered polled, not n (none marked
+  /// yet): a failed or extended poll (negative), or m < n completions, which
+  /// it checks as run_parts() does and marks; then polls for the rest as
+  /// run_parts() does, and goes on as it does (a poll that finds nothing:
+  /// the clock, in run_parts_rest). With no parts, only ends the scope.
   static result<void> run_parts_more(detail::channel_core &s, int k, std::span<const part> parts,
-                                     std::size_t m, std::chrono::milliseconds timeout,
+                                     int polled, std::chrono::milliseconds timeout,
                                      std::span<work_result> results);
   /// run_parts() once its usual path stopped (the scope is open): parts 0 to
   /// posted - 1 are posted, those whose tag is their id are done, wc[0,

@@ -540,7 +540,7 @@ public:
 private:
   friend struct detail::access;
   friend class send_batch;
-  template <int K, class Part> friend struct detail::batch_request;
+  template <int K> friend struct detail::batch_request;
   /// What the QP type carries (ops_): sends without an address (RC, UC),
   /// writes (RC, UC), reads and atomics (RC), UD sends. 0 when empty.
   static constexpr std::uint8_t op_send = 1, op_write = 2, op_read = 4, op_send_ud = 8;

@@ -493,6 +493,58 @@ CHANNEL_CASE("a batch larger than one poll: every part's outcome, and an error c
   CHECK(s.hub.connected(2));
 }
 
+CHANNEL_CASE("a batch whose first poll is short and holds an error completion: every other part "
+             "succeeds, only that part's peer fails",
+             batch_short_first_poll_error) {
+  star s({}, t);
+  // 20 parts, more than one poll takes (16), so the first poll comes back
+  // short of the batch; part 4 is the only one of peer 1, and peer 1
+  // refuses it, within that first poll.
+  constexpr std::size_t n = 20;
+  std::array<work_result, n> res{};
+  std::vector<multi_channel::part> parts;
+  for (std::size_t i = 0; i < n; i++) {
+    const std::size_t peer = i == 4 ? 1 : i % 2 ? 2 : 0;
+    parts.push_back({peer, s.hub_at(i, 1), s.peer_remote(peer, i, 1)});
+  }
+  for (std::size_t i = 0; i < n; i++)
+    s.hub_bytes(0)[i] = std::byte(i + 1);
+  parts[4].remote.rkey ^= 0x5a5a;
+  auto r = s.hub.scatter_write(parts, 10s, res);
+  REQUIRE_FALSE(r);
+  CHECK(r.error() == std::error_code(IBV_WC_REM_ACCESS_ERR, wc_category()));
+  for (std::size_t i = 0; i < n; i++) {
+    CAPTURE(i);
+    CHECK(res[i].peer == parts[i].peer);
+    if (i == 4)
+      continue;
+    CHECK(res[i].ok());
+    CHECK(s.peer_bytes(parts[i].peer, i)[0] == std::byte(i + 1));
+  }
+  CHECK(res[4].status == IBV_WC_REM_ACCESS_ERR);
+  CHECK(res[4].error() == r.error());
+  CHECK_FALSE(s.hub.connected(1));
+  CHECK(s.hub.connected(0));
+  CHECK(s.hub.connected(2));
+  // The same without results, once peer 1 is out of the batch: the other
+  // peers' parts all land.
+  for (std::size_t i = 0; i < n; i++)
+    s.hub_bytes(0)[i] = std::byte(i + 101);
+  parts[4] = {0, s.hub_at(4, 1), s.peer_remote(0, 4, 1)};
+  ok(s.hub.scatter_write(parts, 10s));
+  for (std::size_t i = 0; i < n; i++) {
+    CAPTURE(i);
+    CHECK(s.peer_bytes(parts[i].peer, i)[0] == std::byte(i + 101));
+  }
+  // And a peer refusing one part there, without results: its error is the
+  // call's.
+  parts[6].remote.rkey ^= 0x5a5a;
+  CHECK(s.hub.scatter_write(parts, 10s).error() ==
+        std::error_code(IBV_WC_REM_ACCESS_ERR, wc_category()));
+  CHECK_FALSE(s.hub.connected(0));
+  CHECK(s.hub.connected(2));
+}
+
 CHANNEL_CASE("the batch forms without results: a first batch over polls, an empty one, bad "
              "peers and an error completion",
              batch_without_results) {
