@@ -91,6 +91,14 @@ static inline size_t rdmadl_prefix_len(const char *s, const char *prefix) {
       return 0;
   return n;
 }
+/* Whether S contains NEEDLE. Inline, as the prefix test: no string function
+ * of libc's to bind on the no-stack path. */
+static inline int rdmadl_contains(const char *s, const char *needle) {
+  for (; *s; s++)
+    if (rdmadl_prefix_len(s, needle))
+      return 1;
+  return 0;
+}
 static inline int rdmadl_has_slash(const char *s) {
   for (; *s; s++)
     if (*s == '/')

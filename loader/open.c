@@ -20,17 +20,18 @@
 static void classify_failure(struct lib_info *lib, const char *override, const char *err) {
   if (!err)
     err = "dlopen failed";
-  size_t n = strlen(lib->open_name);
-  /* glibc names the object it could not open first: ours, or a dependency. */
-  int ours = strncmp(err, lib->open_name, n) == 0 && err[n] == ':';
+  /* glibc names the object it could not open first: ours, or a dependency.
+   * The common case (no rdma-core: not found) calls only strdup. */
+  size_t n = rdmadl_prefix_len(err, lib->open_name);
+  int ours = n && err[n] == ':';
   if (!override) {
-    if (ours && strstr(err, "No such file")) {
+    if (ours && rdmadl_contains(err + n, "No such file")) {
       lib->state = RDMADL_STATE_NOT_FOUND;
-      lib->error = rdmadl_dup_printf("%s", err);
+      lib->error = strdup(err);
     } else {
       lib->state = RDMADL_STATE_LOAD_FAILED;
       lib->error =
-          ours ? rdmadl_dup_printf("%s", err)
+          ours ? strdup(err)
                : rdmadl_dup_printf("%s was found but cannot be loaded: %s", lib->soname, err);
     }
     return;
