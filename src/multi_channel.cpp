@@ -657,6 +657,16 @@ void detail::channel_core::error_completion(slot *s, const completion &c) noexce
   record(s, c.status, c.byte_len);
 }
 
+void detail::channel_core::take_rest(std::size_t from, std::size_t got) noexcept {
+  for (std::size_t k = from; k < got; k++) {
+    const completion &c = wc[k];
+    if (c.status != 0)
+      error_completion(find(c.wr_id), c);
+    else
+      record(find(c.wr_id), 0, c.byte_len);
+  }
+}
+
 void detail::channel_core::note_error(const completion &c) noexcept {
   auto &m = static_cast<channel_state *>(this)->peer_of_qpn;
   if (auto it = m.find(c.qp_num); it != m.end())

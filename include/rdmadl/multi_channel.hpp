@@ -377,19 +377,27 @@ struct RDMADL_CXX_API channel_core {
   /// Marks the slots of wc[from, got) (completions a poll took) done.
   [[gnu::always_inline]] void take(std::size_t from, std::size_t got) noexcept {
     // (By pointer: one value to step, where an index and its address are
-    // two, and the registers are few around the provider's poll.)
-    // A slot found by index, not by find()'s pointer: no null test to pay.
+    // two. The loop calls nothing: an error completion hands it and the
+    // rest of the poll to take_rest(), so that base, nslots, slots and
+    // ndone stay in registers and ndone is stored once.)
+    const std::uint64_t b = base;
+    const std::size_t ns = nslots;
+    slot *const sl = slots;
+    std::size_t nd = ndone;
     for (const completion *c = wc.data() + from, *const end = wc.data() + got; c != end; c++) {
-      const std::uint64_t i = c->wr_id - base; // (huge for ids of earlier scopes)
       if (c->status != 0) [[unlikely]] {
-        error_completion(find(c->wr_id), *c);
-      } else if (i < nslots) [[likely]] {
-        if (slot &s = slots[i]; !s.done) [[likely]] {
-          s.done = static_cast<std::uint32_t>(++ndone);
+        ndone = nd;
+        return take_rest(static_cast<std::size_t>(c - wc.data()), got);
+      }
+      // A slot found by index: huge for ids of earlier scopes.
+      if (const std::uint64_t i = c->wr_id - b; i < ns) [[likely]] {
+        if (slot &s = sl[i]; !s.done) [[likely]] {
+          s.done = static_cast<std::uint32_t>(++nd);
           s.byte_len = c->byte_len;
         }
       }
     }
+    ndone = nd;
   }
   /// cq.poll(wc) as a count: the provider's poll_cq straight into wc.
   /// Negative when that failed or when the queue is empty or extended (its
@@ -548,6 +556,9 @@ struct RDMADL_CXX_API channel_core {
   void reserve_slots(std::size_t n);
   /// An error completion: marks its peer failed and its slot (if any) done.
   void error_completion(slot *s, const completion &c) noexcept;
+  /// take() from an error completion, wc[from], on: each error through
+  /// error_completion(), each success as take() marks it.
+  void take_rest(std::size_t from, std::size_t got) noexcept;
   /// Marks the peer of an error completion failed (by its QP number).
   void note_error(const completion &c) noexcept;
   /// poll_some() of a channel with TCP peers (channel_state::poll_mixed).
