@@ -608,8 +608,8 @@ status_code await_scope(detail::channel_state &s, status_code err,
     s.settle(); // so every outcome is known, and every buffer free
   if (!err.ok())
     return err;
-  if (s.first_failed != SIZE_MAX) [[unlikely]]
-    return s.outcome(s.first_failed).error();
+  if (s.first_failed >= s.base) [[unlikely]]
+    return s.outcome(static_cast<std::size_t>(s.first_failed - s.base)).error();
   return {};
 }
 } // namespace

@@ -276,9 +276,11 @@ struct RDMADL_CXX_API channel_core {
   /// hand out (a blocking call takes it). So every id is below every later
   /// scope's base, and a late completion of an earlier one finds no slot.
   std::uint64_t base = 1;
-  std::size_t ndone = 0;               ///< slots done (0 between scopes)
-  std::size_t first_failed = SIZE_MAX; ///< index of the first error completion
-  std::array<completion, 16> wc;       ///< the poll buffer (not rebuilt per poll)
+  std::size_t ndone = 0; ///< slots done (0 between scopes)
+  /// The id of the open scope's first error completion; none while it is
+  /// below base (so a scope's end need not reset it: base moves past it).
+  std::uint64_t first_failed = 0;
+  std::array<completion, 16> wc; ///< the poll buffer (not rebuilt per poll)
   /// By peer, with a TCP transport (transport-neutral channels only; empty
   /// otherwise, which is what the inline poll tests).
   std::vector<std::uint8_t> over_tcp;
@@ -305,7 +307,6 @@ struct RDMADL_CXX_API channel_core {
     base += nslots; // below every later scope's base
     nslots = 0;
     ndone = 0;
-    first_failed = SIZE_MAX;
     release_busy();
   }
   /// Releases the busy word at a scope's end (end_scope(), and a batch's
@@ -351,8 +352,8 @@ struct RDMADL_CXX_API channel_core {
     s.done = static_cast<std::uint32_t>(++ndone); // its place in completion order
     s.status = status;
     s.byte_len = byte_len;
-    if (status != 0 && first_failed == SIZE_MAX) [[unlikely]]
-      first_failed = static_cast<std::size_t>(&s - slots);
+    if (status != 0 && first_failed < base) [[unlikely]]
+      first_failed = base + static_cast<std::size_t>(&s - slots);
   }
   /// Marks s (if of the open scope and not done yet) done with this outcome.
   void record(slot *s, int status, std::uint32_t byte_len) noexcept {
