@@ -436,13 +436,20 @@ struct RDMADL_CXX_API channel_core {
   template <int K>
   [[gnu::always_inline]] status_code post(std::size_t peer, const local_slice &buf,
                                           const remote_region *r, std::uint64_t *id) {
+    return post<K>(base, peer, buf, r, id);
+  }
+  /// post() given b, the open scope's base (a polling_scope keeps its own
+  /// copy: base does not change while a scope is open).
+  template <int K>
+  [[gnu::always_inline]] status_code post(std::uint64_t b, std::size_t peer, const local_slice &buf,
+                                          const remote_region *r, std::uint64_t *id) {
     queue_pair *q;
     const std::size_t k = nslots;
     if (peer >= nready || !(q = ready[peer]) || k == slot_cap) [[unlikely]]
       return post_slow(peer, K, buf, r, id);
     // The slot first, from what is in registers; it counts once posted.
     slots[k] = {static_cast<std::uint32_t>(peer), 0, 0, 0};
-    const std::uint64_t i = base + k;
+    const std::uint64_t i = b + k;
     if (result<void> posted = post_qp<K>(*q, buf, r, i); !posted) [[unlikely]]
       return posted.error();
     nslots++;
@@ -636,7 +643,7 @@ public:
     if (!s_) [[unlikely]]
       return err_;
     detail::channel_core &s = *s_;
-    const std::uint64_t i = h.id - s.base;
+    const std::uint64_t i = h.id - base_; // (for this scope's handles: their slot)
     if (i >= s.nslots) [[unlikely]]
       return errc::unknown_handle;
     const auto k = static_cast<std::size_t>(i);
@@ -647,7 +654,8 @@ public:
       if (!st.ok()) [[unlikely]]
         return st;
     }
-    return s.outcome(k);
+    const detail::channel_core::slot &sl = s.slots[k];
+    return work_result{sl.peer, h.id, sl.status, sl.byte_len};
   }
   /// Waits up to timeout for everything pending; returns every result taken
   /// since the scope opened, in completion order. Errors: errc::timed_out.
@@ -666,9 +674,10 @@ private:
   /// Opens a scope on s (inline: a compare-and-swap of the busy word); an
   /// empty or busy channel gives a scope whose every call fails.
   explicit polling_scope(detail::channel_core *s) noexcept {
-    if (s && s->open_scope()) [[likely]]
+    if (s && s->open_scope()) [[likely]] {
       s_ = s;
-    else
+      base_ = s->base;
+    } else
       err_ = refused(s);
   }
   /// errc::empty_object (s null) or errc::channel_busy.
@@ -679,13 +688,17 @@ private:
     if (!s_) [[unlikely]]
       return err_;
     // Its id, as post() gives it (not through memory).
-    const std::uint64_t id = s_->base + s_->nslots;
-    if (status_code st = s_->post<K>(peer, buf, r, nullptr); !st.ok()) [[unlikely]]
+    const std::uint64_t id = base_ + s_->nslots;
+    if (status_code st = s_->post<K>(base_, peer, buf, r, nullptr); !st.ok()) [[unlikely]]
       return st;
     return work_handle{id};
   }
   detail::channel_core *s_ = nullptr; ///< the state, while this scope owns it
   status_code err_;                   ///< why s_ is null (empty or busy channel)
+  /// s_->base, which does not change while this scope is open: a handle's
+  /// slot is its id - base_ with nothing reloaded, and the compiler sees a
+  /// handle's slot index where the handle is still in its hands.
+  std::uint64_t base_ = 0;
 };
 
 /// N reliable connections sharing one PD and CQ. Move-only.
