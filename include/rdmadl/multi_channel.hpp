@@ -436,15 +436,16 @@ struct RDMADL_CXX_API channel_core {
   template <int K>
   [[gnu::always_inline]] status_code post(std::size_t peer, const local_slice &buf,
                                           const remote_region *r, std::uint64_t *id) {
-    return post<K>(base, peer, buf, r, id);
+    return post<K>(base, nslots, peer, buf, r, id);
   }
-  /// post() given b, the open scope's base (a polling_scope keeps its own
-  /// copy: base does not change while a scope is open).
+  /// post() given b and k, the open scope's base and nslots (a
+  /// polling_scope keeps its own copies: base does not change while a scope
+  /// is open, and only its posts add slots).
   template <int K>
-  [[gnu::always_inline]] status_code post(std::uint64_t b, std::size_t peer, const local_slice &buf,
-                                          const remote_region *r, std::uint64_t *id) {
+  [[gnu::always_inline]] status_code post(std::uint64_t b, std::size_t k, std::size_t peer,
+                                          const local_slice &buf, const remote_region *r,
+                                          std::uint64_t *id) {
     queue_pair *q;
-    const std::size_t k = nslots;
     if (peer >= nready || !(q = ready[peer]) || k == slot_cap) [[unlikely]]
       return post_slow(peer, K, buf, r, id);
     // The slot first, from what is in registers; it counts once posted.
@@ -452,7 +453,7 @@ struct RDMADL_CXX_API channel_core {
     const std::uint64_t i = b + k;
     if (result<void> posted = post_qp<K>(*q, buf, r, i); !posted) [[unlikely]]
       return posted.error();
-    nslots++;
+    nslots = k + 1;
     if (id)
       *id = i;
     return {};
@@ -644,7 +645,7 @@ public:
       return err_;
     detail::channel_core &s = *s_;
     const std::uint64_t i = h.id - base_; // (for this scope's handles: their slot)
-    if (i >= s.nslots) [[unlikely]]
+    if (i >= n_) [[unlikely]]
       return errc::unknown_handle;
     const auto k = static_cast<std::size_t>(i);
     if (!s.slots[k].done) { // the clock is read only if one poll is not enough
@@ -688,9 +689,10 @@ private:
     if (!s_) [[unlikely]]
       return err_;
     // Its id, as post() gives it (not through memory).
-    const std::uint64_t id = base_ + s_->nslots;
-    if (status_code st = s_->post<K>(base_, peer, buf, r, nullptr); !st.ok()) [[unlikely]]
+    const std::uint64_t id = base_ + n_;
+    if (status_code st = s_->post<K>(base_, n_, peer, buf, r, nullptr); !st.ok()) [[unlikely]]
       return st;
+    n_++;
     return work_handle{id};
   }
   detail::channel_core *s_ = nullptr; ///< the state, while this scope owns it
@@ -699,6 +701,10 @@ private:
   /// slot is its id - base_ with nothing reloaded, and the compiler sees a
   /// handle's slot index where the handle is still in its hands.
   std::uint64_t base_ = 0;
+  /// s_->nslots, kept here for the same reason: only this scope's posts
+  /// change it while it is open, and it is 0 at the open (end_scope() and
+  /// every path that fills slots outside a polling_scope leave it so).
+  std::size_t n_ = 0;
 };
 
 /// N reliable connections sharing one PD and CQ. Move-only.
