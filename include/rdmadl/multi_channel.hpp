@@ -365,11 +365,14 @@ struct RDMADL_CXX_API channel_core {
   /// that matches no slot (of an earlier scope or blocking call) is dropped;
   /// an error one marks its peer failed. (A success leaves the slot's
   /// status 0, as its post wrote it.)
-  [[gnu::always_inline]] status_code poll_cq() noexcept {
+  [[gnu::always_inline]] status_code poll_cq() noexcept { return poll_cq(base, nslots); }
+  /// poll_cq() given b and ns, the open scope's base and nslots (a
+  /// polling_scope's own copies).
+  [[gnu::always_inline]] status_code poll_cq(std::uint64_t b, std::size_t ns) noexcept {
     const int n = poll_wc();
-    if (n < 0) [[unlikely]]
-      return poll_cq_other();
-    take(0, static_cast<std::size_t>(n));
+    if (n <= 0) [[unlikely]] // nothing, or a failed or extended poll
+      return n < 0 ? poll_cq_other() : status_code();
+    take(b, ns, wc.data(), wc.data() + n);
     return {};
   }
   /// poll_cq() once poll_wc() was negative: what cq.poll(wc) answers
@@ -377,18 +380,23 @@ struct RDMADL_CXX_API channel_core {
   status_code poll_cq_other() noexcept;
   /// Marks the slots of wc[from, got) (completions a poll took) done.
   [[gnu::always_inline]] void take(std::size_t from, std::size_t got) noexcept {
+    if (from != got)
+      take(base, nslots, wc.data() + from, wc.data() + got);
+  }
+  /// take() of [c, end), not empty, given the open scope's base and nslots.
+  [[gnu::always_inline]] void take(std::uint64_t b, std::size_t ns, const completion *c,
+                                   const completion *const end) noexcept {
     // (By pointer: one value to step, where an index and its address are
     // two. The loop calls nothing: an error completion hands it and the
     // rest of the poll to take_rest(), so that base, nslots, slots and
     // ndone stay in registers and ndone is stored once.)
-    const std::uint64_t b = base;
-    const std::size_t ns = nslots;
     slot *const sl = slots;
     std::size_t nd = ndone;
-    for (const completion *c = wc.data() + from, *const end = wc.data() + got; c != end; c++) {
+    do {
       if (c->status != 0) [[unlikely]] {
         ndone = nd;
-        return take_rest(static_cast<std::size_t>(c - wc.data()), got);
+        return take_rest(static_cast<std::size_t>(c - wc.data()),
+                         static_cast<std::size_t>(end - wc.data()));
       }
       // A slot found by index: huge for ids of earlier scopes.
       if (const std::uint64_t i = c->wr_id - b; i < ns) [[likely]] {
@@ -397,7 +405,7 @@ struct RDMADL_CXX_API channel_core {
           s.byte_len = c->byte_len;
         }
       }
-    }
+    } while (++c != end);
     ndone = nd;
   }
   /// cq.poll(wc) as a count: the provider's poll_cq straight into wc.
@@ -412,10 +420,12 @@ struct RDMADL_CXX_API channel_core {
   /// extended queue; else the error).
   result<std::size_t> poll_wc_other() noexcept { return cq.poll_other(wc); }
   /// poll_cq(), and with a TCP engine its completions too.
-  [[gnu::always_inline]] status_code poll_some() noexcept {
+  [[gnu::always_inline]] status_code poll_some() noexcept { return poll_some(base, nslots); }
+  /// poll_some() given b and ns, the open scope's base and nslots.
+  [[gnu::always_inline]] status_code poll_some(std::uint64_t b, std::size_t ns) noexcept {
     if (!over_tcp.empty()) [[unlikely]]
       return poll_tcp();
-    return poll_cq();
+    return poll_cq(b, ns);
   }
   /// Posts one request of kind K with id on qp.
   template <int K>
@@ -649,7 +659,7 @@ public:
       return errc::unknown_handle;
     const auto k = static_cast<std::size_t>(i);
     if (!s.slots[k].done) { // the clock is read only if one poll is not enough
-      status_code st = s.poll_some();
+      status_code st = s.poll_some(base_, n_);
       if (st.ok() && !s.slots[k].done) [[unlikely]]
         st = s.await_slot(k, timeout);
       if (!st.ok()) [[unlikely]]
