@@ -608,8 +608,8 @@ status_code await_scope(detail::channel_state &s, status_code err,
     s.settle(); // so every outcome is known, and every buffer free
   if (!err.ok())
     return err;
-  if (s.first_failed != SIZE_MAX) [[unlikely]]
-    return s.outcome(s.first_failed).error();
+  if (s.first_failed >= s.base) [[unlikely]]
+    return s.outcome(static_cast<std::size_t>(s.first_failed - s.base)).error();
   return {};
 }
 } // namespace
@@ -655,6 +655,16 @@ status_code detail::channel_core::run_two_rest(std::size_t to, std::size_t from,
 void detail::channel_core::error_completion(slot *s, const completion &c) noexcept {
   s && !s->done ? fail(s->peer) : note_error(c);
   record(s, c.status, c.byte_len);
+}
+
+void detail::channel_core::take_rest(std::size_t from, std::size_t got) noexcept {
+  for (std::size_t k = from; k < got; k++) {
+    const completion &c = wc[k];
+    if (c.status != 0)
+      error_completion(find(c.wr_id), c);
+    else
+      record(find(c.wr_id), 0, c.byte_len);
+  }
 }
 
 void detail::channel_core::note_error(const completion &c) noexcept {

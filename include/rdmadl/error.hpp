@@ -244,7 +244,8 @@ public:
   }
   /// A result holding an error. The error must not be 0 (success); a 0 code
   /// is stored as errc::empty_object so that the result is never both.
-  result(status_code s) noexcept : err_(s.ok() ? status_code(errc::empty_object) : s) {}
+  [[gnu::always_inline]] result(status_code s) noexcept
+      : err_(s.ok() ? status_code(errc::empty_object) : s) {}
   /// A result holding ec (a 0 code is stored as errc::empty_object).
   result(std::error_code ec) noexcept : result(status_code(ec)) {}
   /// A result holding the rdmadl error e.

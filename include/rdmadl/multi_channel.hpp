@@ -276,9 +276,11 @@ struct RDMADL_CXX_API channel_core {
   /// hand out (a blocking call takes it). So every id is below every later
   /// scope's base, and a late completion of an earlier one finds no slot.
   std::uint64_t base = 1;
-  std::size_t ndone = 0;               ///< slots done (0 between scopes)
-  std::size_t first_failed = SIZE_MAX; ///< index of the first error completion
-  std::array<completion, 16> wc;       ///< the poll buffer (not rebuilt per poll)
+  std::size_t ndone = 0; ///< slots done (0 between scopes)
+  /// The id of the open scope's first error completion; none while it is
+  /// below base (so a scope's end need not reset it: base moves past it).
+  std::uint64_t first_failed = 0;
+  std::array<completion, 16> wc; ///< the poll buffer (not rebuilt per poll)
   /// By peer, with a TCP transport (transport-neutral channels only; empty
   /// otherwise, which is what the inline poll tests).
   std::vector<std::uint8_t> over_tcp;
@@ -305,7 +307,6 @@ struct RDMADL_CXX_API channel_core {
     base += nslots; // below every later scope's base
     nslots = 0;
     ndone = 0;
-    first_failed = SIZE_MAX;
     release_busy();
   }
   /// Releases the busy word at a scope's end (end_scope(), and a batch's
@@ -351,8 +352,8 @@ struct RDMADL_CXX_API channel_core {
     s.done = static_cast<std::uint32_t>(++ndone); // its place in completion order
     s.status = status;
     s.byte_len = byte_len;
-    if (status != 0 && first_failed == SIZE_MAX) [[unlikely]]
-      first_failed = static_cast<std::size_t>(&s - slots);
+    if (status != 0 && first_failed < base) [[unlikely]]
+      first_failed = base + static_cast<std::size_t>(&s - slots);
   }
   /// Marks s (if of the open scope and not done yet) done with this outcome.
   void record(slot *s, int status, std::uint32_t byte_len) noexcept {
@@ -364,11 +365,14 @@ struct RDMADL_CXX_API channel_core {
   /// that matches no slot (of an earlier scope or blocking call) is dropped;
   /// an error one marks its peer failed. (A success leaves the slot's
   /// status 0, as its post wrote it.)
-  [[gnu::always_inline]] status_code poll_cq() noexcept {
+  [[gnu::always_inline]] status_code poll_cq() noexcept { return poll_cq(base, nslots); }
+  /// poll_cq() given b and ns, the open scope's base and nslots (a
+  /// polling_scope's own copies).
+  [[gnu::always_inline]] status_code poll_cq(std::uint64_t b, std::size_t ns) noexcept {
     const int n = poll_wc();
-    if (n < 0) [[unlikely]]
-      return poll_cq_other();
-    take(0, static_cast<std::size_t>(n));
+    if (n <= 0) [[unlikely]] // nothing, or a failed or extended poll
+      return n < 0 ? poll_cq_other() : status_code();
+    take(b, ns, wc.data(), wc.data() + n);
     return {};
   }
   /// poll_cq() once poll_wc() was negative: what cq.poll(wc) answers
@@ -376,20 +380,33 @@ struct RDMADL_CXX_API channel_core {
   status_code poll_cq_other() noexcept;
   /// Marks the slots of wc[from, got) (completions a poll took) done.
   [[gnu::always_inline]] void take(std::size_t from, std::size_t got) noexcept {
+    if (from != got)
+      take(base, nslots, wc.data() + from, wc.data() + got);
+  }
+  /// take() of [c, end), not empty, given the open scope's base and nslots.
+  [[gnu::always_inline]] void take(std::uint64_t b, std::size_t ns, const completion *c,
+                                   const completion *const end) noexcept {
     // (By pointer: one value to step, where an index and its address are
-    // two, and the registers are few around the provider's poll.)
-    // A slot found by index, not by find()'s pointer: no null test to pay.
-    for (const completion *c = wc.data() + from, *const end = wc.data() + got; c != end; c++) {
-      const std::uint64_t i = c->wr_id - base; // (huge for ids of earlier scopes)
+    // two. The loop calls nothing: an error completion hands it and the
+    // rest of the poll to take_rest(), so that base, nslots, slots and
+    // ndone stay in registers and ndone is stored once.)
+    slot *const sl = slots;
+    std::size_t nd = ndone;
+    do {
       if (c->status != 0) [[unlikely]] {
-        error_completion(find(c->wr_id), *c);
-      } else if (i < nslots) [[likely]] {
-        if (slot &s = slots[i]; !s.done) [[likely]] {
-          s.done = static_cast<std::uint32_t>(++ndone);
+        ndone = nd;
+        return take_rest(static_cast<std::size_t>(c - wc.data()),
+                         static_cast<std::size_t>(end - wc.data()));
+      }
+      // A slot found by index: huge for ids of earlier scopes.
+      if (const std::uint64_t i = c->wr_id - b; i < ns) [[likely]] {
+        if (slot &s = sl[i]; !s.done) [[likely]] {
+          s.done = static_cast<std::uint32_t>(++nd);
           s.byte_len = c->byte_len;
         }
       }
-    }
+    } while (++c != end);
+    ndone = nd;
   }
   /// cq.poll(wc) as a count: the provider's poll_cq straight into wc.
   /// Negative when that failed or when the queue is empty or extended (its
@@ -403,10 +420,12 @@ struct RDMADL_CXX_API channel_core {
   /// extended queue; else the error).
   result<std::size_t> poll_wc_other() noexcept { return cq.poll_other(wc); }
   /// poll_cq(), and with a TCP engine its completions too.
-  [[gnu::always_inline]] status_code poll_some() noexcept {
+  [[gnu::always_inline]] status_code poll_some() noexcept { return poll_some(base, nslots); }
+  /// poll_some() given b and ns, the open scope's base and nslots.
+  [[gnu::always_inline]] status_code poll_some(std::uint64_t b, std::size_t ns) noexcept {
     if (!over_tcp.empty()) [[unlikely]]
       return poll_tcp();
-    return poll_cq();
+    return poll_cq(b, ns);
   }
   /// Posts one request of kind K with id on qp.
   template <int K>
@@ -427,16 +446,24 @@ struct RDMADL_CXX_API channel_core {
   template <int K>
   [[gnu::always_inline]] status_code post(std::size_t peer, const local_slice &buf,
                                           const remote_region *r, std::uint64_t *id) {
+    return post<K>(base, nslots, peer, buf, r, id);
+  }
+  /// post() given b and k, the open scope's base and nslots (a
+  /// polling_scope keeps its own copies: base does not change while a scope
+  /// is open, and only its posts add slots).
+  template <int K>
+  [[gnu::always_inline]] status_code post(std::uint64_t b, std::size_t k, std::size_t peer,
+                                          const local_slice &buf, const remote_region *r,
+                                          std::uint64_t *id) {
     queue_pair *q;
-    const std::size_t k = nslots;
     if (peer >= nready || !(q = ready[peer]) || k == slot_cap) [[unlikely]]
       return post_slow(peer, K, buf, r, id);
     // The slot first, from what is in registers; it counts once posted.
     slots[k] = {static_cast<std::uint32_t>(peer), 0, 0, 0};
-    const std::uint64_t i = base + k;
+    const std::uint64_t i = b + k;
     if (result<void> posted = post_qp<K>(*q, buf, r, i); !posted) [[unlikely]]
       return posted.error();
-    nslots++;
+    nslots = k + 1;
     if (id)
       *id = i;
     return {};
@@ -548,6 +575,9 @@ struct RDMADL_CXX_API channel_core {
   void reserve_slots(std::size_t n);
   /// An error completion: marks its peer failed and its slot (if any) done.
   void error_completion(slot *s, const completion &c) noexcept;
+  /// take() from an error completion, wc[from], on: each error through
+  /// error_completion(), each success as take() marks it.
+  void take_rest(std::size_t from, std::size_t got) noexcept;
   /// Marks the peer of an error completion failed (by its QP number).
   void note_error(const completion &c) noexcept;
   /// poll_some() of a channel with TCP peers (channel_state::poll_mixed).
@@ -624,18 +654,19 @@ public:
     if (!s_) [[unlikely]]
       return err_;
     detail::channel_core &s = *s_;
-    const std::uint64_t i = h.id - s.base;
-    if (i >= s.nslots) [[unlikely]]
+    const std::uint64_t i = h.id - base_; // (for this scope's handles: their slot)
+    if (i >= n_) [[unlikely]]
       return errc::unknown_handle;
     const auto k = static_cast<std::size_t>(i);
     if (!s.slots[k].done) { // the clock is read only if one poll is not enough
-      status_code st = s.poll_some();
+      status_code st = s.poll_some(base_, n_);
       if (st.ok() && !s.slots[k].done) [[unlikely]]
         st = s.await_slot(k, timeout);
       if (!st.ok()) [[unlikely]]
         return st;
     }
-    return s.outcome(k);
+    const detail::channel_core::slot &sl = s.slots[k];
+    return work_result{sl.peer, h.id, sl.status, sl.byte_len};
   }
   /// Waits up to timeout for everything pending; returns every result taken
   /// since the scope opened, in completion order. Errors: errc::timed_out.
@@ -654,9 +685,10 @@ private:
   /// Opens a scope on s (inline: a compare-and-swap of the busy word); an
   /// empty or busy channel gives a scope whose every call fails.
   explicit polling_scope(detail::channel_core *s) noexcept {
-    if (s && s->open_scope()) [[likely]]
+    if (s && s->open_scope()) [[likely]] {
       s_ = s;
-    else
+      base_ = s->base;
+    } else
       err_ = refused(s);
   }
   /// errc::empty_object (s null) or errc::channel_busy.
@@ -667,13 +699,22 @@ private:
     if (!s_) [[unlikely]]
       return err_;
     // Its id, as post() gives it (not through memory).
-    const std::uint64_t id = s_->base + s_->nslots;
-    if (status_code st = s_->post<K>(peer, buf, r, nullptr); !st.ok()) [[unlikely]]
+    const std::uint64_t id = base_ + n_;
+    if (status_code st = s_->post<K>(base_, n_, peer, buf, r, nullptr); !st.ok()) [[unlikely]]
       return st;
+    n_++;
     return work_handle{id};
   }
   detail::channel_core *s_ = nullptr; ///< the state, while this scope owns it
   status_code err_;                   ///< why s_ is null (empty or busy channel)
+  /// s_->base, which does not change while this scope is open: a handle's
+  /// slot is its id - base_ with nothing reloaded, and the compiler sees a
+  /// handle's slot index where the handle is still in its hands.
+  std::uint64_t base_ = 0;
+  /// s_->nslots, kept here for the same reason: only this scope's posts
+  /// change it while it is open, and it is 0 at the open (end_scope() and
+  /// every path that fills slots outside a polling_scope leave it so).
+  std::size_t n_ = 0;
 };
 
 /// N reliable connections sharing one PD and CQ. Move-only.

@@ -754,6 +754,42 @@ TEST_CASE("channel: a post that fails in a scope leaves the earlier request to b
   CHECK(wr_log(s.qpn(1)).empty());
 }
 
+CHANNEL_CASE("a scope's error completion between two successes: each handle gets its own outcome",
+             scope_error_between) {
+  star s({}, t);
+  auto sc = s.hub.scope();
+  std::array<work_handle, n_peers> h;
+  for (std::size_t i = 0; i < n_peers; i++) {
+    auto dst = s.peer_remote(i, 0, 8);
+    if (i == 1)
+      dst.rkey ^= 0x5a5a; // peer 1 refuses: remote access error
+    h[i] = ok(sc.post_write(i, s.hub_at(i * 16, 8), dst));
+  }
+  // The last awaited first: over RDMA one poll brings in all three, and the
+  // error completion hands itself and the success after it to the poll
+  // loop's out-of-line part; every slot is marked either way.
+  auto r2 = ok(sc.wait(h[2], 10s));
+  CHECK(r2.ok());
+  CHECK(r2.peer == 2);
+  auto r1 = ok(sc.wait(h[1], 10s));
+  CHECK(r1.peer == 1);
+  CHECK(r1.id == h[1].id);
+  CHECK(r1.status == IBV_WC_REM_ACCESS_ERR);
+  auto r0 = ok(sc.wait(h[0], 10s));
+  CHECK(r0.ok());
+  CHECK(r0.peer == 0);
+  CHECK(sc.pending() == 0);
+  auto all = ok(sc.wait_all(10s));
+  REQUIRE(all.size() == n_peers);
+  std::size_t failed = 0;
+  for (const work_result &r : all)
+    failed += !r.ok();
+  CHECK(failed == 1);
+  CHECK(s.hub.connected(0));
+  CHECK_FALSE(s.hub.connected(1));
+  CHECK(s.hub.connected(2));
+}
+
 CHANNEL_CASE("wait_all() gives the scope's results in completion order, not post order",
              wait_all_order) {
   star s({}, t);
