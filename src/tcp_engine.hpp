@@ -86,27 +86,36 @@ struct tcp_completion {
   std::uint32_t byte_len = 0;
 };
 
-// A fixed-capacity FIFO (no allocation once made).
+// A fixed-capacity FIFO (no allocation once made). Indices wrap by a
+// compare, not a division: every frame in and out goes through a few of
+// these, and a 64-bit division costs tens of cycles (far more under
+// emulation).
 template <class T> class fifo {
 public:
   void reserve(std::size_t n) { v_.resize(n); }
   bool full() const noexcept { return n_ == v_.size(); }
   bool empty() const noexcept { return n_ == 0; }
   std::size_t size() const noexcept { return n_; }
-  T &operator[](std::size_t i) noexcept { return v_[(h_ + i) % v_.size()]; }
-  const T &operator[](std::size_t i) const noexcept { return v_[(h_ + i) % v_.size()]; }
+  T &operator[](std::size_t i) noexcept { return v_[at(i)]; }
+  const T &operator[](std::size_t i) const noexcept { return v_[at(i)]; }
   T &front() noexcept { return v_[h_]; }
   void push(const T &t) noexcept {
-    v_[(h_ + n_) % v_.size()] = t;
+    v_[at(n_)] = t;
     n_++;
   }
   void pop() noexcept {
-    h_ = (h_ + 1) % v_.size();
+    if (++h_ == v_.size())
+      h_ = 0;
     n_--;
   }
   void clear() noexcept { h_ = n_ = 0; }
 
 private:
+  // The slot of element i (i <= size(), so h_ + i < 2 * capacity).
+  std::size_t at(std::size_t i) const noexcept {
+    const std::size_t j = h_ + i;
+    return j >= v_.size() ? j - v_.size() : j;
+  }
   std::vector<T> v_;
   std::size_t h_ = 0, n_ = 0;
 };
