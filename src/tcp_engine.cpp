@@ -344,7 +344,9 @@ std::size_t tcp_engine::poll(std::span<tcp_completion> out,
           if (fds[i].revents & (POLLHUP | POLLERR))
             check_broken(who[i], fds[i].revents);
       } else {
+        cv_waiters_++;
         cv_.wait_for(lock, wait, [&] { return !done_.empty(); });
+        cv_waiters_--;
       }
     }
   }
@@ -426,7 +428,8 @@ void tcp_engine::complete(std::size_t p, std::uint64_t wr_id, int status,
     done_ = std::move(bigger);
   }
   done_.push(tcp_completion{wr_id, p, status, len});
-  cv_.notify_all();
+  if (cv_waiters_ > 0) // (a waiting poll() mostly sleeps in poll(2) or recv(2) instead)
+    cv_.notify_all();
 }
 
 // The peer's connection is over: send-side request number at (the oldest

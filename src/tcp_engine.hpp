@@ -336,6 +336,7 @@ private:
 
   mutable std::mutex m_;
   std::condition_variable cv_;
+  int cv_waiters_ = 0; // threads in cv_.wait_for() (complete() notifies only then)
   std::vector<peer> peers_;
   std::vector<pending_accept> accepting_;
   fifo<tcp_completion> done_;
