@@ -2,18 +2,27 @@
 #include "region_table.hpp"
 
 #include <mutex>
+#include <thread>
 
 namespace rdmadl::detail {
 
+void rw_gate::pause() noexcept {
+  std::this_thread::yield();
+}
+
 void region_table::add(std::uint32_t lkey, std::uint32_t rkey, std::uint64_t addr,
                        std::uint64_t length, rdmadl::access rights) {
-  std::unique_lock lock(m_);
+  std::lock_guard w(writers_);
+  std::lock_guard lock(gate_);
+  gen_++;
   by_lkey_[lkey] = entry{rkey, addr, length, rights};
   lkey_of_rkey_[rkey] = lkey;
 }
 
 void region_table::remove(std::uint32_t lkey) noexcept {
-  std::unique_lock lock(m_);
+  std::lock_guard w(writers_);
+  std::lock_guard lock(gate_);
+  gen_++;
   auto it = by_lkey_.find(lkey);
   if (it == by_lkey_.end())
     return;
@@ -23,21 +32,46 @@ void region_table::remove(std::uint32_t lkey) noexcept {
   by_lkey_.erase(it);
 }
 
-bool region_table::allows(key_kind kind, std::uint32_t key, std::uint64_t addr,
-                          std::uint64_t length, rdmadl::access right) const noexcept {
+const region_table::entry *region_table::find(key_kind kind, std::uint32_t key) const noexcept {
   if (kind == key_kind::remote) {
     auto r = lkey_of_rkey_.find(key);
     if (r == lkey_of_rkey_.end())
-      return false;
+      return nullptr;
     key = r->second;
   }
   auto it = by_lkey_.find(key);
-  if (it == by_lkey_.end())
+  return it == by_lkey_.end() ? nullptr : &it->second;
+}
+
+bool region_table::allows(key_kind kind, std::uint32_t key, std::uint64_t addr,
+                          std::uint64_t length, rdmadl::access right, hint *h) const noexcept {
+  const entry *e = nullptr;
+  if (h) {
+    if (h->gen != gen_) { // a region started or ended since: forget them all
+      h->gen = gen_;
+      for (auto &s : h->slot)
+        s.key = 0;
+    }
+    for (const auto &s : h->slot)
+      if (s.key == key && s.kind == kind && key != 0) {
+        e = &s.e;
+        break;
+      }
+  }
+  if (!e) {
+    e = find(kind, key);
+    if (!e)
+      return false;
+    if (h && key != 0) {
+      auto &s = h->slot[h->next];
+      h->next = (h->next + 1) % h->slot.size();
+      s = {kind, key, *e};
+      e = &s.e;
+    }
+  }
+  if (right != rdmadl::access::local && !has(e->rights, right))
     return false;
-  const entry &e = it->second;
-  if (right != rdmadl::access::local && !has(e.rights, right))
-    return false;
-  return addr >= e.addr && addr - e.addr <= e.length && length <= e.length - (addr - e.addr);
+  return addr >= e->addr && addr - e->addr <= e->length && length <= e->length - (addr - e->addr);
 }
 
 } // namespace rdmadl::detail

@@ -958,8 +958,9 @@ bool tcp_engine::next_batch(peer &q, std::size_t p) noexcept {
         from = {f.addr, f.length, f.rkey, false};
         f.addr = 0;
         f.rkey = 0;
-        if (!pd_->regions.use(key_kind::remote, from.key, from.addr, f.length,
-                              rdmadl::access::remote_read, [] {})) {
+        if (!pd_->regions.use(
+                key_kind::remote, from.key, from.addr, f.length, rdmadl::access::remote_read, [] {},
+                &q.hint)) {
           f = tcp_frame{tcp_op::nack, 0, f.wr_id, 0, 0, wc_rem_access_err};
           from = {};
         }
@@ -977,8 +978,9 @@ bool tcp_engine::next_batch(peer &q, std::size_t p) noexcept {
         f.addr = o.raddr;
         f.rkey = o.rkey;
       }
-      if (!pd_->regions.use(key_kind::local, o.buf.lkey, o.buf.addr, o.buf.length,
-                            rdmadl::access::local, [] {})) {
+      if (!pd_->regions.use(
+              key_kind::local, o.buf.lkey, o.buf.addr, o.buf.length, rdmadl::access::local, [] {},
+              &q.hint)) {
         fail(p, "a local buffer is not inside a region of the channel's PD", wc_loc_prot_err,
              q.sent);
         return false;
@@ -1055,7 +1057,7 @@ bool tcp_engine::pump_out(peer &q, std::size_t p) noexcept {
       err = errno;
     };
     if (nheld > 0) {
-      if (!pd_->regions.use_each(std::span(held.data(), nheld), send_it)) {
+      if (!pd_->regions.use_each(std::span(held.data(), nheld), send_it, &q.hint)) {
         fail(p, "a region ended while its bytes were being sent", wc_loc_prot_err);
         return false;
       }
@@ -1270,8 +1272,8 @@ bool tcp_engine::pump_in(peer &q, std::size_t p) noexcept {
         n = static_cast<ssize_t>(len);
       } else if (q.in_dest == to_stage) {
         move(from, len);
-      } else if (!pd_->regions.use(kind, key, at + q.in_done, len, right,
-                                   [&] { move(from, len); })) {
+      } else if (!pd_->regions.use(
+                     kind, key, at + q.in_done, len, right, [&] { move(from, len); }, &q.hint)) {
         // The region ended under the transfer: drop the rest, fail the request.
         q.in_status = q.in_dest == to_region ? wc_rem_access_err : wc_loc_prot_err;
         q.in_dest = to_drop;
@@ -1339,8 +1341,9 @@ bool tcp_engine::begin_payload(peer &q, std::size_t p) noexcept {
     }
     return true;
   case tcp_op::write:
-    q.in_dest = pd_->regions.use(key_kind::remote, f.rkey, f.addr, f.length,
-                                 rdmadl::access::remote_write, [] {})
+    q.in_dest = pd_->regions.use(
+                    key_kind::remote, f.rkey, f.addr, f.length, rdmadl::access::remote_write, [] {},
+                    &q.hint)
                     ? to_region
                     : to_drop;
     if (q.in_dest == to_drop)
@@ -1444,10 +1447,12 @@ void tcp_engine::place_staged(peer &q, std::size_t p) noexcept {
     status = wc_loc_len_err;
   else if (s.length > 0 &&
            !pd_->regions.use(
-               key_kind::local, r.buf.lkey, r.buf.addr, s.length, rdmadl::access::local, [&] {
+               key_kind::local, r.buf.lkey, r.buf.addr, s.length, rdmadl::access::local,
+               [&] {
                  std::memcpy(reinterpret_cast<void *>(r.buf.addr),
                              q.stage.data() + std::size_t{s.slot} * tcp_eager_max, s.length);
-               }))
+               },
+               &q.hint))
     status = wc_loc_prot_err;
   complete(p, r.wr_id, status, status ? 0 : s.length);
   const auto theirs =

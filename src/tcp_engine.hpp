@@ -72,6 +72,7 @@
 #include <vector>
 
 #include "rdmadl/multi_channel.hpp"
+#include "region_table.hpp"
 #include "tcp_frame.hpp"
 
 namespace rdmadl::detail {
@@ -267,6 +268,7 @@ private:
     int probe_fd = -1;        // while it owes this side its connection: a probe of its listener
     short polled = 0;         // the events the progress thread sleeps on
     bool unreported = false;  // failed, and take_failure() has not given it yet
+    region_table::hint hint;  // the regions its frames used last (region_table.hpp)
     std::string why;          // why it failed
   };
   struct pending_accept {
