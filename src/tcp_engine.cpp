@@ -895,7 +895,8 @@ void tcp_engine::step(std::size_t p, short revents) noexcept {
     if (!pump_in(q, p) || !pump_out(q, p))
       return;
   } while (in_ready(q));
-  check_broken(p, revents);
+  if (revents & (POLLHUP | POLLERR))
+    check_broken(p, revents);
   if (q.st == state::up && q.close_after_output && !q.out_busy && q.answers.empty())
     fail(p, "it sent a request this side refused (see its completion)", wc_flush_err);
 }
@@ -1005,6 +1006,9 @@ bool tcp_engine::next_batch(peer &q, std::size_t p) noexcept {
     bytes += from.length;
   }
   q.out_busy = q.out_n > 0;
+  // Else everything that may go is in it (nothing that decides it changes
+  // until the mutex is let go): pump_out() need not come back for more.
+  q.out_more = q.out_n == tcp_out_frames || bytes >= tcp_eager_max || credit_due(q);
   return true;
 }
 
@@ -1013,6 +1017,9 @@ bool tcp_engine::next_batch(peer &q, std::size_t p) noexcept {
 bool tcp_engine::pump_out(peer &q, std::size_t p) noexcept {
   for (;;) {
     if (!q.out_busy) {
+      // Nothing to go (a request held back stays sendable: see next_batch()).
+      if (q.answers.empty() && !credit_due(q) && !sendable(q, q.sent))
+        return true;
       if (!next_batch(q, p))
         return false;
       if (!q.out_busy)
@@ -1075,6 +1082,8 @@ bool tcp_engine::pump_out(peer &q, std::size_t p) noexcept {
     if (q.out_off < q.out_len)
       continue;
     q.out_busy = false;
+    if (!q.out_more)
+      return true;
   }
 }
 

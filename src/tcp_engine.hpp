@@ -240,6 +240,7 @@ private:
       bool local = true;
     };
     bool out_busy = false;
+    bool out_more = false; // the batch stopped at a limit: more may be ready behind it
     std::size_t out_n = 0, out_len = 0, out_off = 0;
     std::array<std::byte, tcp_header_size * tcp_out_frames> out_hdr{};
     std::array<out_frame, tcp_out_frames> out_frames{};
