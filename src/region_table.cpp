@@ -43,35 +43,20 @@ const region_table::entry *region_table::find(key_kind kind, std::uint32_t key) 
   return it == by_lkey_.end() ? nullptr : &it->second;
 }
 
-bool region_table::allows(key_kind kind, std::uint32_t key, std::uint64_t addr,
-                          std::uint64_t length, rdmadl::access right, hint *h) const noexcept {
-  const entry *e = nullptr;
-  if (h) {
-    if (h->gen != gen_) { // a region started or ended since: forget them all
-      h->gen = gen_;
-      for (auto &s : h->slot)
-        s.key = 0;
-    }
-    for (const auto &s : h->slot)
-      if (s.key == key && s.kind == kind && key != 0) {
-        e = &s.e;
-        break;
-      }
+const region_table::entry *region_table::found(key_kind kind, std::uint32_t key,
+                                               hint *h) const noexcept {
+  const entry *e = find(kind, key);
+  if (!e || !h || key == 0)
+    return e;
+  if (h->gen != gen_) { // a region started or ended since: forget them all
+    h->gen = gen_;
+    for (auto &s : h->slot)
+      s.key = 0;
   }
-  if (!e) {
-    e = find(kind, key);
-    if (!e)
-      return false;
-    if (h && key != 0) {
-      auto &s = h->slot[h->next];
-      h->next = (h->next + 1) % h->slot.size();
-      s = {kind, key, *e};
-      e = &s.e;
-    }
-  }
-  if (right != rdmadl::access::local && !has(e->rights, right))
-    return false;
-  return addr >= e->addr && addr - e->addr <= e->length && length <= e->length - (addr - e->addr);
+  auto &s = h->slot[h->next];
+  h->next = (h->next + 1) % h->slot.size();
+  s = {kind, key, *e};
+  return &s.e;
 }
 
 } // namespace rdmadl::detail

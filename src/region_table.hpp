@@ -135,9 +135,26 @@ public:
   std::uint32_t next_key() noexcept { return next_.fetch_add(1) | 0x100000u; }
 
 private:
-  // use()'s check; the caller holds gate_ shared.
+  // use()'s check; the caller holds gate_ shared. Inline while the hint
+  // has the region (the engine's case once warm), else allows_found().
   bool allows(key_kind kind, std::uint32_t key, std::uint64_t addr, std::uint64_t length,
-              rdmadl::access right, hint *h) const noexcept;
+              rdmadl::access right, hint *h) const noexcept {
+    if (h && h->gen == gen_ && key != 0)
+      for (const auto &s : h->slot)
+        if (s.key == key && s.kind == kind)
+          return covers(s.e, addr, length, right);
+    const entry *e = found(kind, key, h);
+    return e && covers(*e, addr, length, right);
+  }
+  // Whether e grants right over [addr, addr + length).
+  static bool covers(const entry &e, std::uint64_t addr, std::uint64_t length,
+                     rdmadl::access right) noexcept {
+    if (right != rdmadl::access::local && !has(e.rights, right))
+      return false;
+    return addr >= e.addr && addr - e.addr <= e.length && length <= e.length - (addr - e.addr);
+  }
+  // The region key names (nullptr: none), looked up and put in h (if any).
+  const entry *found(key_kind kind, std::uint32_t key, hint *h) const noexcept;
   // The region key names (nullptr: none); the caller holds gate_.
   const entry *find(key_kind kind, std::uint32_t key) const noexcept;
   // Every socket call looks a key up: hashed, not searched (a PD may hold
