@@ -418,18 +418,23 @@ std::size_t tcp_engine::take_failure() noexcept {
 
 void tcp_engine::complete(std::size_t p, std::uint64_t wr_id, int status,
                           std::uint32_t len) noexcept {
-  if (done_.full()) { // the application has not polled for a long time: make room
-    fifo<tcp_completion> bigger;
-    bigger.reserve(done_.size() * 2);
-    while (!done_.empty()) {
-      bigger.push(done_.front());
-      done_.pop();
-    }
-    done_ = std::move(bigger);
-  }
+  if (done_.full()) [[unlikely]]
+    grow_done();
   done_.push(tcp_completion{wr_id, p, status, len});
   if (cv_waiters_ > 0) // (a waiting poll() mostly sleeps in poll(2) or recv(2) instead)
     cv_.notify_all();
+}
+
+// The application has not polled for a long time: the completions' ring
+// doubles (out of line: complete() stays small).
+void tcp_engine::grow_done() noexcept {
+  fifo<tcp_completion> bigger;
+  bigger.reserve(done_.size() * 2);
+  while (!done_.empty()) {
+    bigger.push(done_.front());
+    done_.pop();
+  }
+  done_ = std::move(bigger);
 }
 
 // The peer's connection is over: send-side request number at (the oldest
