@@ -349,6 +349,8 @@ private:
   int timer_fd_ = -1; // goes off when no application thread waited for a while (run())
   bool timer_armed_ = false;
   std::chrono::steady_clock::time_point armed_until_{};
+  std::chrono::steady_clock::time_point
+      last_wait_{}; // app_waits()' clock reading (none: not ticking)
   int family_ = 4;
   std::array<std::uint8_t, 16> addr_{};
   std::uint16_t port_ = 0;
