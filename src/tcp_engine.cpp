@@ -273,11 +273,22 @@ status_code tcp_engine::post(std::size_t p, int kind, const local_slice &buf,
   return {};
 }
 
-// Moves what every connected peer's socket takes or has, without blocking.
+// Moves what every connected peer's socket takes or has, without blocking
+// (a peer with nothing to move is skipped: a waiting poll() drives every
+// peer two or three times per wait).
 void tcp_engine::drive() noexcept {
   for (std::size_t p = 0; p < peers_.size(); p++)
-    if (peers_[p].st == state::up)
+    if (peers_[p].st == state::up && !idle(peers_[p]))
       step(p, 0);
+}
+
+// Whether step(p, 0) would do nothing: no input known to be waiting (the
+// socket drained, no whole header read ahead, no frame begun, nothing
+// staged) and no output (the test pump_out() makes before a batch).
+bool tcp_engine::idle(const peer &q) noexcept {
+  return (q.in_drained || q.app_reading) && !q.in_payload &&
+         q.in_end - q.in_beg < tcp_header_size && q.staged.empty() && !q.close_after_output &&
+         !q.out_busy && q.answers.empty() && !credit_due(q) && !sendable(q, q.sent);
 }
 
 std::size_t tcp_engine::poll(std::span<tcp_completion> out,
@@ -1021,13 +1032,18 @@ bool tcp_engine::next_batch(peer &q, std::size_t p) noexcept {
 }
 
 // Sends what is queued until the socket is full (see next_batch() for what
-// a post holds back). False once the peer failed.
+// a post holds back). False once the peer failed. The test for nothing to
+// go (a request held back stays sendable: see next_batch()) is inlined in
+// the callers; send_batches() does the rest.
 bool tcp_engine::pump_out(peer &q, std::size_t p) noexcept {
+  if (!q.out_busy && q.answers.empty() && !credit_due(q) && !sendable(q, q.sent))
+    return true;
+  return send_batches(q, p);
+}
+
+bool tcp_engine::send_batches(peer &q, std::size_t p) noexcept {
   for (;;) {
     if (!q.out_busy) {
-      // Nothing to go (a request held back stays sendable: see next_batch()).
-      if (q.answers.empty() && !credit_due(q) && !sendable(q, q.sent))
-        return true;
       if (!next_batch(q, p))
         return false;
       if (!q.out_busy)

@@ -323,11 +323,13 @@ private:
   // (else they wait to ride on the next frame out).
   static bool credit_due(const peer &q) noexcept;
   void drive() noexcept;
+  static bool idle(const peer &q) noexcept;
   void accept_new() noexcept;
   void read_hellos() noexcept;
   bool next_batch(peer &q, std::size_t p) noexcept;
   void flush_held() noexcept; // sends the requests posts held back (next_batch())
   bool pump_out(peer &q, std::size_t p) noexcept;
+  bool send_batches(peer &q, std::size_t p) noexcept; // pump_out()'s work
   int fill_in(peer &q, std::size_t p, bool &drained) noexcept;
   bool pump_in(peer &q, std::size_t p) noexcept;
   static bool in_ready(const peer &q) noexcept;
