@@ -2,13 +2,8 @@
 #include "region_table.hpp"
 
 #include <mutex>
-#include <thread>
 
 namespace rdmadl::detail {
-
-void rw_gate::pause() noexcept {
-  std::this_thread::yield();
-}
 
 void region_table::add(std::uint32_t lkey, std::uint32_t rkey, std::uint64_t addr,
                        std::uint64_t length, rdmadl::access rights) {

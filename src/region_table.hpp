@@ -28,45 +28,10 @@
 #include <span>
 #include <unordered_map>
 
+#include "locks.hpp"
 #include "rdmadl/memory.hpp"
 
 namespace rdmadl::detail {
-
-// A reader-writer lock whose shared side is one atomic add and one atomic
-// subtract (std::shared_mutex's are a library call each, with more work):
-// readers are counted in s_; a writer (one at a time: region_table holds
-// its own mutex around lock()) sets the top bit, so no reader enters, and
-// waits, yielding, until the readers in it have left. Readers hold it for
-// one non-blocking socket call or a copy, writers for a hash update.
-class rw_gate {
-public:
-  void lock_shared() noexcept {
-    std::uint32_t v = s_.load(std::memory_order_relaxed);
-    for (;;) {
-      if (v & writer) {
-        pause();
-        v = s_.load(std::memory_order_relaxed);
-      } else if (s_.compare_exchange_weak(v, v + 1, std::memory_order_acquire,
-                                          std::memory_order_relaxed)) {
-        return;
-      }
-    }
-  }
-  void unlock_shared() noexcept { s_.fetch_sub(1, std::memory_order_release); }
-  void lock() noexcept {
-    std::uint32_t v = s_.fetch_or(writer, std::memory_order_acquire);
-    while ((v & ~writer) != 0) {
-      pause();
-      v = s_.load(std::memory_order_acquire);
-    }
-  }
-  void unlock() noexcept { s_.fetch_and(~writer, std::memory_order_release); }
-
-private:
-  static constexpr std::uint32_t writer = 1u << 31;
-  static void pause() noexcept; // std::this_thread::yield() (region_table.cpp)
-  std::atomic<std::uint32_t> s_{0};
-};
 
 class region_table {
   struct entry {

@@ -1157,7 +1157,7 @@ int tcp_engine::read_failed(peer &q, std::size_t p, ssize_t n, int err) noexcept
 // blocking socket loop does. The mutex is released meanwhile; app_reading
 // keeps every other thread off the socket's input and the buffer's free
 // end (fill_in(), pump_in(), run()). Called and returns with lock held.
-void tcp_engine::read_blocking(std::unique_lock<std::mutex> &lock, std::size_t p) noexcept {
+void tcp_engine::read_blocking(std::unique_lock<light_mutex> &lock, std::size_t p) noexcept {
   auto &q = peers_[p];
   if (q.in_beg > 0) {
     std::memmove(q.inbuf.data(), q.inbuf.data() + q.in_beg, q.in_end - q.in_beg);

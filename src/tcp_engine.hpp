@@ -71,6 +71,7 @@
 #include <thread>
 #include <vector>
 
+#include "locks.hpp"
 #include "rdmadl/multi_channel.hpp"
 #include "region_table.hpp"
 #include "tcp_frame.hpp"
@@ -309,7 +310,7 @@ private:
   // The connection is made: the peer is up, its socket blocking (for
   // read_blocking(); every other call passes MSG_DONTWAIT).
   static void go_up(peer &q) noexcept;
-  void read_blocking(std::unique_lock<std::mutex> &lock, std::size_t p) noexcept;
+  void read_blocking(std::unique_lock<light_mutex> &lock, std::size_t p) noexcept;
   int read_failed(peer &q, std::size_t p, ssize_t n, int err) noexcept;
   // Whether the send whose header came (in_f) may go to the staging buffer,
   // and whether it is to go there now (tcp_engine.cpp).
@@ -340,8 +341,8 @@ private:
   [[gnu::cold, gnu::noinline]] void grow_done() noexcept;
   void fail(std::size_t p, const std::string &why, int head_status, std::size_t at = 0) noexcept;
 
-  mutable std::mutex m_;
-  std::condition_variable cv_;
+  mutable light_mutex m_;
+  std::condition_variable_any cv_;
   int cv_waiters_ = 0; // threads in cv_.wait_for() (complete() notifies only then)
   std::vector<peer> peers_;
   std::vector<pending_accept> accepting_;
