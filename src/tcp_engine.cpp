@@ -285,7 +285,7 @@ void tcp_engine::drive() noexcept {
 // Whether step(p, 0) would do nothing: no input known to be waiting (the
 // socket drained, no whole header read ahead, no frame begun, nothing
 // staged) and no output (the test pump_out() makes before a batch).
-bool tcp_engine::idle(const peer &q) noexcept {
+inline bool tcp_engine::idle(const peer &q) noexcept {
   return (q.in_drained || q.app_reading) && !q.in_payload &&
          q.in_end - q.in_beg < tcp_header_size && q.staged.empty() && !q.close_after_output &&
          !q.out_busy && q.answers.empty() && !credit_due(q) && !sendable(q, q.sent);
@@ -483,7 +483,7 @@ void tcp_engine::fail(std::size_t p, const std::string &why, int head_status,
   q.granted = 0;
 }
 
-bool tcp_engine::sendable(const peer &q, std::size_t i) noexcept {
+inline bool tcp_engine::sendable(const peer &q, std::size_t i) noexcept {
   if (i >= q.sq.size())
     return false;
   const op &o = q.sq[i];
@@ -499,7 +499,7 @@ bool tcp_engine::sendable(const peer &q, std::size_t i) noexcept {
 // one sendmsg(2) per receive); a peer that used every credit gets the next
 // at once, and a run of posts tells it in about log2(n) frames. Its sends
 // still in flight count as unused here; they are answered once read.
-bool tcp_engine::credit_due(const peer &q) noexcept {
+inline bool tcp_engine::credit_due(const peer &q) noexcept {
   return q.credit_owed > 0 && q.credit_owed >= q.granted;
 }
 

@@ -319,12 +319,12 @@ private:
   short wanted(const peer &q) const noexcept;
   // Whether request i of the send queue may go out: not a send without a
   // credit, unless it may go eagerly (tcp_frame.hpp).
-  static bool sendable(const peer &q, std::size_t i) noexcept;
+  [[gnu::always_inline]] static bool sendable(const peer &q, std::size_t i) noexcept;
   // Whether the credits owed to the peer are to go in a frame of their own
   // (else they wait to ride on the next frame out).
-  static bool credit_due(const peer &q) noexcept;
+  [[gnu::always_inline]] static bool credit_due(const peer &q) noexcept;
   void drive() noexcept;
-  static bool idle(const peer &q) noexcept;
+  [[gnu::always_inline]] static bool idle(const peer &q) noexcept;
   void accept_new() noexcept;
   void read_hellos() noexcept;
   bool next_batch(peer &q, std::size_t p) noexcept;
