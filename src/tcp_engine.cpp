@@ -920,6 +920,48 @@ void tcp_engine::step(std::size_t p, short revents) noexcept {
     fail(p, "it sent a request this side refused (see its completion)", wc_flush_err);
 }
 
+// Whether next_batch() is to send nothing now (a request held back is
+// marked so: held, held_any_). Inline: pump_out() asks it before calling
+// send_batches(), and while an application thread keeps waiting most of
+// its calls with something queued hold it (an ack held for the next
+// request).
+//
+// An application thread (a post, or a poll() that returns to it) holds
+// back the acks and credits it produced (a receive posted: its credit; a
+// send placed: its ack) while the progress thread ticks (run(): an
+// application thread keeps waiting on the engine): they ride on its next
+// request, or go before it next sleeps in poll(), or from the progress
+// thread within a few milliseconds (a turn that finds no application
+// wait steps every peer). In a blocking ping-pong an ack then reaches the
+// peer with the next message, one wake-up instead of two; in a stream,
+// acks and credits go together.
+//
+// Likewise a post holds back its request while requests to the peer are
+// on the wire (their answers still to come), and either an application
+// thread keeps waiting or every send among them had a credit (the peer
+// posted its receive, so it answers each once read, with no call of its
+// application's; writes and reads need none): the requests posted
+// meanwhile go together, one sendmsg for a window's worth (as a doorbell
+// rung once for a list of work requests), at the next poll()
+// (flush_held()), when an answer is read (by whichever thread reads: the
+// progress thread when no application thread waits), or, after the last
+// wait of a thread that kept waiting, from the progress thread within a
+// few milliseconds. A stream of posts
+// from a thread that does not wait in between (the progress thread then
+// reads the answers) thus goes a window per answer, not a sendmsg per
+// post. A request posted to an idle connection goes at once, and so does
+// one behind an eager send that may wait for the peer's receive. A read
+// response is never held.
+inline bool tcp_engine::holds_back(peer &q) noexcept {
+  const bool hold_answers = hold_out_ && ticking_ && !sendable(q, q.sent);
+  const bool hold_requests = posting_ && q.sent > 0 && (ticking_ || q.credits >= 0);
+  if (!(hold_answers || hold_requests) || q.responses != 0)
+    return false;
+  if (hold_requests && sendable(q, q.sent))
+    q.held = held_any_ = true;
+  return true;
+}
+
 // Gathers the next frames to go out into one batch (one sendmsg): the
 // answers owed, then the requests that may go, each header carrying the
 // credits owed (a credit frame of its own only when nothing else goes), up
@@ -928,39 +970,8 @@ void tcp_engine::step(std::size_t p, short revents) noexcept {
 // Answers and requests leave their queues here ("on the wire": no answer to
 // a request can come before its bytes went). False once the peer failed.
 bool tcp_engine::next_batch(peer &q, std::size_t p) noexcept {
-  // An application thread (a post, or a poll() that returns to it) holds
-  // back the acks and credits it produced (a receive posted: its credit; a
-  // send placed: its ack) while the progress thread ticks (run(): an
-  // application thread keeps waiting on the engine): they ride on its next
-  // request, or go before it next sleeps in poll(), or from the progress
-  // thread within a few milliseconds (a turn that finds no application
-  // wait steps every peer). In a blocking ping-pong an ack then reaches the
-  // peer with the next message, one wake-up instead of two; in a stream,
-  // acks and credits go together.
-  //
-  // Likewise a post holds back its request while requests to the peer are
-  // on the wire (their answers still to come), and either an application
-  // thread keeps waiting or every send among them had a credit (the peer
-  // posted its receive, so it answers each once read, with no call of its
-  // application's; writes and reads need none): the requests posted
-  // meanwhile go together, one sendmsg for a window's worth (as a doorbell
-  // rung once for a list of work requests), at the next poll()
-  // (flush_held()), when an answer is read (by whichever thread reads: the
-  // progress thread when no application thread waits), or, after the last
-  // wait of a thread that kept waiting, from the progress thread within a
-  // few milliseconds. A stream of posts
-  // from a thread that does not wait in between (the progress thread then
-  // reads the answers) thus goes a window per answer, not a sendmsg per
-  // post. A request posted to an idle connection goes at once, and so does
-  // one behind an eager send that may wait for the peer's receive. A read
-  // response is never held.
-  const bool hold_answers = hold_out_ && ticking_ && !sendable(q, q.sent);
-  const bool hold_requests = posting_ && q.sent > 0 && (ticking_ || q.credits >= 0);
-  if ((hold_answers || hold_requests) && q.responses == 0) {
-    if (hold_requests && sendable(q, q.sent))
-      q.held = held_any_ = true;
+  if (holds_back(q))
     return true;
-  }
   q.held = false;
   q.out_n = 0;
   q.out_off = 0;
@@ -1036,7 +1047,8 @@ bool tcp_engine::next_batch(peer &q, std::size_t p) noexcept {
 // go (a request held back stays sendable: see next_batch()) is inlined in
 // the callers; send_batches() does the rest.
 bool tcp_engine::pump_out(peer &q, std::size_t p) noexcept {
-  if (!q.out_busy && q.answers.empty() && !credit_due(q) && !sendable(q, q.sent))
+  if (!q.out_busy &&
+      ((q.answers.empty() && !credit_due(q) && !sendable(q, q.sent)) || holds_back(q)))
     return true;
   return send_batches(q, p);
 }

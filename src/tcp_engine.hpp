@@ -328,6 +328,7 @@ private:
   void accept_new() noexcept;
   void read_hellos() noexcept;
   bool next_batch(peer &q, std::size_t p) noexcept;
+  [[gnu::always_inline]] bool holds_back(peer &q) noexcept; // (next_batch())
   void flush_held() noexcept; // sends the requests posts held back (next_batch())
   bool pump_out(peer &q, std::size_t p) noexcept;
   bool send_batches(peer &q, std::size_t p) noexcept; // pump_out()'s work
