@@ -94,8 +94,11 @@ struct tcp_completion {
 // emulation).
 template <class T> class fifo {
 public:
-  void reserve(std::size_t n) { v_.resize(n); }
-  bool full() const noexcept { return n_ == v_.size(); }
+  void reserve(std::size_t n) {
+    v_.resize(n);
+    cap_ = n;
+  }
+  bool full() const noexcept { return n_ == cap_; }
   bool empty() const noexcept { return n_ == 0; }
   std::size_t size() const noexcept { return n_; }
   T &operator[](std::size_t i) noexcept { return v_[at(i)]; }
@@ -106,7 +109,7 @@ public:
     n_++;
   }
   void pop() noexcept {
-    if (++h_ == v_.size())
+    if (++h_ == cap_)
       h_ = 0;
     n_--;
   }
@@ -116,9 +119,10 @@ private:
   // The slot of element i (i <= size(), so h_ + i < 2 * capacity).
   std::size_t at(std::size_t i) const noexcept {
     const std::size_t j = h_ + i;
-    return j >= v_.size() ? j - v_.size() : j;
+    return j >= cap_ ? j - cap_ : j;
   }
   std::vector<T> v_;
+  std::size_t cap_ = 0; // v_.size(), kept: that is a division by sizeof(T)
   std::size_t h_ = 0, n_ = 0;
 };
 
