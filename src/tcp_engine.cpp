@@ -1123,6 +1123,18 @@ bool tcp_engine::send_batches(peer &q, std::size_t p) noexcept {
   }
 }
 
+// Moves the bytes not yet taken to the front of the read-ahead buffer, so a
+// read appends to them (none: it only starts over).
+void tcp_engine::compact_in(peer &q) noexcept {
+  if (q.in_beg == q.in_end) {
+    q.in_beg = q.in_end = 0;
+  } else if (q.in_beg > 0) {
+    std::memmove(q.inbuf.data(), q.inbuf.data() + q.in_beg, q.in_end - q.in_beg);
+    q.in_end -= q.in_beg;
+    q.in_beg = 0;
+  }
+}
+
 // Reads what the socket has into the peer's read-ahead buffer, after the
 // bytes still unparsed there. 1: some came (drained: all the socket had),
 // 0: none (it would block), -1: the peer failed.
@@ -1130,11 +1142,7 @@ int tcp_engine::fill_in(peer &q, std::size_t p, bool &drained) noexcept {
   if (q.in_drained || q.app_reading)
     return 0; // no recv(2) until poll(2) says there is more (note_input()), or
               // while a waiting poll() blocks in one (read_blocking())
-  if (q.in_beg > 0) {
-    std::memmove(q.inbuf.data(), q.inbuf.data() + q.in_beg, q.in_end - q.in_beg);
-    q.in_end -= q.in_beg;
-    q.in_beg = 0;
-  }
+  compact_in(q);
   const std::size_t room = q.inbuf.size() - q.in_end;
   const ssize_t n = ::recv(q.fd, q.inbuf.data() + q.in_end, room, MSG_DONTWAIT);
   if (n > 0) {
@@ -1171,11 +1179,7 @@ int tcp_engine::read_failed(peer &q, std::size_t p, ssize_t n, int err) noexcept
 // end (fill_in(), pump_in(), run()). Called and returns with lock held.
 void tcp_engine::read_blocking(std::unique_lock<light_mutex> &lock, std::size_t p) noexcept {
   auto &q = peers_[p];
-  if (q.in_beg > 0) {
-    std::memmove(q.inbuf.data(), q.inbuf.data() + q.in_beg, q.in_end - q.in_beg);
-    q.in_end -= q.in_beg;
-    q.in_beg = 0;
-  }
+  compact_in(q);
   std::byte *to = q.inbuf.data() + q.in_end;
   const std::size_t room = q.inbuf.size() - q.in_end;
   if (room == 0) // (a header takes less: in_ready() saw none whole)

@@ -336,6 +336,7 @@ private:
   void flush_held() noexcept; // sends the requests posts held back (next_batch())
   bool pump_out(peer &q, std::size_t p) noexcept;
   bool send_batches(peer &q, std::size_t p) noexcept; // pump_out()'s work
+  static void compact_in(peer &q) noexcept;
   int fill_in(peer &q, std::size_t p, bool &drained) noexcept;
   bool pump_in(peer &q, std::size_t p) noexcept;
   static bool in_ready(const peer &q) noexcept;
