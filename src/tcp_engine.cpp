@@ -275,11 +275,16 @@ status_code tcp_engine::post(std::size_t p, int kind, const local_slice &buf,
 
 // Moves what every connected peer's socket takes or has, without blocking
 // (a peer with nothing to move is skipped: a waiting poll() drives every
-// peer two or three times per wait).
-void tcp_engine::drive() noexcept {
+// peer two or three times per wait). Returns whether it stepped one (false:
+// every peer was idle, whatever was held, so a second pass would be too).
+bool tcp_engine::drive() noexcept {
+  bool stepped = false;
   for (std::size_t p = 0; p < peers_.size(); p++)
-    if (peers_[p].st == state::up && !idle(peers_[p]))
+    if (peers_[p].st == state::up && !idle(peers_[p])) {
       step(p, 0);
+      stepped = true;
+    }
+  return stepped;
 }
 
 // Whether step(p, 0) would do nothing: no input known to be waiting (the
@@ -311,10 +316,11 @@ std::size_t tcp_engine::poll(std::span<tcp_completion> out,
     // sockets, and the progress thread stays off them.
     app_waits(std::chrono::microseconds(500));
     hold_out_ = true;
-    drive();
+    const bool stepped = drive();
     hold_out_ = false;
     if (done_.empty()) {
-      drive(); // it sleeps: what the first pass held goes out (no recv(2): drained)
+      if (stepped)
+        drive(); // it sleeps: what the first pass held goes out (no recv(2): drained)
       // Every connected peer is watched, also one with no event wanted (a
       // send waiting for a credit): poll(2) reports its hang-up or error,
       // which is how a peer whose host is gone is failed (check_broken()).

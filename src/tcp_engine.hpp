@@ -327,7 +327,7 @@ private:
   // Whether the credits owed to the peer are to go in a frame of their own
   // (else they wait to ride on the next frame out).
   [[gnu::always_inline]] static bool credit_due(const peer &q) noexcept;
-  void drive() noexcept;
+  bool drive() noexcept;
   [[gnu::always_inline]] static bool idle(const peer &q) noexcept;
   void accept_new() noexcept;
   void read_hellos() noexcept;
