@@ -406,10 +406,13 @@ await_id_mixed(detail::channel_state &s, std::uint64_t id, one_outcome *out,
 }
 
 // await_id() of a channel with a TCP engine: the CQ (if any) and the
-// engine's ring.
+// engine's ring. As there, the clock is read only once a poll comes back
+// without it (the engine's poll waits up to tcp_wait for it first: the
+// timeout then counts from there).
 result<bool> await_id_mixed(detail::channel_state &s, std::uint64_t id, one_outcome *out,
                             std::chrono::milliseconds timeout) noexcept {
-  const auto deadline = detail::deadline(timeout);
+  clock::time_point deadline{};
+  bool timed = false;
   for (;;) {
     if (s.cq) {
       auto n = s.cq.poll(s.wc);
@@ -431,8 +434,12 @@ result<bool> await_id_mixed(detail::channel_state &s, std::uint64_t id, one_outc
     }
     if (found)
       return true;
-    if (detail::expired(deadline))
+    if (!timed) {
+      deadline = detail::deadline(timeout);
+      timed = true;
+    } else if (detail::expired(deadline)) {
       return false;
+    }
   }
 }
 

@@ -7,13 +7,17 @@ namespace rdmadl::detail {
 
 void region_table::add(std::uint32_t lkey, std::uint32_t rkey, std::uint64_t addr,
                        std::uint64_t length, rdmadl::access rights) {
-  std::unique_lock lock(m_);
+  std::lock_guard w(writers_);
+  std::lock_guard lock(gate_);
+  gen_++;
   by_lkey_[lkey] = entry{rkey, addr, length, rights};
   lkey_of_rkey_[rkey] = lkey;
 }
 
 void region_table::remove(std::uint32_t lkey) noexcept {
-  std::unique_lock lock(m_);
+  std::lock_guard w(writers_);
+  std::lock_guard lock(gate_);
+  gen_++;
   auto it = by_lkey_.find(lkey);
   if (it == by_lkey_.end())
     return;
@@ -23,21 +27,31 @@ void region_table::remove(std::uint32_t lkey) noexcept {
   by_lkey_.erase(it);
 }
 
-bool region_table::allows(key_kind kind, std::uint32_t key, std::uint64_t addr,
-                          std::uint64_t length, rdmadl::access right) const noexcept {
+const region_table::entry *region_table::find(key_kind kind, std::uint32_t key) const noexcept {
   if (kind == key_kind::remote) {
     auto r = lkey_of_rkey_.find(key);
     if (r == lkey_of_rkey_.end())
-      return false;
+      return nullptr;
     key = r->second;
   }
   auto it = by_lkey_.find(key);
-  if (it == by_lkey_.end())
-    return false;
-  const entry &e = it->second;
-  if (right != rdmadl::access::local && !has(e.rights, right))
-    return false;
-  return addr >= e.addr && addr - e.addr <= e.length && length <= e.length - (addr - e.addr);
+  return it == by_lkey_.end() ? nullptr : &it->second;
+}
+
+const region_table::entry *region_table::found(key_kind kind, std::uint32_t key,
+                                               hint *h) const noexcept {
+  const entry *e = find(kind, key);
+  if (!e || !h || key == 0)
+    return e;
+  if (h->gen != gen_) { // a region started or ended since: forget them all
+    h->gen = gen_;
+    for (auto &s : h->slot)
+      s.key = 0;
+  }
+  auto &s = h->slot[h->next];
+  h->next = (h->next + 1) % h->slot.size();
+  s = {kind, key, *e};
+  return &s.e;
 }
 
 } // namespace rdmadl::detail

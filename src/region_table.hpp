@@ -9,24 +9,54 @@
 // a region's end (remove) takes the lock exclusively, so it waits for a copy
 // that is running, and the next copy finds the region gone. A copy is one
 // non-blocking socket call, so no end ever waits for a peer.
+//
+// The engine checks a region about three times per message, so the read
+// path is kept short: the shared lock is one atomic counter (gate; a
+// region's start or end, rare, waits for the readers to leave), and a
+// caller may pass a hint that remembers the regions it found last, valid
+// while no region started or ended since (the table's generation): a stream
+// of frames through the same buffers then looks nothing up.
 #ifndef RDMADL_SRC_REGION_TABLE_HPP
 #define RDMADL_SRC_REGION_TABLE_HPP
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <shared_mutex>
 #include <span>
 #include <unordered_map>
 
+#include "locks.hpp"
 #include "rdmadl/memory.hpp"
 
 namespace rdmadl::detail {
 
 class region_table {
+  struct entry {
+    std::uint32_t rkey;
+    std::uint64_t addr, length;
+    rdmadl::access rights;
+  };
+
 public:
   // Which key a lookup names: a peer's rkey, or a local slice's lkey.
   enum class key_kind { remote, local };
+  // What a caller found last (see the top of this file): a few regions by
+  // kind and key, as of the table's generation gen. One per thread of use
+  // at a time (the TCP engine keeps one per peer, under its mutex).
+  class hint {
+    friend class region_table;
+    struct found {
+      key_kind kind = key_kind::local;
+      std::uint32_t key = 0;
+      entry e{};
+    };
+    std::uint64_t gen = 0; // 0: nothing (the table's starts at 1)
+    std::array<found, 4> slot{};
+    std::uint32_t next = 0; // the slot the next one found goes to
+  };
   // Adds a region (keys, range, rights).
   void add(std::uint32_t lkey, std::uint32_t rkey, std::uint64_t addr, std::uint64_t length,
            rdmadl::access rights);
@@ -34,12 +64,13 @@ public:
   void remove(std::uint32_t lkey) noexcept;
   // Calls fn() while [addr, addr + length) is inside the region that key
   // names and that grants right (access::local: any region), holding the
-  // region in place; returns false (fn not called) otherwise.
+  // region in place; returns false (fn not called) otherwise. h (optional):
+  // the caller's hint, consulted and updated.
   template <class Fn>
   bool use(key_kind kind, std::uint32_t key, std::uint64_t addr, std::uint64_t length,
-           rdmadl::access right, Fn &&fn) const {
-    std::shared_lock lock(m_);
-    if (!allows(kind, key, addr, length, right))
+           rdmadl::access right, Fn &&fn, hint *h = nullptr) const {
+    std::shared_lock lock(gate_);
+    if (!allows(kind, key, addr, length, right, h))
       return false;
     fn();
     return true;
@@ -56,10 +87,11 @@ public:
   // calls fn() while each of ranges is inside the region its key names and
   // that grants its right, holding them all in place; returns false (fn
   // not called) if one is not.
-  template <class Fn> bool use_each(std::span<const range> ranges, Fn &&fn) const {
-    std::shared_lock lock(m_);
+  template <class Fn>
+  bool use_each(std::span<const range> ranges, Fn &&fn, hint *h = nullptr) const {
+    std::shared_lock lock(gate_);
     for (const range &r : ranges)
-      if (!allows(r.kind, r.key, r.addr, r.length, r.right))
+      if (!allows(r.kind, r.key, r.addr, r.length, r.right, h))
         return false;
     fn();
     return true;
@@ -68,17 +100,33 @@ public:
   std::uint32_t next_key() noexcept { return next_.fetch_add(1) | 0x100000u; }
 
 private:
-  // use()'s check; the caller holds m_.
+  // use()'s check; the caller holds gate_ shared. Inline while the hint
+  // has the region (the engine's case once warm), else allows_found().
   bool allows(key_kind kind, std::uint32_t key, std::uint64_t addr, std::uint64_t length,
-              rdmadl::access right) const noexcept;
-  struct entry {
-    std::uint32_t rkey;
-    std::uint64_t addr, length;
-    rdmadl::access rights;
-  };
+              rdmadl::access right, hint *h) const noexcept {
+    if (h && h->gen == gen_ && key != 0)
+      for (const auto &s : h->slot)
+        if (s.key == key && s.kind == kind)
+          return covers(s.e, addr, length, right);
+    const entry *e = found(kind, key, h);
+    return e && covers(*e, addr, length, right);
+  }
+  // Whether e grants right over [addr, addr + length).
+  static bool covers(const entry &e, std::uint64_t addr, std::uint64_t length,
+                     rdmadl::access right) noexcept {
+    if (right != rdmadl::access::local && !has(e.rights, right))
+      return false;
+    return addr >= e.addr && addr - e.addr <= e.length && length <= e.length - (addr - e.addr);
+  }
+  // The region key names (nullptr: none), looked up and put in h (if any).
+  const entry *found(key_kind kind, std::uint32_t key, hint *h) const noexcept;
+  // The region key names (nullptr: none); the caller holds gate_.
+  const entry *find(key_kind kind, std::uint32_t key) const noexcept;
   // Every socket call looks a key up: hashed, not searched (a PD may hold
-  // thousands of regions).
-  mutable std::shared_mutex m_;
+  // thousands of regions), or found in the caller's hint.
+  mutable rw_gate gate_;
+  std::mutex writers_;    // one writer in gate_ at a time
+  std::uint64_t gen_ = 1; // bumped by every add and remove (under gate_)
   std::unordered_map<std::uint32_t, entry> by_lkey_;
   std::unordered_map<std::uint32_t, std::uint32_t> lkey_of_rkey_;
   std::atomic<std::uint32_t> next_{1};

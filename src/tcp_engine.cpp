@@ -273,11 +273,27 @@ status_code tcp_engine::post(std::size_t p, int kind, const local_slice &buf,
   return {};
 }
 
-// Moves what every connected peer's socket takes or has, without blocking.
-void tcp_engine::drive() noexcept {
+// Moves what every connected peer's socket takes or has, without blocking
+// (a peer with nothing to move is skipped: a waiting poll() drives every
+// peer two or three times per wait). Returns whether it stepped one (false:
+// every peer was idle, whatever was held, so a second pass would be too).
+bool tcp_engine::drive() noexcept {
+  bool stepped = false;
   for (std::size_t p = 0; p < peers_.size(); p++)
-    if (peers_[p].st == state::up)
+    if (peers_[p].st == state::up && !idle(peers_[p])) {
       step(p, 0);
+      stepped = true;
+    }
+  return stepped;
+}
+
+// Whether step(p, 0) would do nothing: no input known to be waiting (the
+// socket drained, no whole header read ahead, no frame begun, nothing
+// staged) and no output (the test pump_out() makes before a batch).
+inline bool tcp_engine::idle(const peer &q) noexcept {
+  return (q.in_drained || q.app_reading) && !q.in_payload &&
+         q.in_end - q.in_beg < tcp_header_size && q.staged.empty() && !q.close_after_output &&
+         !q.out_busy && q.answers.empty() && !credit_due(q) && !sendable(q, q.sent);
 }
 
 std::size_t tcp_engine::poll(std::span<tcp_completion> out,
@@ -300,10 +316,11 @@ std::size_t tcp_engine::poll(std::span<tcp_completion> out,
     // sockets, and the progress thread stays off them.
     app_waits(std::chrono::microseconds(500));
     hold_out_ = true;
-    drive();
+    const bool stepped = drive();
     hold_out_ = false;
     if (done_.empty()) {
-      drive(); // it sleeps: what the first pass held goes out (no recv(2): drained)
+      if (stepped)
+        drive(); // it sleeps: what the first pass held goes out (no recv(2): drained)
       // Every connected peer is watched, also one with no event wanted (a
       // send waiting for a credit): poll(2) reports its hang-up or error,
       // which is how a peer whose host is gone is failed (check_broken()).
@@ -344,7 +361,9 @@ std::size_t tcp_engine::poll(std::span<tcp_completion> out,
           if (fds[i].revents & (POLLHUP | POLLERR))
             check_broken(who[i], fds[i].revents);
       } else {
+        cv_waiters_++;
         cv_.wait_for(lock, wait, [&] { return !done_.empty(); });
+        cv_waiters_--;
       }
     }
   }
@@ -416,17 +435,23 @@ std::size_t tcp_engine::take_failure() noexcept {
 
 void tcp_engine::complete(std::size_t p, std::uint64_t wr_id, int status,
                           std::uint32_t len) noexcept {
-  if (done_.full()) { // the application has not polled for a long time: make room
-    fifo<tcp_completion> bigger;
-    bigger.reserve(done_.size() * 2);
-    while (!done_.empty()) {
-      bigger.push(done_.front());
-      done_.pop();
-    }
-    done_ = std::move(bigger);
-  }
+  if (done_.full()) [[unlikely]]
+    grow_done();
   done_.push(tcp_completion{wr_id, p, status, len});
-  cv_.notify_all();
+  if (cv_waiters_ > 0) // (a waiting poll() mostly sleeps in poll(2) or recv(2) instead)
+    cv_.notify_all();
+}
+
+// The application has not polled for a long time: the completions' ring
+// doubles (out of line: complete() stays small).
+void tcp_engine::grow_done() noexcept {
+  fifo<tcp_completion> bigger;
+  bigger.reserve(done_.size() * 2);
+  while (!done_.empty()) {
+    bigger.push(done_.front());
+    done_.pop();
+  }
+  done_ = std::move(bigger);
 }
 
 // The peer's connection is over: send-side request number at (the oldest
@@ -464,7 +489,7 @@ void tcp_engine::fail(std::size_t p, const std::string &why, int head_status,
   q.granted = 0;
 }
 
-bool tcp_engine::sendable(const peer &q, std::size_t i) noexcept {
+inline bool tcp_engine::sendable(const peer &q, std::size_t i) noexcept {
   if (i >= q.sq.size())
     return false;
   const op &o = q.sq[i];
@@ -480,7 +505,7 @@ bool tcp_engine::sendable(const peer &q, std::size_t i) noexcept {
 // one sendmsg(2) per receive); a peer that used every credit gets the next
 // at once, and a run of posts tells it in about log2(n) frames. Its sends
 // still in flight count as unused here; they are answered once read.
-bool tcp_engine::credit_due(const peer &q) noexcept {
+inline bool tcp_engine::credit_due(const peer &q) noexcept {
   return q.credit_owed > 0 && q.credit_owed >= q.granted;
 }
 
@@ -626,9 +651,12 @@ bool tcp_engine::timed_watch() const noexcept {
 // timer_lead of waiting).
 void tcp_engine::app_waits(std::chrono::microseconds for_at_least) noexcept {
   app_calls_++;
-  if (!ticking_)
+  if (!ticking_) {
+    last_wait_ = {};
     return;
+  }
   const auto now = std::chrono::steady_clock::now();
+  last_wait_ = now;
   if (timer_armed_ && armed_until_ - now >= for_at_least)
     return;
   arm_timer(now, for_at_least + timer_lead);
@@ -892,9 +920,52 @@ void tcp_engine::step(std::size_t p, short revents) noexcept {
     if (!pump_in(q, p) || !pump_out(q, p))
       return;
   } while (in_ready(q));
-  check_broken(p, revents);
+  if (revents & (POLLHUP | POLLERR))
+    check_broken(p, revents);
   if (q.st == state::up && q.close_after_output && !q.out_busy && q.answers.empty())
     fail(p, "it sent a request this side refused (see its completion)", wc_flush_err);
+}
+
+// Whether next_batch() is to send nothing now (a request held back is
+// marked so: held, held_any_). Inline: pump_out() asks it before calling
+// send_batches(), and while an application thread keeps waiting most of
+// its calls with something queued hold it (an ack held for the next
+// request).
+//
+// An application thread (a post, or a poll() that returns to it) holds
+// back the acks and credits it produced (a receive posted: its credit; a
+// send placed: its ack) while the progress thread ticks (run(): an
+// application thread keeps waiting on the engine): they ride on its next
+// request, or go before it next sleeps in poll(), or from the progress
+// thread within a few milliseconds (a turn that finds no application
+// wait steps every peer). In a blocking ping-pong an ack then reaches the
+// peer with the next message, one wake-up instead of two; in a stream,
+// acks and credits go together.
+//
+// Likewise a post holds back its request while requests to the peer are
+// on the wire (their answers still to come), and either an application
+// thread keeps waiting or every send among them had a credit (the peer
+// posted its receive, so it answers each once read, with no call of its
+// application's; writes and reads need none): the requests posted
+// meanwhile go together, one sendmsg for a window's worth (as a doorbell
+// rung once for a list of work requests), at the next poll()
+// (flush_held()), when an answer is read (by whichever thread reads: the
+// progress thread when no application thread waits), or, after the last
+// wait of a thread that kept waiting, from the progress thread within a
+// few milliseconds. A stream of posts
+// from a thread that does not wait in between (the progress thread then
+// reads the answers) thus goes a window per answer, not a sendmsg per
+// post. A request posted to an idle connection goes at once, and so does
+// one behind an eager send that may wait for the peer's receive. A read
+// response is never held.
+inline bool tcp_engine::holds_back(peer &q) noexcept {
+  const bool hold_answers = hold_out_ && ticking_ && !sendable(q, q.sent);
+  const bool hold_requests = posting_ && q.sent > 0 && (ticking_ || q.credits >= 0);
+  if (!(hold_answers || hold_requests) || q.responses != 0)
+    return false;
+  if (hold_requests && sendable(q, q.sent))
+    q.held = held_any_ = true;
+  return true;
 }
 
 // Gathers the next frames to go out into one batch (one sendmsg): the
@@ -905,39 +976,8 @@ void tcp_engine::step(std::size_t p, short revents) noexcept {
 // Answers and requests leave their queues here ("on the wire": no answer to
 // a request can come before its bytes went). False once the peer failed.
 bool tcp_engine::next_batch(peer &q, std::size_t p) noexcept {
-  // An application thread (a post, or a poll() that returns to it) holds
-  // back the acks and credits it produced (a receive posted: its credit; a
-  // send placed: its ack) while the progress thread ticks (run(): an
-  // application thread keeps waiting on the engine): they ride on its next
-  // request, or go before it next sleeps in poll(), or from the progress
-  // thread within a few milliseconds (a turn that finds no application
-  // wait steps every peer). In a blocking ping-pong an ack then reaches the
-  // peer with the next message, one wake-up instead of two; in a stream,
-  // acks and credits go together.
-  //
-  // Likewise a post holds back its request while requests to the peer are
-  // on the wire (their answers still to come), and either an application
-  // thread keeps waiting or every send among them had a credit (the peer
-  // posted its receive, so it answers each once read, with no call of its
-  // application's; writes and reads need none): the requests posted
-  // meanwhile go together, one sendmsg for a window's worth (as a doorbell
-  // rung once for a list of work requests), at the next poll()
-  // (flush_held()), when an answer is read (by whichever thread reads: the
-  // progress thread when no application thread waits), or, after the last
-  // wait of a thread that kept waiting, from the progress thread within a
-  // few milliseconds. A stream of posts
-  // from a thread that does not wait in between (the progress thread then
-  // reads the answers) thus goes a window per answer, not a sendmsg per
-  // post. A request posted to an idle connection goes at once, and so does
-  // one behind an eager send that may wait for the peer's receive. A read
-  // response is never held.
-  const bool hold_answers = hold_out_ && ticking_ && !sendable(q, q.sent);
-  const bool hold_requests = posting_ && q.sent > 0 && (ticking_ || q.credits >= 0);
-  if ((hold_answers || hold_requests) && q.responses == 0) {
-    if (hold_requests && sendable(q, q.sent))
-      q.held = held_any_ = true;
+  if (holds_back(q))
     return true;
-  }
   q.held = false;
   q.out_n = 0;
   q.out_off = 0;
@@ -955,8 +995,9 @@ bool tcp_engine::next_batch(peer &q, std::size_t p) noexcept {
         from = {f.addr, f.length, f.rkey, false};
         f.addr = 0;
         f.rkey = 0;
-        if (!pd_->regions.use(key_kind::remote, from.key, from.addr, f.length,
-                              rdmadl::access::remote_read, [] {})) {
+        if (!pd_->regions.use(
+                key_kind::remote, from.key, from.addr, f.length, rdmadl::access::remote_read, [] {},
+                &q.hint)) {
           f = tcp_frame{tcp_op::nack, 0, f.wr_id, 0, 0, wc_rem_access_err};
           from = {};
         }
@@ -974,8 +1015,9 @@ bool tcp_engine::next_batch(peer &q, std::size_t p) noexcept {
         f.addr = o.raddr;
         f.rkey = o.rkey;
       }
-      if (!pd_->regions.use(key_kind::local, o.buf.lkey, o.buf.addr, o.buf.length,
-                            rdmadl::access::local, [] {})) {
+      if (!pd_->regions.use(
+              key_kind::local, o.buf.lkey, o.buf.addr, o.buf.length, rdmadl::access::local, [] {},
+              &q.hint)) {
         fail(p, "a local buffer is not inside a region of the channel's PD", wc_loc_prot_err,
              q.sent);
         return false;
@@ -1000,12 +1042,24 @@ bool tcp_engine::next_batch(peer &q, std::size_t p) noexcept {
     bytes += from.length;
   }
   q.out_busy = q.out_n > 0;
+  // Else everything that may go is in it (nothing that decides it changes
+  // until the mutex is let go): pump_out() need not come back for more.
+  q.out_more = q.out_n == tcp_out_frames || bytes >= tcp_eager_max || credit_due(q);
   return true;
 }
 
 // Sends what is queued until the socket is full (see next_batch() for what
-// a post holds back). False once the peer failed.
+// a post holds back). False once the peer failed. The test for nothing to
+// go (a request held back stays sendable: see next_batch()) is inlined in
+// the callers; send_batches() does the rest.
 bool tcp_engine::pump_out(peer &q, std::size_t p) noexcept {
+  if (!q.out_busy &&
+      ((q.answers.empty() && !credit_due(q) && !sendable(q, q.sent)) || holds_back(q)))
+    return true;
+  return send_batches(q, p);
+}
+
+bool tcp_engine::send_batches(peer &q, std::size_t p) noexcept {
   for (;;) {
     if (!q.out_busy) {
       if (!next_batch(q, p))
@@ -1052,7 +1106,7 @@ bool tcp_engine::pump_out(peer &q, std::size_t p) noexcept {
       err = errno;
     };
     if (nheld > 0) {
-      if (!pd_->regions.use_each(std::span(held.data(), nheld), send_it)) {
+      if (!pd_->regions.use_each(std::span(held.data(), nheld), send_it, &q.hint)) {
         fail(p, "a region ended while its bytes were being sent", wc_loc_prot_err);
         return false;
       }
@@ -1070,6 +1124,20 @@ bool tcp_engine::pump_out(peer &q, std::size_t p) noexcept {
     if (q.out_off < q.out_len)
       continue;
     q.out_busy = false;
+    if (!q.out_more)
+      return true;
+  }
+}
+
+// Moves the bytes not yet taken to the front of the read-ahead buffer, so a
+// read appends to them (none: it only starts over).
+void tcp_engine::compact_in(peer &q) noexcept {
+  if (q.in_beg == q.in_end) {
+    q.in_beg = q.in_end = 0;
+  } else if (q.in_beg > 0) {
+    std::memmove(q.inbuf.data(), q.inbuf.data() + q.in_beg, q.in_end - q.in_beg);
+    q.in_end -= q.in_beg;
+    q.in_beg = 0;
   }
 }
 
@@ -1080,11 +1148,7 @@ int tcp_engine::fill_in(peer &q, std::size_t p, bool &drained) noexcept {
   if (q.in_drained || q.app_reading)
     return 0; // no recv(2) until poll(2) says there is more (note_input()), or
               // while a waiting poll() blocks in one (read_blocking())
-  if (q.in_beg > 0) {
-    std::memmove(q.inbuf.data(), q.inbuf.data() + q.in_beg, q.in_end - q.in_beg);
-    q.in_end -= q.in_beg;
-    q.in_beg = 0;
-  }
+  compact_in(q);
   const std::size_t room = q.inbuf.size() - q.in_end;
   const ssize_t n = ::recv(q.fd, q.inbuf.data() + q.in_end, room, MSG_DONTWAIT);
   if (n > 0) {
@@ -1119,13 +1183,9 @@ int tcp_engine::read_failed(peer &q, std::size_t p, ssize_t n, int err) noexcept
 // blocking socket loop does. The mutex is released meanwhile; app_reading
 // keeps every other thread off the socket's input and the buffer's free
 // end (fill_in(), pump_in(), run()). Called and returns with lock held.
-void tcp_engine::read_blocking(std::unique_lock<std::mutex> &lock, std::size_t p) noexcept {
+void tcp_engine::read_blocking(std::unique_lock<light_mutex> &lock, std::size_t p) noexcept {
   auto &q = peers_[p];
-  if (q.in_beg > 0) {
-    std::memmove(q.inbuf.data(), q.inbuf.data() + q.in_beg, q.in_end - q.in_beg);
-    q.in_end -= q.in_beg;
-    q.in_beg = 0;
-  }
+  compact_in(q);
   std::byte *to = q.inbuf.data() + q.in_end;
   const std::size_t room = q.inbuf.size() - q.in_end;
   if (room == 0) // (a header takes less: in_ready() saw none whole)
@@ -1133,7 +1193,14 @@ void tcp_engine::read_blocking(std::unique_lock<std::mutex> &lock, std::size_t p
   const int fd = q.fd;
   // The progress thread's timer is not to go off while this thread blocks
   // (SO_RCVTIMEO: at most tcp_wait): it would wake that thread for nothing.
-  app_waits(channel_state::tcp_wait);
+  // The poll() that calls this read the clock a few microseconds ago
+  // (app_waits()): that reading, with a margin, saves another.
+  constexpr std::chrono::microseconds margin{100};
+  if (ticking_ && last_wait_ != std::chrono::steady_clock::time_point{} && timer_armed_ &&
+      armed_until_ - last_wait_ >= channel_state::tcp_wait + margin)
+    app_calls_++;
+  else
+    app_waits(channel_state::tcp_wait + margin);
   q.app_reading = true;
   app_polling_++;
   lock.unlock();
@@ -1267,8 +1334,8 @@ bool tcp_engine::pump_in(peer &q, std::size_t p) noexcept {
         n = static_cast<ssize_t>(len);
       } else if (q.in_dest == to_stage) {
         move(from, len);
-      } else if (!pd_->regions.use(kind, key, at + q.in_done, len, right,
-                                   [&] { move(from, len); })) {
+      } else if (!pd_->regions.use(
+                     kind, key, at + q.in_done, len, right, [&] { move(from, len); }, &q.hint)) {
         // The region ended under the transfer: drop the rest, fail the request.
         q.in_status = q.in_dest == to_region ? wc_rem_access_err : wc_loc_prot_err;
         q.in_dest = to_drop;
@@ -1336,8 +1403,9 @@ bool tcp_engine::begin_payload(peer &q, std::size_t p) noexcept {
     }
     return true;
   case tcp_op::write:
-    q.in_dest = pd_->regions.use(key_kind::remote, f.rkey, f.addr, f.length,
-                                 rdmadl::access::remote_write, [] {})
+    q.in_dest = pd_->regions.use(
+                    key_kind::remote, f.rkey, f.addr, f.length, rdmadl::access::remote_write, [] {},
+                    &q.hint)
                     ? to_region
                     : to_drop;
     if (q.in_dest == to_drop)
@@ -1441,10 +1509,12 @@ void tcp_engine::place_staged(peer &q, std::size_t p) noexcept {
     status = wc_loc_len_err;
   else if (s.length > 0 &&
            !pd_->regions.use(
-               key_kind::local, r.buf.lkey, r.buf.addr, s.length, rdmadl::access::local, [&] {
+               key_kind::local, r.buf.lkey, r.buf.addr, s.length, rdmadl::access::local,
+               [&] {
                  std::memcpy(reinterpret_cast<void *>(r.buf.addr),
                              q.stage.data() + std::size_t{s.slot} * tcp_eager_max, s.length);
-               }))
+               },
+               &q.hint))
     status = wc_loc_prot_err;
   complete(p, r.wr_id, status, status ? 0 : s.length);
   const auto theirs =

@@ -71,7 +71,9 @@
 #include <thread>
 #include <vector>
 
+#include "locks.hpp"
 #include "rdmadl/multi_channel.hpp"
+#include "region_table.hpp"
 #include "tcp_frame.hpp"
 
 namespace rdmadl::detail {
@@ -86,28 +88,41 @@ struct tcp_completion {
   std::uint32_t byte_len = 0;
 };
 
-// A fixed-capacity FIFO (no allocation once made).
+// A fixed-capacity FIFO (no allocation once made). Indices wrap by a
+// compare, not a division: every frame in and out goes through a few of
+// these, and a 64-bit division costs tens of cycles (far more under
+// emulation).
 template <class T> class fifo {
 public:
-  void reserve(std::size_t n) { v_.resize(n); }
-  bool full() const noexcept { return n_ == v_.size(); }
+  void reserve(std::size_t n) {
+    v_.resize(n);
+    cap_ = n;
+  }
+  bool full() const noexcept { return n_ == cap_; }
   bool empty() const noexcept { return n_ == 0; }
   std::size_t size() const noexcept { return n_; }
-  T &operator[](std::size_t i) noexcept { return v_[(h_ + i) % v_.size()]; }
-  const T &operator[](std::size_t i) const noexcept { return v_[(h_ + i) % v_.size()]; }
+  T &operator[](std::size_t i) noexcept { return v_[at(i)]; }
+  const T &operator[](std::size_t i) const noexcept { return v_[at(i)]; }
   T &front() noexcept { return v_[h_]; }
   void push(const T &t) noexcept {
-    v_[(h_ + n_) % v_.size()] = t;
+    v_[at(n_)] = t;
     n_++;
   }
   void pop() noexcept {
-    h_ = (h_ + 1) % v_.size();
+    if (++h_ == cap_)
+      h_ = 0;
     n_--;
   }
   void clear() noexcept { h_ = n_ = 0; }
 
 private:
+  // The slot of element i (i <= size(), so h_ + i < 2 * capacity).
+  std::size_t at(std::size_t i) const noexcept {
+    const std::size_t j = h_ + i;
+    return j >= cap_ ? j - cap_ : j;
+  }
   std::vector<T> v_;
+  std::size_t cap_ = 0; // v_.size(), kept: that is a division by sizeof(T)
   std::size_t h_ = 0, n_ = 0;
 };
 
@@ -230,6 +245,7 @@ private:
       bool local = true;
     };
     bool out_busy = false;
+    bool out_more = false; // the batch stopped at a limit: more may be ready behind it
     std::size_t out_n = 0, out_len = 0, out_off = 0;
     std::array<std::byte, tcp_header_size * tcp_out_frames> out_hdr{};
     std::array<out_frame, tcp_out_frames> out_frames{};
@@ -258,6 +274,7 @@ private:
     int probe_fd = -1;        // while it owes this side its connection: a probe of its listener
     short polled = 0;         // the events the progress thread sleeps on
     bool unreported = false;  // failed, and take_failure() has not given it yet
+    region_table::hint hint;  // the regions its frames used last (region_table.hpp)
     std::string why;          // why it failed
   };
   struct pending_accept {
@@ -297,7 +314,7 @@ private:
   // The connection is made: the peer is up, its socket blocking (for
   // read_blocking(); every other call passes MSG_DONTWAIT).
   static void go_up(peer &q) noexcept;
-  void read_blocking(std::unique_lock<std::mutex> &lock, std::size_t p) noexcept;
+  void read_blocking(std::unique_lock<light_mutex> &lock, std::size_t p) noexcept;
   int read_failed(peer &q, std::size_t p, ssize_t n, int err) noexcept;
   // Whether the send whose header came (in_f) may go to the staging buffer,
   // and whether it is to go there now (tcp_engine.cpp).
@@ -306,16 +323,20 @@ private:
   short wanted(const peer &q) const noexcept;
   // Whether request i of the send queue may go out: not a send without a
   // credit, unless it may go eagerly (tcp_frame.hpp).
-  static bool sendable(const peer &q, std::size_t i) noexcept;
+  [[gnu::always_inline]] static bool sendable(const peer &q, std::size_t i) noexcept;
   // Whether the credits owed to the peer are to go in a frame of their own
   // (else they wait to ride on the next frame out).
-  static bool credit_due(const peer &q) noexcept;
-  void drive() noexcept;
+  [[gnu::always_inline]] static bool credit_due(const peer &q) noexcept;
+  bool drive() noexcept;
+  [[gnu::always_inline]] static bool idle(const peer &q) noexcept;
   void accept_new() noexcept;
   void read_hellos() noexcept;
   bool next_batch(peer &q, std::size_t p) noexcept;
+  [[gnu::always_inline]] bool holds_back(peer &q) noexcept; // (next_batch())
   void flush_held() noexcept; // sends the requests posts held back (next_batch())
   bool pump_out(peer &q, std::size_t p) noexcept;
+  bool send_batches(peer &q, std::size_t p) noexcept; // pump_out()'s work
+  static void compact_in(peer &q) noexcept;
   int fill_in(peer &q, std::size_t p, bool &drained) noexcept;
   bool pump_in(peer &q, std::size_t p) noexcept;
   static bool in_ready(const peer &q) noexcept;
@@ -323,10 +344,12 @@ private:
   bool finish_frame(peer &q, std::size_t p) noexcept;
   void place_staged(peer &q, std::size_t p) noexcept;
   void complete(std::size_t p, std::uint64_t wr_id, int status, std::uint32_t len) noexcept;
+  [[gnu::cold, gnu::noinline]] void grow_done() noexcept;
   void fail(std::size_t p, const std::string &why, int head_status, std::size_t at = 0) noexcept;
 
-  mutable std::mutex m_;
-  std::condition_variable cv_;
+  mutable light_mutex m_;
+  std::condition_variable_any cv_;
+  int cv_waiters_ = 0; // threads in cv_.wait_for() (complete() notifies only then)
   std::vector<peer> peers_;
   std::vector<pending_accept> accepting_;
   fifo<tcp_completion> done_;
@@ -335,6 +358,8 @@ private:
   int timer_fd_ = -1; // goes off when no application thread waited for a while (run())
   bool timer_armed_ = false;
   std::chrono::steady_clock::time_point armed_until_{};
+  std::chrono::steady_clock::time_point
+      last_wait_{}; // app_waits()' clock reading (none: not ticking)
   int family_ = 4;
   std::array<std::uint8_t, 16> addr_{};
   std::uint16_t port_ = 0;

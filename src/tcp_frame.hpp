@@ -31,6 +31,7 @@
 #include <span>
 
 #include "rdmadl/error.hpp"
+#include "serial.hpp"
 
 namespace rdmadl::detail {
 
@@ -68,15 +69,54 @@ inline constexpr std::uint32_t tcp_eager_max = 64 * 1024;
 // The largest ibv_wc_status a nack may carry (IBV_WC_TM_RNDV_INCOMPLETE).
 inline constexpr std::uint32_t tcp_max_status = 23;
 
-// The header of f.
-std::array<std::byte, tcp_header_size> encode(const tcp_frame &f) noexcept;
+// The header of f. (Inline, as parse_frame(): the engine encodes and parses
+// one per frame.)
+inline std::array<std::byte, tcp_header_size> encode(const tcp_frame &f) noexcept {
+  std::array<std::byte, tcp_header_size> b{};
+  b[0] = static_cast<std::byte>(f.op);
+  put_le(b.data() + 2, f.credit);
+  put_le(b.data() + 4, f.length);
+  put_le(b.data() + 8, f.wr_id);
+  put_le(b.data() + 16, f.addr);
+  put_le(b.data() + 24, f.rkey);
+  put_le(b.data() + 28, f.status);
+  return b;
+}
+
 // Parses a header; accepts exactly what encode() writes for a well-formed
 // frame: a known opcode, zero flags, any credit, and no field the
 // opcode does not use (ack and nack carry no length, address or key; only a
 // nack has a status, 1 to tcp_max_status; a credit has a length of at least
 // 1; a write or read names a range that does not wrap). Errors: errc::bad_size (not tcp_header_size
 // bytes), errc::bad_magic (unknown opcode), errc::bad_blob (any other field).
-result<tcp_frame> parse_frame(std::span<const std::byte> header) noexcept;
+inline result<tcp_frame> parse_frame(std::span<const std::byte> b) noexcept {
+  if (b.size() != tcp_header_size)
+    return errc::bad_size;
+  const auto op = static_cast<std::uint8_t>(b[0]);
+  if (op < static_cast<std::uint8_t>(tcp_op::send) ||
+      op > static_cast<std::uint8_t>(tcp_op::credit))
+    return errc::bad_magic;
+  if (!zero_bytes(b, 1, 1))
+    return errc::bad_blob;
+  tcp_frame f;
+  f.op = static_cast<tcp_op>(op);
+  f.credit = get_le<std::uint16_t>(b.data() + 2);
+  f.length = get_le<std::uint32_t>(b.data() + 4);
+  f.wr_id = get_le<std::uint64_t>(b.data() + 8);
+  f.addr = get_le<std::uint64_t>(b.data() + 16);
+  f.rkey = get_le<std::uint32_t>(b.data() + 24);
+  f.status = get_le<std::uint32_t>(b.data() + 28);
+  const bool remote = f.op == tcp_op::write || f.op == tcp_op::read_request;
+  if (remote ? f.length > UINT64_MAX - f.addr : f.addr != 0 || f.rkey != 0)
+    return errc::bad_blob;
+  if (f.op == tcp_op::nack ? f.status == 0 || f.status > tcp_max_status : f.status != 0)
+    return errc::bad_blob;
+  if ((f.op == tcp_op::ack || f.op == tcp_op::nack) && f.length != 0)
+    return errc::bad_blob;
+  if (f.op == tcp_op::credit && f.length == 0)
+    return errc::bad_blob;
+  return f;
+}
 
 struct tcp_hello {
   std::uint64_t acceptor_token = 0; // the token the acceptor gave this pair

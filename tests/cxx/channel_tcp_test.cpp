@@ -248,6 +248,34 @@ TEST_CASE("channel tcp: write and read land without the target calling anything"
   CHECK(back.bytes == src.bytes);
 }
 
+TEST_CASE("channel tcp: a region that ended is refused, even right after frames used it") {
+  auto [a, b] = pair_of();
+  buffer src(a.pd(), 256, 2);
+  SUBCASE("the target's region") {
+    buffer target(b.pd(), 4096, 1, rdmadl::access::remote_write);
+    auto region = ok(target.mr.remote(0, 256));
+    ok(a.write(src.all(), region, 5s)); // its region is now the one the engine found last
+    target.mr = memory_region{};
+    target.fill(1);
+    CHECK(a.write(src.all(), region, 5s).error() ==
+          std::error_code(wc_rem_access_err, wc_category()));
+    CHECK(target.holds(1));
+  }
+  SUBCASE("the sender's own region") {
+    buffer dst(b.pd(), 256, 0);
+    {
+      auto s = b.scope();
+      auto h = ok(s.post_recv(0, dst.all()));
+      ok(a.send(src.all(), 5s));
+      CHECK(ok(s.wait(h, 5s)).status == 0);
+    }
+    CHECK(dst.holds(2));
+    const local_slice gone = src.all();
+    src.mr = memory_region{};
+    CHECK(a.send(gone, 5s).error() == std::error_code(wc_loc_prot_err, wc_category()));
+  }
+}
+
 TEST_CASE("channel tcp: an access outside a region fails as RC does and changes nothing") {
   auto [a, b] = pair_of();
   buffer target(b.pd(), 4096, 1, rdmadl::access::remote_write);
