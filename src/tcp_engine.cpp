@@ -293,7 +293,13 @@ bool tcp_engine::drive() noexcept {
 inline bool tcp_engine::idle(const peer &q) noexcept {
   return (q.in_drained || q.app_reading) && !q.in_payload &&
          q.in_end - q.in_beg < tcp_header_size && q.staged.empty() && !q.close_after_output &&
-         !q.out_busy && q.answers.empty() && !credit_due(q) && !sendable(q, q.sent);
+         !q.out_busy && nothing_to_send(q);
+}
+
+// Whether no frame is owed to the peer: no answer, no credit due, and the
+// next request may not go (a request held back stays sendable).
+inline bool tcp_engine::nothing_to_send(const peer &q) noexcept {
+  return q.answers.empty() && !credit_due(q) && !sendable(q, q.sent);
 }
 
 std::size_t tcp_engine::poll(std::span<tcp_completion> out,
@@ -1053,8 +1059,7 @@ bool tcp_engine::next_batch(peer &q, std::size_t p) noexcept {
 // go (a request held back stays sendable: see next_batch()) is inlined in
 // the callers; send_batches() does the rest.
 bool tcp_engine::pump_out(peer &q, std::size_t p) noexcept {
-  if (!q.out_busy &&
-      ((q.answers.empty() && !credit_due(q) && !sendable(q, q.sent)) || holds_back(q)))
+  if (!q.out_busy && (nothing_to_send(q) || holds_back(q)))
     return true;
   return send_batches(q, p);
 }

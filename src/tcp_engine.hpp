@@ -329,6 +329,7 @@ private:
   [[gnu::always_inline]] static bool credit_due(const peer &q) noexcept;
   bool drive() noexcept;
   [[gnu::always_inline]] static bool idle(const peer &q) noexcept;
+  [[gnu::always_inline]] static bool nothing_to_send(const peer &q) noexcept;
   void accept_new() noexcept;
   void read_hellos() noexcept;
   bool next_batch(peer &q, std::size_t p) noexcept;
