@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# bench/cxx/run-vm-tcp.sh BUILD_DIR [ITERS [RUNS]]: rdmadl-bench-tcp-host
+# bench/cxx/run-vm-tcp.sh BUILD_DIR [ITERS [RUNS [SIZE]]]: rdmadl-bench-tcp-host
 # between two VMs: one boot of ci/vm/cluster.sh with two `none` nodes (no
 # rdma-core: the TCP channel alone, as on a node without RDMA) on one virtual
 # Ethernet segment. Node 0 listens (--listen 192.0.2.10:PORT: it echoes and
 # receives), node 1 connects and measures, so the plain socket loop and the
 # channel cross the same virtual NIC. Prints node 1's "tcp-host:" lines
-# (bench/README.md reads them). Defaults: ITERS 500, RUNS 3 (--runs). Not a
+# (bench/README.md reads them). Defaults: ITERS 500, RUNS 3 (--runs), every
+# size (SIZE: only that one, e.g. 64 with more ITERS than the larger sizes
+# can take in a VM's time). Not a
 # test: it never judges a figure. The cluster's log directory is kept at
 # $RDMADL_BENCH_LOG_DIR (default /tmp/rdmadl-bench-tcp-vm-DATE).
 set -euo pipefail
-build=${1:?usage: run-vm-tcp.sh BUILD_DIR [ITERS [RUNS]]}
-iters=${2:-500} runs=${3:-3} port=19700
+build=${1:?usage: run-vm-tcp.sh BUILD_DIR [ITERS [RUNS [SIZE]]]}
+iters=${2:-500} runs=${3:-3} size=${4:-} port=19700
 root=$(cd "$(dirname "$0")/../.." && pwd)
 logdir=${RDMADL_BENCH_LOG_DIR:-/tmp/rdmadl-bench-tcp-vm-$(date +%Y%m%d-%H%M%S)}
 ninja -C "$build" -j2 rdmadl-bench-tcp-host >/dev/null
@@ -24,9 +26,9 @@ cat >"$payload/guest-tests.sh" <<EOF
 #!/bin/sh
 export RDMADL_DISABLE=1
 if [ "\$RDMADL_NODE" = 0 ]; then
-  rdmadl-bench-tcp-host --runs $runs --listen 192.0.2.10:$port $iters
+  rdmadl-bench-tcp-host --runs $runs --listen 192.0.2.10:$port $iters $size
 else
-  rdmadl-bench-tcp-host --runs $runs --connect 192.0.2.10:$port $iters
+  rdmadl-bench-tcp-host --runs $runs --connect 192.0.2.10:$port $iters $size
 fi
 EOF
 echo "host: $(nproc) cores, load before: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -3,12 +3,12 @@
 // loop of the same sizes, in the same run (no RDMA needed: run it with
 // RDMADL_DISABLE=1). For 64 B, 64 KiB and 1 MiB: the ping-pong round trip
 // (median of ITERS; each side sends, then receives into the same buffer) and
-// the one-way throughput, plain sockets with TCP_NODELAY against a pair of
-// channels with transport = tcp. The plain loop streams with blocking
-// send/recv through one buffer; its kernel socket buffers hold what is in
-// flight. A channel's send completes only once the peer placed it, so a
-// streaming caller keeps a window of distinct buffers in flight, and sizes
-// it in bytes as a socket buffer is: the channel streams with
+// the one-way throughput of a stream of ITERS messages, or of 4 windows
+// (below) if that is more (N: how many, printed as streamed=N), plain
+// sockets with TCP_NODELAY against a pair of channels with transport = tcp. The plain loop streams
+// with blocking send/recv through one buffer; its kernel socket buffers hold what is in flight. A
+// channel's send completes only once the peer placed it, so a streaming caller keeps a window of
+// distinct buffers in flight, and sizes it in bytes as a socket buffer is: the channel streams with
 // budget / SIZE messages in flight (at least 4, at most max_window; the
 // channels' send_depth and recv_depth are raised to that), and, beside it,
 // with the window of a channel's default send_depth (64, at most 16 MiB of
@@ -31,7 +31,7 @@
 // Prints per size (US: microseconds, R: channel / plain, W: messages in
 // flight):
 //   tcp-host: SIZE lat plain=US channel=US ratio=R bw plain=MB/s channel=MB/s ratio=R
-//             window=W default=MB/s default_ratio=R default_window=W
+//             window=W default=MB/s default_ratio=R default_window=W streamed=N
 // (one line) and, last, every ratio on one line, against the goal (round
 // trip at most 1.2x, throughput with the budget's window at least 0.9x of
 // the plain loop's), the default window's throughput ratios after it:
@@ -74,6 +74,15 @@ std::size_t window_of(std::size_t size, std::size_t budget) {
 // full gets without tuning.
 std::size_t default_window_of(std::size_t size) {
   return std::min<std::size_t>(64, std::max<std::size_t>(1, (16u << 20) / size));
+}
+// How many messages each throughput figure streams: the round trips' count,
+// but at least stream_windows windows of the budget's. A stream shorter than
+// its window is all start (every message posted at once, the first credits
+// and the last acks a larger part of it than in any stream that runs on): at
+// 500 messages of 64 B, the VMs' default, the stream lasted ~10 ms.
+constexpr std::size_t stream_windows = 4;
+int streamed_of(int iters, std::size_t size, std::size_t budget) {
+  return std::max(iters, static_cast<int>(stream_windows * window_of(size, budget)));
 }
 
 [[noreturn]] void die(const char *what) {
@@ -152,20 +161,20 @@ struct figures {
 };
 
 // The plain loop's echoing side: echoes iters messages, then receives the
-// stream and answers its end with one byte.
-void plain_echo(int fd, std::size_t size, int iters) {
+// stream of streamed ones and answers its end with one byte.
+void plain_echo(int fd, std::size_t size, int iters, int streamed) {
   std::vector<std::byte> b(size);
   for (int i = 0; i < iters; i++) {
     recv_all(fd, b.data(), size);
     send_all(fd, b.data(), size);
   }
-  for (int i = 0; i < iters; i++)
+  for (int i = 0; i < streamed; i++)
     recv_all(fd, b.data(), size);
   send_all(fd, b.data(), 1);
 }
 
 // The plain loop's measuring side: round trip in microseconds, MB/s one way.
-figures plain_measure(int fd, std::size_t size, int iters) {
+figures plain_measure(int fd, std::size_t size, int iters, int streamed) {
   std::vector<std::byte> b(size);
   std::vector<double> rt;
   rt.reserve(static_cast<std::size_t>(iters));
@@ -176,11 +185,11 @@ figures plain_measure(int fd, std::size_t size, int iters) {
     rt.push_back(std::chrono::duration<double, std::micro>(clk::now() - t0).count());
   }
   auto t0 = clk::now();
-  for (int i = 0; i < iters; i++)
+  for (int i = 0; i < streamed; i++)
     send_all(fd, b.data(), size);
   recv_all(fd, b.data(), 1);
   double s = std::chrono::duration<double>(clk::now() - t0).count();
-  return {median(rt), static_cast<double>(size) * iters / s / 1e6};
+  return {median(rt), static_cast<double>(size) * streamed / s / 1e6};
 }
 
 // One end of the channel pair, with registered buffer for the larger of
@@ -226,19 +235,20 @@ void channel_stream(chan_end &e, std::size_t size, int iters, std::size_t window
 
 // The channel's echoing side, as plain_echo(), then the stream with the
 // default window.
-void channel_echo(chan_end &e, std::size_t size, int iters, std::size_t budget) {
+void channel_echo(chan_end &e, std::size_t size, int iters, int streamed, std::size_t budget) {
   auto sb = e.mr.slice(0, size).value();
   for (int i = 0; i < iters; i++) {
     e.c.receive(sb, 10s).value();
     e.c.send(sb, 10s).value();
   }
-  channel_stream(e, size, iters, window_of(size, budget), false);
-  channel_stream(e, size, iters, default_window_of(size), false);
+  channel_stream(e, size, streamed, window_of(size, budget), false);
+  channel_stream(e, size, streamed, default_window_of(size), false);
 }
 
 // The channel's measuring side, as plain_measure(), then the stream with
 // the default window.
-figures channel_measure(chan_end &e, std::size_t size, int iters, std::size_t budget) {
+figures channel_measure(chan_end &e, std::size_t size, int iters, int streamed,
+                        std::size_t budget) {
   auto sa = e.mr.slice(0, size).value();
   std::vector<double> rt;
   rt.reserve(static_cast<std::size_t>(iters));
@@ -249,23 +259,24 @@ figures channel_measure(chan_end &e, std::size_t size, int iters, std::size_t bu
     rt.push_back(std::chrono::duration<double, std::micro>(clk::now() - t0).count());
   }
   figures f{median(rt), 0, 0};
-  const double bytes = static_cast<double>(size) * iters;
+  const double bytes = static_cast<double>(size) * streamed;
   auto t0 = clk::now();
-  channel_stream(e, size, iters, window_of(size, budget), true);
+  channel_stream(e, size, streamed, window_of(size, budget), true);
   f.mb_s = bytes / std::chrono::duration<double>(clk::now() - t0).count() / 1e6;
   t0 = clk::now();
-  channel_stream(e, size, iters, default_window_of(size), true);
+  channel_stream(e, size, streamed, default_window_of(size), true);
   f.default_mb_s = bytes / std::chrono::duration<double>(clk::now() - t0).count() / 1e6;
   return f;
 }
 
 // Both figures of one size, two threads of this process over loopback.
-std::pair<figures, figures> one_run_threads(std::size_t size, int iters, std::size_t budget) {
+std::pair<figures, figures> one_run_threads(std::size_t size, int iters, int streamed,
+                                            std::size_t budget) {
   figures p, c;
   {
     auto [a, b] = socket_pair();
-    std::thread echo([&, b = b] { plain_echo(b, size, iters); });
-    p = plain_measure(a, size, iters);
+    std::thread echo([&, b = b] { plain_echo(b, size, iters, streamed); });
+    p = plain_measure(a, size, iters, streamed);
     echo.join();
     ::close(a);
     ::close(b);
@@ -275,8 +286,8 @@ std::pair<figures, figures> one_run_threads(std::size_t size, int iters, std::si
     auto ea = a.c.local_channel_endpoint().value(), eb = b.c.local_channel_endpoint().value();
     a.c.connect(eb).value();
     b.c.connect(ea).value();
-    std::thread echo([&] { channel_echo(b, size, iters, budget); });
-    c = channel_measure(a, size, iters, budget);
+    std::thread echo([&] { channel_echo(b, size, iters, streamed, budget); });
+    c = channel_measure(a, size, iters, streamed, budget);
     echo.join();
   }
   return {p, c};
@@ -285,13 +296,13 @@ std::pair<figures, figures> one_run_threads(std::size_t size, int iters, std::si
 // The same between two processes over the control connection fd; only the
 // measuring side's figures mean anything.
 std::pair<figures, figures> one_run_remote(int fd, bool measure, std::size_t size, int iters,
-                                           std::size_t budget) {
+                                           int streamed, std::size_t budget) {
   figures p, c;
   sync_byte(fd);
   if (measure)
-    p = plain_measure(fd, size, iters);
+    p = plain_measure(fd, size, iters, streamed);
   else
-    plain_echo(fd, size, iters);
+    plain_echo(fd, size, iters, streamed);
   // The channels listen on the address this side's control connection uses.
   sockaddr_in me{};
   socklen_t len = sizeof me;
@@ -306,9 +317,9 @@ std::pair<figures, figures> one_run_remote(int fd, bool measure, std::size_t siz
   recv_all(fd, theirs.data(), theirs.size());
   e.c.connect(channel_endpoint::parse(theirs).value()).value();
   if (measure)
-    c = channel_measure(e, size, iters, budget);
+    c = channel_measure(e, size, iters, streamed, budget);
   else
-    channel_echo(e, size, iters, budget);
+    channel_echo(e, size, iters, streamed, budget);
   sync_byte(fd); // neither channel ends while the other still uses it
   return {p, c};
 }
@@ -378,10 +389,11 @@ int main(int argc, char **argv) {
       continue;
     }
     const int n = size >= (std::size_t{1} << 20) ? std::max(iters / 10, 20) : iters;
+    const int streamed = streamed_of(n, size, budget);
     std::vector<double> pl, cl, pb, cb, cd, rl, rb, rd;
     for (int r = 0; r < runs; r++) {
-      auto [p, c] =
-          remote ? one_run_remote(ctl, measure, size, n, budget) : one_run_threads(size, n, budget);
+      auto [p, c] = remote ? one_run_remote(ctl, measure, size, n, streamed, budget)
+                           : one_run_threads(size, n, streamed, budget);
       pl.push_back(p.rtt_us);
       cl.push_back(c.rtt_us);
       pb.push_back(p.mb_s);
@@ -398,9 +410,10 @@ int main(int argc, char **argv) {
     default_ratio[k] = median(rd);
     std::printf("tcp-host: %zu lat plain=%.1f channel=%.1f ratio=%.2f bw plain=%.0f "
                 "channel=%.0f ratio=%.2f window=%zu default=%.0f default_ratio=%.2f "
-                "default_window=%zu\n",
+                "default_window=%zu streamed=%d\n",
                 size, median(pl), median(cl), rtt_ratio[k], median(pb), median(cb), bw_ratio[k],
-                window_of(size, budget), median(cd), default_ratio[k], default_window_of(size));
+                window_of(size, budget), median(cd), default_ratio[k], default_window_of(size),
+                streamed);
     std::fflush(stdout);
   }
   if (measure && all) {
