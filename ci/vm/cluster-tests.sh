@@ -124,6 +124,27 @@ retry() {
   done
 }
 
+# rping_verdict ID FILE: st (rping's exit status) made 1 unless FILE shows
+# its 10 pings, each verified (-v prints what came back), and st made 0 for
+# one known bug of rping itself: its event thread may call
+# rdma_get_cm_event() on the channel the main thread has just destroyed
+# after the last event, so a run whose pings all came exits non-zero with
+# "rdma_get_cm_event: Bad file descriptor" (fixed in rdma-core by pull
+# request 1622, July 2025; the releases these VMs run predate it). Only a
+# run that printed nothing else counts so, and says so on a line of its own;
+# every other failure stays one.
+rping_verdict() {
+  pings=$(grep -c 'ping data: rdma-ping-' "$2")
+  if [ "$st" -eq 0 ] && [ "$pings" -ne 10 ]; then
+    st=1
+  elif [ "$st" -ne 0 ] && [ "$pings" -eq 10 ] &&
+    grep -qx 'rdma_get_cm_event: Bad file descriptor' "$2" &&
+    ! grep -vxE '(client |server )?(ping data: rdma-ping-.*|DISCONNECT EVENT\.\.\.)|rdma_get_cm_event: Bad file descriptor' "$2" | grep -q .; then
+    echo "cluster-tests: $1: rping's teardown race after its 10 verified pings (rdma-core pull request 1622): counted as a pass"
+    st=0
+  fi
+}
+
 echo "cluster-tests: node $me ($RDMADL_SUITE, $myip) of: $RDMADL_CLUSTER"
 while read -r id kind srv cli port arg <&3; do
   case $id in '' | \#*) continue ;; esac
@@ -165,8 +186,9 @@ while read -r id kind srv cli port arg <&3; do
       check "$id:ibv_rc_pingpong.server" $st
       [ $st -eq 0 ] || show "/tmp/$id.pp"
       meet server "$peer_ip" $((port + 8)) || echo "cluster-tests: $id: node $peer did not come to rping"
-      timeout 60 rping -s -a "$myip" -p $((port + 1)) -C 10 </dev/null >"/tmp/$id.rp" 2>&1
+      timeout 60 rping -s -a "$myip" -p $((port + 1)) -C 10 -v </dev/null >"/tmp/$id.rp" 2>&1
       st=$?
+      rping_verdict "$id" "/tmp/$id.rp"
       check "$id:rping.server" $st
       [ $st -eq 0 ] || show "/tmp/$id.rp"
       ;;
@@ -179,7 +201,7 @@ while read -r id kind srv cli port arg <&3; do
       meet client "$peer_ip" $((port + 8)) || echo "cluster-tests: $id: node $peer did not come to rping"
       retry "$id" 90 'ping data' rping -c -a "$peer_ip" -p $((port + 1)) -C 10 -v
       st=$?
-      [ $st -ne 0 ] || [ "$(grep -c 'ping data: rdma-ping-' "/tmp/$id.out")" -eq 10 ] || st=1
+      rping_verdict "$id" "/tmp/$id.out"
       check "$id:rping.client" $st
       [ $st -eq 0 ] || show "/tmp/$id.out"
       ;;
