@@ -1266,8 +1266,11 @@ bool tcp_engine::pump_in(peer &q, std::size_t p) noexcept {
         return false;
       if (!q.in_payload)
         continue;
-    }
-    if (q.in_dest == to_nothing) { // a send waiting for a receive
+      // A send waiting for a receive: begin_payload() is asked again
+      // (below) on a later call, once a receive may have been posted.
+      if (q.in_dest == to_nothing)
+        return true;
+    } else if (q.in_dest == to_nothing) { // a send waiting for a receive
       if (!begin_payload(q, p))
         return false;
       if (q.in_dest == to_nothing)
