@@ -1197,15 +1197,26 @@ void tcp_engine::read_blocking(std::unique_lock<light_mutex> &lock, std::size_t 
     return;
   const int fd = q.fd;
   // The progress thread's timer is not to go off while this thread blocks
-  // (SO_RCVTIMEO: at most tcp_wait): it would wake that thread for nothing.
-  // The poll() that calls this read the clock a few microseconds ago
-  // (app_waits()): that reading, with a margin, saves another.
-  constexpr std::chrono::microseconds margin{100};
-  if (ticking_ && last_wait_ != std::chrono::steady_clock::time_point{} && timer_armed_ &&
-      armed_until_ - last_wait_ >= channel_state::tcp_wait + margin)
+  // (SO_RCVTIMEO: at most tcp_wait), nor less than after_wait after the
+  // recv(2) returns (what poll() keeps it ahead by): it would wake that
+  // thread for nothing. The poll() that calls this read the clock a few
+  // microseconds ago (app_waits()): that reading (since), with a margin,
+  // and the recv(2)'s longest wait tell whether the timer covers both, so
+  // neither this nor the return reads the clock again (it was set
+  // timer_lead ahead: most waits find it so).
+  constexpr std::chrono::microseconds margin{100}, after_wait{500};
+  constexpr auto span = channel_state::tcp_wait + margin + after_wait;
+  const auto covered = [&](std::chrono::steady_clock::time_point since) {
+    return ticking_ && since != std::chrono::steady_clock::time_point{} && timer_armed_ &&
+           armed_until_ - since >= span;
+  };
+  auto since = last_wait_;
+  if (covered(since)) {
     app_calls_++;
-  else
-    app_waits(channel_state::tcp_wait + margin);
+  } else {
+    app_waits(span);
+    since = last_wait_;
+  }
   q.app_reading = true;
   app_polling_++;
   lock.unlock();
@@ -1215,8 +1226,14 @@ void tcp_engine::read_blocking(std::unique_lock<light_mutex> &lock, std::size_t 
   app_polling_--;
   q.app_reading = false;
   // Its return counts as a wait too (run()): on a slow link a thread may
-  // spend a millisecond and more in one recv(2).
-  app_waits(std::chrono::microseconds(500));
+  // spend a millisecond and more in one recv(2). Unless the timer still
+  // covers it (not gone off, not set nearer meanwhile), the clock is read:
+  // the progress thread may have set ticking_ during the recv(2) (it then
+  // leaves the timer to this return: see run()).
+  if (covered(since))
+    app_calls_++;
+  else
+    app_waits(after_wait);
   if (q.st != state::up)
     return;
   if (n > 0) {
