@@ -518,7 +518,7 @@ inline bool tcp_engine::credit_due(const peer &q) noexcept {
 // The events a connected peer's socket is to be watched for: input, unless
 // a send waits for a receive or answers wait to go out (the data would be
 // there at once and poll(2) would spin); output while some is queued.
-short tcp_engine::wanted(const peer &q) const noexcept {
+inline short tcp_engine::wanted(const peer &q) const noexcept {
   const bool waits = q.in_payload && q.in_dest == to_nothing && !stage_now(q);
   const bool stalled = waits || q.answers.full() || q.close_after_output;
   // An eager send left in the socket: the peer's close is read (and the

@@ -320,7 +320,8 @@ private:
   // and whether it is to go there now (tcp_engine.cpp).
   static bool eager_fits(const peer &q) noexcept;
   static bool stage_now(const peer &q) noexcept;
-  short wanted(const peer &q) const noexcept;
+  // (Inline: a post asks it, and a waiting poll() before it sleeps.)
+  [[gnu::always_inline]] short wanted(const peer &q) const noexcept;
   // Whether request i of the send queue may go out: not a send without a
   // credit, unless it may go eagerly (tcp_frame.hpp).
   [[gnu::always_inline]] static bool sendable(const peer &q, std::size_t i) noexcept;
