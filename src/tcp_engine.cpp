@@ -439,8 +439,8 @@ std::size_t tcp_engine::take_failure() noexcept {
   return found;
 }
 
-void tcp_engine::complete(std::size_t p, std::uint64_t wr_id, int status,
-                          std::uint32_t len) noexcept {
+inline void tcp_engine::complete(std::size_t p, std::uint64_t wr_id, int status,
+                                 std::uint32_t len) noexcept {
   if (done_.full()) [[unlikely]]
     grow_done();
   done_.push(tcp_completion{wr_id, p, status, len});

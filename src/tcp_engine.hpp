@@ -345,7 +345,9 @@ private:
   bool begin_payload(peer &q, std::size_t p) noexcept;
   bool finish_frame(peer &q, std::size_t p) noexcept;
   void place_staged(peer &q, std::size_t p) noexcept;
-  void complete(std::size_t p, std::uint64_t wr_id, int status, std::uint32_t len) noexcept;
+  // (Inline: every request and every receive ends in one.)
+  [[gnu::always_inline]] void complete(std::size_t p, std::uint64_t wr_id, int status,
+                                       std::uint32_t len) noexcept;
   [[gnu::cold, gnu::noinline]] void grow_done() noexcept;
   void fail(std::size_t p, const std::string &why, int head_status, std::size_t at = 0) noexcept;
 
