@@ -405,16 +405,35 @@ struct one_outcome {
   }
 }
 
+// Looks for id's completion among the n that s's last engine poll took
+// (true, its outcome in *out); error completions mark their peer failed,
+// the rest are dropped, as the CQ path drops them.
+[[gnu::always_inline]] inline bool take_tcp_id(detail::channel_state &s, std::size_t n,
+                                               std::uint64_t id, one_outcome *out) noexcept {
+  bool found = false;
+  for (std::size_t i = 0; i < n; i++) {
+    if (s.twc[i].status)
+      s.fail(s.twc[i].peer);
+    if (s.twc[i].wr_id == id) {
+      *out = {s.twc[i].status, s.twc[i].byte_len};
+      found = true;
+    }
+  }
+  return found;
+}
+
 // await_id() of a channel with a TCP engine: the CQ (if any) and the
 // engine's ring. As there, the clock is read only once a poll comes back
 // without it (the engine's poll waits up to tcp_wait for it first: the
-// timeout then counts from there). Inline in run_one_tcp(), out of line
+// timeout then counts from there); polled: a poll (tcp_engine::post_poll())
+// came back without it already. Inline in run_one_tcp(), out of line
 // (await_id_cold()) for await_id().
-[[gnu::always_inline]] inline result<bool>
-await_id_mixed(detail::channel_state &s, std::uint64_t id, one_outcome *out,
-               std::chrono::milliseconds timeout) noexcept {
-  clock::time_point deadline{};
-  bool timed = false;
+[[gnu::always_inline]] inline result<bool> await_id_mixed(detail::channel_state &s,
+                                                          std::uint64_t id, one_outcome *out,
+                                                          std::chrono::milliseconds timeout,
+                                                          bool polled = false) noexcept {
+  clock::time_point deadline = polled ? detail::deadline(timeout) : clock::time_point{};
+  bool timed = polled;
   for (;;) {
     if (s.cq) {
       auto n = s.cq.poll(s.wc);
@@ -424,17 +443,7 @@ await_id_mixed(detail::channel_state &s, std::uint64_t id, one_outcome *out,
         return true;
     }
     const auto wait = s.cq ? std::chrono::microseconds(0) : s.tcp_wait;
-    const std::size_t n = s.tcp->poll(s.twc, wait);
-    bool found = false;
-    for (std::size_t i = 0; i < n; i++) {
-      if (s.twc[i].status)
-        s.fail(s.twc[i].peer);
-      if (s.twc[i].wr_id == id) {
-        *out = {s.twc[i].status, s.twc[i].byte_len};
-        found = true; // the rest of this batch is dropped, as the CQ path drops it
-      }
-    }
-    if (found)
+    if (take_tcp_id(s, s.tcp->poll(s.twc, wait), id, out))
       return true;
     if (!timed) {
       deadline = detail::deadline(timeout);
@@ -490,11 +499,21 @@ result<bool> await_id_cold(detail::channel_state &s, std::uint64_t id, one_outco
                                                       const remote_region *r, std::uint64_t id,
                                                       std::chrono::milliseconds timeout,
                                                       std::uint32_t *byte_len) noexcept {
-  if (status_code posted = s.tcp->post(peer, k, buf, r, id); !posted.ok()) [[unlikely]]
-    return posted;
   one_outcome o;
-  const result<bool> got = await_id_mixed(s, id, &o, timeout);
-  if (got && *got) [[likely]]
+  bool polled = false;
+  if (!s.cq) { // TCP only: the post and the first poll under one hold of the engine's mutex
+    status_code posted;
+    const std::size_t n = s.tcp->post_poll(peer, k, buf, r, id, posted, s.twc, s.tcp_wait);
+    if (!posted.ok()) [[unlikely]]
+      return posted;
+    if (take_tcp_id(s, n, id, &o)) [[likely]]
+      return one_result(s, peer, o, byte_len);
+    polled = true;
+  } else if (status_code posted = s.tcp->post(peer, k, buf, r, id); !posted.ok()) [[unlikely]] {
+    return posted;
+  }
+  const result<bool> got = await_id_mixed(s, id, &o, timeout, polled);
+  if (got && *got)
     return one_result(s, peer, o, byte_len);
   return abandon_one(s, peer, id, got);
 }

@@ -235,41 +235,66 @@ void tcp_engine::wake() noexcept {
 status_code tcp_engine::post(std::size_t p, int kind, const local_slice &buf,
                              const remote_region *r, std::uint64_t wr_id) noexcept {
   bool wake_it = false;
+  status_code st;
   {
     std::lock_guard lock(m_);
-    auto &q = peers_[p];
-    auto &ring = kind == k_recv ? q.rq : q.sq;
-    if (ring.full())
-      return std::errc::not_enough_memory;
-    ring.push(op{kind, buf, r ? r->addr : 0, r ? r->rkey : 0, wr_id});
-    if (q.st == state::dead) { // as a QP in the error state: flushed at once
-      complete(p, wr_id, wc_flush_err, 0);
-      kind == k_recv ? q.rq.pop() : q.sq.pop();
-      return {};
-    }
-    if (kind == k_recv) // the peer may send one more (told once the connection is up)
-      q.credit_owed++;
-    const bool wrote_before = q.wrote;
-    // The fast path: the posting thread moves what it can without blocking
-    // (a request onto an idle socket; for a receive, the send that waited
-    // for it, and its ack), and wakes the thread only when it must now watch
-    // for something it does not (output that would block, input that the
-    // receive unblocked).
-    if (q.st == state::up) {
-      hold_out_ = true;
-      posting_ = kind != k_recv;
-      kind == k_recv ? step(p, 0) : (void)pump_out(q, p);
-      hold_out_ = posting_ = false;
-    }
-    // ... or when bytes went out while it sleeps with no timeout: their
-    // acknowledgement is to be checked (check_acks()).
-    wake_it =
-        sleeping_ && ((wanted(q) & ~q.polled) != 0 || (q.wrote && !wrote_before && !timed_sleep_));
-    if (wake_it)
-      sleeping_ = false;
+    st = post_locked(p, kind, buf, r, wr_id, wake_it);
   }
   if (wake_it)
     wake();
+  return st;
+}
+
+std::size_t tcp_engine::post_poll(std::size_t p, int kind, const local_slice &buf,
+                                  const remote_region *r, std::uint64_t wr_id, status_code &posted,
+                                  std::span<tcp_completion> out,
+                                  std::chrono::microseconds wait) noexcept {
+  bool wake_it = false;
+  std::unique_lock lock(m_);
+  posted = post_locked(p, kind, buf, r, wr_id, wake_it);
+  if (!posted.ok()) [[unlikely]]
+    return 0;
+  if (wake_it) [[unlikely]] { // (not while holding the mutex: the thread would wait for it)
+    lock.unlock();
+    wake();
+    lock.lock();
+  }
+  return poll_locked(lock, out, wait);
+}
+
+inline status_code tcp_engine::post_locked(std::size_t p, int kind, const local_slice &buf,
+                                           const remote_region *r, std::uint64_t wr_id,
+                                           bool &wake_it) noexcept {
+  auto &q = peers_[p];
+  auto &ring = kind == k_recv ? q.rq : q.sq;
+  if (ring.full())
+    return std::errc::not_enough_memory;
+  ring.push(op{kind, buf, r ? r->addr : 0, r ? r->rkey : 0, wr_id});
+  if (q.st == state::dead) { // as a QP in the error state: flushed at once
+    complete(p, wr_id, wc_flush_err, 0);
+    kind == k_recv ? q.rq.pop() : q.sq.pop();
+    return {};
+  }
+  if (kind == k_recv) // the peer may send one more (told once the connection is up)
+    q.credit_owed++;
+  const bool wrote_before = q.wrote;
+  // The fast path: the posting thread moves what it can without blocking
+  // (a request onto an idle socket; for a receive, the send that waited
+  // for it, and its ack), and wakes the thread only when it must now watch
+  // for something it does not (output that would block, input that the
+  // receive unblocked).
+  if (q.st == state::up) {
+    hold_out_ = true;
+    posting_ = kind != k_recv;
+    kind == k_recv ? step(p, 0) : (void)pump_out(q, p);
+    hold_out_ = posting_ = false;
+  }
+  // ... or when bytes went out while it sleeps with no timeout: their
+  // acknowledgement is to be checked (check_acks()).
+  wake_it =
+      sleeping_ && ((wanted(q) & ~q.polled) != 0 || (q.wrote && !wrote_before && !timed_sleep_));
+  if (wake_it)
+    sleeping_ = false;
   return {};
 }
 
@@ -309,6 +334,12 @@ std::size_t tcp_engine::poll(std::span<tcp_completion> out,
     lock.lock();
   else if (!lock.try_lock()) // the progress thread is at work: take its completions next time
     return 0;
+  return poll_locked(lock, out, wait);
+}
+
+inline std::size_t tcp_engine::poll_locked(std::unique_lock<light_mutex> &lock,
+                                           std::span<tcp_completion> out,
+                                           std::chrono::microseconds wait) noexcept {
   if (held_any_)
     flush_held();
   if (done_.empty() && wait.count() > 0) {

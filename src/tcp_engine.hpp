@@ -178,6 +178,13 @@ public:
   // Takes up to out.size() completions; when there are none, waits up to
   // wait for one. Returns how many.
   std::size_t poll(std::span<tcp_completion> out, std::chrono::microseconds wait) noexcept;
+  // post(), then poll(out, wait), under one hold of the mutex: what a
+  // blocking call does (multi_channel's run_one_slow()), one lock and one
+  // call where the two took two. The post's outcome goes to posted (not
+  // ok: nothing was polled, 0 returned).
+  std::size_t post_poll(std::size_t peer, int kind, const local_slice &buf, const remote_region *r,
+                        std::uint64_t wr_id, status_code &posted, std::span<tcp_completion> out,
+                        std::chrono::microseconds wait) noexcept;
   // What this side does to a peer that timed out: everything of peer
   // completes with IBV_WC_WR_FLUSH_ERR and its connection is shut.
   void flush(std::size_t peer) noexcept;
@@ -295,6 +302,15 @@ private:
   // takes about a millisecond: with 1 ms, a setting per message).
   static constexpr std::chrono::milliseconds timer_lead{4};
   tcp_engine() = default;
+  // post() and poll() with the mutex held (wake_it: the progress thread is
+  // to be woken once it is let go; poll_locked() may let go of it and take
+  // it again).
+  [[gnu::always_inline]] status_code post_locked(std::size_t peer, int kind, const local_slice &buf,
+                                                 const remote_region *r, std::uint64_t wr_id,
+                                                 bool &wake_it) noexcept;
+  [[gnu::always_inline]] std::size_t poll_locked(std::unique_lock<light_mutex> &lock,
+                                                 std::span<tcp_completion> out,
+                                                 std::chrono::microseconds wait) noexcept;
   void run() noexcept;
   void check_acks() noexcept; // fails a peer that stopped acknowledging (keep_alive())
   // Fails a peer whose connection poll(2) reported broken when nothing read
