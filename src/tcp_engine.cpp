@@ -1107,30 +1107,52 @@ bool tcp_engine::send_batches(peer &q, std::size_t p) noexcept {
     // and the payloads, each of these held in its region during the call.
     std::array<iovec, 2 * tcp_out_frames> iov;
     std::array<region_table::range, tcp_out_frames> held;
-    std::size_t cnt = 0, nheld = 0, at = 0;
-    auto add = [&](std::byte *base, std::size_t len) {
-      const std::size_t skip = q.out_off > at ? std::min(q.out_off - at, len) : 0;
-      at += len;
-      if (skip == len)
-        return std::size_t{0};
-      if (cnt > 0 &&
-          static_cast<std::byte *>(iov[cnt - 1].iov_base) + iov[cnt - 1].iov_len == base + skip)
-        iov[cnt - 1].iov_len += len - skip;
-      else
-        iov[cnt++] = {base + skip, len - skip};
-      return skip;
-    };
-    for (std::size_t i = 0; i < q.out_n; i++) {
-      (void)add(q.out_hdr.data() + i * tcp_header_size, tcp_header_size);
-      const peer::out_frame &o = q.out_frames[i];
-      if (o.length == 0 || at + o.length <= q.out_off) {
-        at += o.length;
-        continue;
+    std::size_t cnt = 0, nheld = 0;
+    if (q.out_off == 0) [[likely]] {
+      // A batch none of which went yet (a socket that took less than a
+      // batch is rare): each run of headers up to a payload is one iovec.
+      std::byte *run = q.out_hdr.data();
+      std::size_t run_len = 0;
+      for (std::size_t i = 0; i < q.out_n; i++) {
+        run_len += tcp_header_size;
+        const peer::out_frame &o = q.out_frames[i];
+        if (o.length == 0)
+          continue;
+        iov[cnt++] = {run, run_len};
+        iov[cnt++] = {reinterpret_cast<std::byte *>(o.addr), o.length};
+        held[nheld++] = {o.local ? key_kind::local : key_kind::remote, o.key, o.addr, o.length,
+                         o.local ? rdmadl::access::local : rdmadl::access::remote_read};
+        run += run_len;
+        run_len = 0;
       }
-      const std::size_t skip = add(reinterpret_cast<std::byte *>(o.addr), o.length);
-      held[nheld++] = {o.local ? key_kind::local : key_kind::remote, o.key, o.addr + skip,
-                       o.length - skip,
-                       o.local ? rdmadl::access::local : rdmadl::access::remote_read};
+      if (run_len > 0)
+        iov[cnt++] = {run, run_len};
+    } else {
+      std::size_t at = 0;
+      auto add = [&](std::byte *base, std::size_t len) {
+        const std::size_t skip = q.out_off > at ? std::min(q.out_off - at, len) : 0;
+        at += len;
+        if (skip == len)
+          return std::size_t{0};
+        if (cnt > 0 &&
+            static_cast<std::byte *>(iov[cnt - 1].iov_base) + iov[cnt - 1].iov_len == base + skip)
+          iov[cnt - 1].iov_len += len - skip;
+        else
+          iov[cnt++] = {base + skip, len - skip};
+        return skip;
+      };
+      for (std::size_t i = 0; i < q.out_n; i++) {
+        (void)add(q.out_hdr.data() + i * tcp_header_size, tcp_header_size);
+        const peer::out_frame &o = q.out_frames[i];
+        if (o.length == 0 || at + o.length <= q.out_off) {
+          at += o.length;
+          continue;
+        }
+        const std::size_t skip = add(reinterpret_cast<std::byte *>(o.addr), o.length);
+        held[nheld++] = {o.local ? key_kind::local : key_kind::remote, o.key, o.addr + skip,
+                         o.length - skip,
+                         o.local ? rdmadl::access::local : rdmadl::access::remote_read};
+      }
     }
     msghdr mh{};
     mh.msg_iov = iov.data();
