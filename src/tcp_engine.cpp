@@ -1308,41 +1308,41 @@ bool tcp_engine::pump_in(peer &q, std::size_t p) noexcept {
       place_staged(q, p);
       continue;
     }
-    if (!q.in_payload) {
-      if (q.answers.full() || q.close_after_output)
-        return true; // read on once the answers owed have gone out
-      if (q.in_end - q.in_beg < tcp_header_size) {
-        if (drained)
-          return true;
-        if (const int r = fill_in(q, p, drained); r <= 0)
-          return r == 0;
-        continue;
+    // A header to take, or a send that waited for a receive: where its
+    // payload goes (begin_payload(), inline, so called from here only).
+    if (!q.in_payload || q.in_dest == to_nothing) {
+      if (!q.in_payload) {
+        if (q.answers.full() || q.close_after_output)
+          return true; // read on once the answers owed have gone out
+        if (q.in_end - q.in_beg < tcp_header_size) {
+          if (drained)
+            return true;
+          if (const int r = fill_in(q, p, drained); r <= 0)
+            return r == 0;
+          continue;
+        }
+        auto f = parse_frame(std::span(q.inbuf).subspan(q.in_beg, tcp_header_size));
+        if (!f) {
+          fail(p, "it sent a malformed frame (" + f.error().message() + ")", wc_retry_exc_err);
+          return false;
+        }
+        q.in_beg += tcp_header_size;
+        q.in_f = *f;
+        q.credits += f->credit; // receives the peer posted, told on any frame
+        if (f->op == tcp_op::send)
+          q.granted--;
+        q.in_payload = true;
+        q.in_done = 0;
+        q.in_dest = to_nothing;
+        q.in_status = 0;
       }
-      auto f = parse_frame(std::span(q.inbuf).subspan(q.in_beg, tcp_header_size));
-      if (!f) {
-        fail(p, "it sent a malformed frame (" + f.error().message() + ")", wc_retry_exc_err);
-        return false;
-      }
-      q.in_beg += tcp_header_size;
-      q.in_f = *f;
-      q.credits += f->credit; // receives the peer posted, told on any frame
-      if (f->op == tcp_op::send)
-        q.granted--;
-      q.in_payload = true;
-      q.in_done = 0;
-      q.in_dest = to_nothing;
-      q.in_status = 0;
       if (!begin_payload(q, p))
         return false;
       if (!q.in_payload)
         continue;
-      // A send waiting for a receive: begin_payload() is asked again
-      // (below) on a later call, once a receive may have been posted.
-      if (q.in_dest == to_nothing)
-        return true;
-    } else if (q.in_dest == to_nothing) { // a send waiting for a receive
-      if (!begin_payload(q, p))
-        return false;
+      // A send still waiting for a receive: asked again on a later call,
+      // once one may have been posted (nothing that decides it changes
+      // before).
       if (q.in_dest == to_nothing)
         return true;
     }
@@ -1460,7 +1460,7 @@ bool tcp_engine::in_ready(const peer &q) noexcept {
 // A header has arrived: decide where its payload goes (or act at once on a
 // frame without one). Leaves in_dest to_nothing for a send with no receive
 // posted. False once the peer failed.
-bool tcp_engine::begin_payload(peer &q, std::size_t p) noexcept {
+inline bool tcp_engine::begin_payload(peer &q, std::size_t p) noexcept {
   const tcp_frame &f = q.in_f;
   switch (f.op) {
   case tcp_op::send:
@@ -1532,7 +1532,7 @@ bool tcp_engine::begin_payload(peer &q, std::size_t p) noexcept {
 }
 
 // A payload is all in: complete or answer it. False once the peer failed.
-bool tcp_engine::finish_frame(peer &q, std::size_t p) noexcept {
+inline bool tcp_engine::finish_frame(peer &q, std::size_t p) noexcept {
   const tcp_frame &f = q.in_f;
   q.in_payload = false;
   switch (f.op) {

@@ -358,8 +358,8 @@ private:
   int fill_in(peer &q, std::size_t p, bool &drained) noexcept;
   bool pump_in(peer &q, std::size_t p) noexcept;
   static bool in_ready(const peer &q) noexcept;
-  bool begin_payload(peer &q, std::size_t p) noexcept;
-  bool finish_frame(peer &q, std::size_t p) noexcept;
+  [[gnu::always_inline]] bool begin_payload(peer &q, std::size_t p) noexcept;
+  [[gnu::always_inline]] bool finish_frame(peer &q, std::size_t p) noexcept;
   void place_staged(peer &q, std::size_t p) noexcept;
   // (Inline: every request and every receive ends in one.)
   [[gnu::always_inline]] void complete(std::size_t p, std::uint64_t wr_id, int status,
