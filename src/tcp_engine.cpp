@@ -1012,7 +1012,7 @@ inline bool tcp_engine::holds_back(peer &q) noexcept {
 // tcp_eager_max payload bytes (so no answer waits behind more than that).
 // Answers and requests leave their queues here ("on the wire": no answer to
 // a request can come before its bytes went). False once the peer failed.
-bool tcp_engine::next_batch(peer &q, std::size_t p) noexcept {
+inline bool tcp_engine::next_batch(peer &q, std::size_t p) noexcept {
   if (holds_back(q))
     return true;
   q.held = false;
@@ -1086,10 +1086,11 @@ bool tcp_engine::next_batch(peer &q, std::size_t p) noexcept {
 }
 
 // Sends what is queued until the socket is full (see next_batch() for what
-// a post holds back). False once the peer failed. The test for nothing to
-// go (a request held back stays sendable: see next_batch()) is inlined in
-// the callers; send_batches() does the rest.
-bool tcp_engine::pump_out(peer &q, std::size_t p) noexcept {
+// a post holds back). False once the peer failed. Inline in its callers (a
+// post, step(), flush_held()), as the test for nothing to go (a request
+// held back stays sendable: see next_batch()); send_batches() does the rest,
+// with next_batch() inline in it.
+inline bool tcp_engine::pump_out(peer &q, std::size_t p) noexcept {
   if (!q.out_busy && (nothing_to_send(q) || holds_back(q)))
     return true;
   return send_batches(q, p);

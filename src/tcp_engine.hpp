@@ -349,10 +349,10 @@ private:
   [[gnu::always_inline]] static bool nothing_to_send(const peer &q) noexcept;
   void accept_new() noexcept;
   void read_hellos() noexcept;
-  bool next_batch(peer &q, std::size_t p) noexcept;
+  [[gnu::always_inline]] bool next_batch(peer &q, std::size_t p) noexcept;
   [[gnu::always_inline]] bool holds_back(peer &q) noexcept; // (next_batch())
   void flush_held() noexcept; // sends the requests posts held back (next_batch())
-  bool pump_out(peer &q, std::size_t p) noexcept;
+  [[gnu::always_inline]] bool pump_out(peer &q, std::size_t p) noexcept;
   bool send_batches(peer &q, std::size_t p) noexcept; // pump_out()'s work
   static void compact_in(peer &q) noexcept;
   int fill_in(peer &q, std::size_t p, bool &drained) noexcept;
