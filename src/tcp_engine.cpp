@@ -286,7 +286,7 @@ inline status_code tcp_engine::post_locked(std::size_t p, int kind, const local_
   if (q.st == state::up) {
     hold_out_ = true;
     posting_ = kind != k_recv;
-    kind == k_recv ? step(p, 0) : (void)pump_out(q, p);
+    kind == k_recv ? step_up(p) : (void)pump_out(q, p);
     hold_out_ = posting_ = false;
   }
   // ... or when bytes went out while it sleeps with no timeout: their
@@ -306,7 +306,7 @@ bool tcp_engine::drive() noexcept {
   bool stepped = false;
   for (std::size_t p = 0; p < peers_.size(); p++)
     if (peers_[p].st == state::up && !idle(peers_[p])) {
-      step(p, 0);
+      step_up(p);
       stepped = true;
     }
   return stepped;
@@ -951,16 +951,36 @@ void tcp_engine::step(std::size_t p, short revents) noexcept {
   }
   if (q.st != state::up)
     return;
-  // Frames already read ahead wait for no poll(2): once the answers they
-  // wait on have gone out, they are taken at once.
+  if (!(revents & (POLLHUP | POLLERR)))
+    return step_up(p);
+  if (!pump(q, p))
+    return;
+  check_broken(p, revents);
+  if (q.st == state::up && q.close_after_output && !q.out_busy && q.answers.empty())
+    refused_sent(p);
+}
+
+inline void tcp_engine::step_up(std::size_t p) noexcept {
+  auto &q = peers_[p];
+  if (pump(q, p) && q.close_after_output && q.st == state::up && !q.out_busy && q.answers.empty())
+      [[unlikely]]
+    refused_sent(p);
+}
+
+// Frames already read ahead wait for no poll(2): once the answers they wait
+// on have gone out, they are taken at once. False once the peer failed.
+inline bool tcp_engine::pump(peer &q, std::size_t p) noexcept {
   do {
     if (!pump_in(q, p) || !pump_out(q, p))
-      return;
+      return false;
   } while (in_ready(q));
-  if (revents & (POLLHUP | POLLERR))
-    check_broken(p, revents);
-  if (q.st == state::up && q.close_after_output && !q.out_busy && q.answers.empty())
-    fail(p, "it sent a request this side refused (see its completion)", wc_flush_err);
+  return true;
+}
+
+// The answers to a request this side refused went out: the peer fails, as
+// the requester's queue pair does.
+void tcp_engine::refused_sent(std::size_t p) noexcept {
+  fail(p, "it sent a request this side refused (see its completion)", wc_flush_err);
 }
 
 // Whether next_batch() is to send nothing now (a request held back is

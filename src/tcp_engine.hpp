@@ -326,6 +326,11 @@ private:
   void app_waits(std::chrono::microseconds for_at_least) noexcept;
   void arm_timer(std::chrono::steady_clock::time_point now, std::chrono::microseconds in) noexcept;
   void step(std::size_t p, short revents) noexcept;
+  // step(p, 0) of a peer that is up: what a post and drive() do (inline).
+  [[gnu::always_inline]] void step_up(std::size_t p) noexcept;
+  // pump_in() and pump_out() until nothing read ahead is ready (step()).
+  [[gnu::always_inline]] bool pump(peer &q, std::size_t p) noexcept;
+  [[gnu::cold, gnu::noinline]] void refused_sent(std::size_t p) noexcept;
   static void note_input(peer &q, short revents) noexcept;
   // The connection is made: the peer is up, its socket blocking (for
   // read_blocking(); every other call passes MSG_DONTWAIT).
