@@ -1222,11 +1222,16 @@ void tcp_engine::compact_in(peer &q) noexcept {
 
 // Reads what the socket has into the peer's read-ahead buffer, after the
 // bytes still unparsed there. 1: some came (drained: all the socket had),
-// 0: none (it would block), -1: the peer failed.
-int tcp_engine::fill_in(peer &q, std::size_t p, bool &drained) noexcept {
+// 0: none (it would block), -1: the peer failed. Inline: most calls find
+// the socket drained; the recv(2) is read_in()'s.
+inline int tcp_engine::fill_in(peer &q, std::size_t p, bool &drained) noexcept {
   if (q.in_drained || q.app_reading)
     return 0; // no recv(2) until poll(2) says there is more (note_input()), or
               // while a waiting poll() blocks in one (read_blocking())
+  return read_in(q, p, drained);
+}
+
+int tcp_engine::read_in(peer &q, std::size_t p, bool &drained) noexcept {
   compact_in(q);
   const std::size_t room = q.inbuf.size() - q.in_end;
   const ssize_t n = ::recv(q.fd, q.inbuf.data() + q.in_end, room, MSG_DONTWAIT);
@@ -1472,7 +1477,7 @@ bool tcp_engine::pump_in(peer &q, std::size_t p) noexcept {
 
 // Whether pump_in() would move on at once, from what the read-ahead buffer
 // holds: a header or payload bytes it is free to take.
-bool tcp_engine::in_ready(const peer &q) noexcept {
+inline bool tcp_engine::in_ready(const peer &q) noexcept {
   if (q.in_payload)
     return q.in_dest != to_nothing && q.in_end > q.in_beg;
   return q.in_end - q.in_beg >= tcp_header_size && !q.answers.full() && !q.close_after_output;

@@ -360,9 +360,10 @@ private:
   [[gnu::always_inline]] bool pump_out(peer &q, std::size_t p) noexcept;
   bool send_batches(peer &q, std::size_t p) noexcept; // pump_out()'s work
   static void compact_in(peer &q) noexcept;
-  int fill_in(peer &q, std::size_t p, bool &drained) noexcept;
+  [[gnu::always_inline]] int fill_in(peer &q, std::size_t p, bool &drained) noexcept;
+  int read_in(peer &q, std::size_t p, bool &drained) noexcept; // (fill_in())
   bool pump_in(peer &q, std::size_t p) noexcept;
-  static bool in_ready(const peer &q) noexcept;
+  [[gnu::always_inline]] static bool in_ready(const peer &q) noexcept;
   [[gnu::always_inline]] bool begin_payload(peer &q, std::size_t p) noexcept;
   [[gnu::always_inline]] bool finish_frame(peer &q, std::size_t p) noexcept;
   void place_staged(peer &q, std::size_t p) noexcept;
