@@ -1032,7 +1032,8 @@ inline bool tcp_engine::holds_back(peer &q) noexcept {
 // tcp_eager_max payload bytes (so no answer waits behind more than that).
 // Answers and requests leave their queues here ("on the wire": no answer to
 // a request can come before its bytes went). False once the peer failed.
-inline bool tcp_engine::next_batch(peer &q, std::size_t p) noexcept {
+inline bool tcp_engine::next_batch(peer &q, std::size_t p,
+                                   const region_table::reader &regions) noexcept {
   if (holds_back(q))
     return true;
   q.held = false;
@@ -1052,9 +1053,8 @@ inline bool tcp_engine::next_batch(peer &q, std::size_t p) noexcept {
         from = {f.addr, f.length, f.rkey, false};
         f.addr = 0;
         f.rkey = 0;
-        if (!pd_->regions.use(
-                key_kind::remote, from.key, from.addr, f.length, rdmadl::access::remote_read, [] {},
-                &q.hint)) {
+        if (!regions.allows(key_kind::remote, from.key, from.addr, f.length,
+                            rdmadl::access::remote_read, &q.hint)) {
           f = tcp_frame{tcp_op::nack, 0, f.wr_id, 0, 0, wc_rem_access_err};
           from = {};
         }
@@ -1072,9 +1072,8 @@ inline bool tcp_engine::next_batch(peer &q, std::size_t p) noexcept {
         f.addr = o.raddr;
         f.rkey = o.rkey;
       }
-      if (!pd_->regions.use(
-              key_kind::local, o.buf.lkey, o.buf.addr, o.buf.length, rdmadl::access::local, [] {},
-              &q.hint)) {
+      if (!regions.allows(key_kind::local, o.buf.lkey, o.buf.addr, o.buf.length,
+                          rdmadl::access::local, &q.hint)) {
         fail(p, "a local buffer is not inside a region of the channel's PD", wc_loc_prot_err,
              q.sent);
         return false;
@@ -1118,20 +1117,27 @@ inline bool tcp_engine::pump_out(peer &q, std::size_t p) noexcept {
 
 bool tcp_engine::send_batches(peer &q, std::size_t p) noexcept {
   for (;;) {
+    std::array<iovec, 2 * tcp_out_frames> iov;
+    std::size_t cnt = 0;
+    msghdr mh{};
+    mh.msg_iov = iov.data();
+    ssize_t n = -1;
+    int err = 0;
+    auto send_it = [&] {
+      mh.msg_iovlen = cnt;
+      n = ::sendmsg(q.fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+      err = errno;
+    };
     if (!q.out_busy) {
-      if (!next_batch(q, p))
+      // A new batch: next_batch() checks each payload's range in its region
+      // under one shared hold of the region table, which keeps them in
+      // place through the batch's first sendmsg(2) (no second check).
+      region_table::reader regions(pd_->regions);
+      if (!next_batch(q, p, regions))
         return false;
       if (!q.out_busy)
         return true;
-    }
-    // The batch from out_off on: the headers (adjacent ones in one iovec)
-    // and the payloads, each of these held in its region during the call.
-    std::array<iovec, 2 * tcp_out_frames> iov;
-    std::array<region_table::range, tcp_out_frames> held;
-    std::size_t cnt = 0, nheld = 0;
-    if (q.out_off == 0) [[likely]] {
-      // A batch none of which went yet (a socket that took less than a
-      // batch is rare): each run of headers up to a payload is one iovec.
+      // Each run of headers up to a payload is one iovec.
       std::byte *run = q.out_hdr.data();
       std::size_t run_len = 0;
       for (std::size_t i = 0; i < q.out_n; i++) {
@@ -1141,15 +1147,19 @@ bool tcp_engine::send_batches(peer &q, std::size_t p) noexcept {
           continue;
         iov[cnt++] = {run, run_len};
         iov[cnt++] = {reinterpret_cast<std::byte *>(o.addr), o.length};
-        held[nheld++] = {o.local ? key_kind::local : key_kind::remote, o.key, o.addr, o.length,
-                         o.local ? rdmadl::access::local : rdmadl::access::remote_read};
         run += run_len;
         run_len = 0;
       }
       if (run_len > 0)
         iov[cnt++] = {run, run_len};
+      send_it();
     } else {
-      std::size_t at = 0;
+      // The rest of a batch a sendmsg(2) took part of (or none, EAGAIN):
+      // from out_off on, the headers (adjacent ones in one iovec) and the
+      // payloads, each of these checked again and held in its region
+      // during the call.
+      std::array<region_table::range, tcp_out_frames> held;
+      std::size_t nheld = 0, at = 0;
       auto add = [&](std::byte *base, std::size_t len) {
         const std::size_t skip = q.out_off > at ? std::min(q.out_off - at, len) : 0;
         at += len;
@@ -1174,23 +1184,14 @@ bool tcp_engine::send_batches(peer &q, std::size_t p) noexcept {
                          o.length - skip,
                          o.local ? rdmadl::access::local : rdmadl::access::remote_read};
       }
-    }
-    msghdr mh{};
-    mh.msg_iov = iov.data();
-    mh.msg_iovlen = cnt;
-    ssize_t n = -1;
-    int err = 0;
-    auto send_it = [&] {
-      n = ::sendmsg(q.fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-      err = errno;
-    };
-    if (nheld > 0) {
-      if (!pd_->regions.use_each(std::span(held.data(), nheld), send_it, &q.hint)) {
-        fail(p, "a region ended while its bytes were being sent", wc_loc_prot_err);
-        return false;
+      if (nheld > 0) {
+        if (!pd_->regions.use_each(std::span(held.data(), nheld), send_it, &q.hint)) {
+          fail(p, "a region ended while its bytes were being sent", wc_loc_prot_err);
+          return false;
+        }
+      } else {
+        send_it();
       }
-    } else {
-      send_it();
     }
     if (n < 0) {
       if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR)

@@ -26,14 +26,15 @@
 // copied from there to their place inside use() too), and written several to a sendmsg(2) (answers,
 // credits riding in the headers (a credit frame of its own only once the peer is short of them:
 // credit_due()), then requests, payloads included, up to 64 KiB of payload a call; the regions of
-// all of them held by one region_table::use_each()). A request posted while others to that peer
-// await their answers, by a thread that keeps waiting on the engine or behind requests the peer
-// answers with no call of its own (see next_batch()), is held back until that thread waits again or
-// an answer is read: a window of posts then goes in one sendmsg(2). Requests are answered in order
-// (TCP keeps it): a send waits, RNR-like, on the sending side until the peer has announced a posted
-// receive (a credit, see tcp_frame.hpp), or goes eagerly into the peer's staging buffer (up to 2 of
-// at most 64 KiB), so no send ever stops the reading of a connection and the
-// answers behind it (the peer reads an eager send into that buffer only once
+// all of them checked and held by one region_table::reader from the batch's making through its
+// first sendmsg(2), the rest of a batch a call took part of by one use_each()). A request posted
+// while others to that peer await their answers, by a thread that keeps waiting on the engine or
+// behind requests the peer answers with no call of its own (see next_batch()), is held back until
+// that thread waits again or an answer is read: a window of posts then goes in one sendmsg(2).
+// Requests are answered in order (TCP keeps it): a send waits, RNR-like, on the sending side
+// until the peer has announced a posted receive (a credit, see tcp_frame.hpp), or goes eagerly into
+// the peer's staging buffer (up to 2 of at most 64 KiB), so no send ever stops the reading of a
+// connection and the answers behind it (the peer reads an eager send into that buffer only once
 // something behind it may be needed, see stage_now(); else the receive, once
 // posted, takes it straight from the socket, with no copy); a send or write
 // completes on the peer's ack, sent once the bytes are placed in the receive
@@ -354,7 +355,8 @@ private:
   [[gnu::always_inline]] static bool nothing_to_send(const peer &q) noexcept;
   void accept_new() noexcept;
   void read_hellos() noexcept;
-  [[gnu::always_inline]] bool next_batch(peer &q, std::size_t p) noexcept;
+  [[gnu::always_inline]] bool next_batch(peer &q, std::size_t p,
+                                         const region_table::reader &regions) noexcept;
   [[gnu::always_inline]] bool holds_back(peer &q) noexcept; // (next_batch())
   void flush_held() noexcept; // sends the requests posts held back (next_batch())
   [[gnu::always_inline]] bool pump_out(peer &q, std::size_t p) noexcept;
