@@ -686,7 +686,7 @@ bool tcp_engine::timed_watch() const noexcept {
 // back is kept at least for_at_least ahead, set timer_lead further than
 // that when it is not (one timerfd_settime(2), no wake-up; about once per
 // timer_lead of waiting).
-void tcp_engine::app_waits(std::chrono::microseconds for_at_least) noexcept {
+inline void tcp_engine::app_waits(std::chrono::microseconds for_at_least) noexcept {
   app_calls_++;
   if (!ticking_) {
     last_wait_ = {};

@@ -324,7 +324,7 @@ private:
   bool timed_watch() const noexcept;
   void wake() noexcept;
   // A waiting poll() is at work (see run()).
-  void app_waits(std::chrono::microseconds for_at_least) noexcept;
+  [[gnu::always_inline]] void app_waits(std::chrono::microseconds for_at_least) noexcept;
   void arm_timer(std::chrono::steady_clock::time_point now, std::chrono::microseconds in) noexcept;
   void step(std::size_t p, short revents) noexcept;
   // step(p, 0) of a peer that is up: what a post and drive() do (inline).
