@@ -302,14 +302,20 @@ inline status_code tcp_engine::post_locked(std::size_t p, int kind, const local_
 // (a peer with nothing to move is skipped: a waiting poll() drives every
 // peer two or three times per wait). Returns whether it stepped one (false:
 // every peer was idle, whatever was held, so a second pass would be too).
-bool tcp_engine::drive() noexcept {
+// The pass is inline in poll(), the stepping out of line (drive_step()):
+// the pass before a wait mostly finds every peer idle.
+inline bool tcp_engine::drive() noexcept {
   bool stepped = false;
   for (std::size_t p = 0; p < peers_.size(); p++)
     if (peers_[p].st == state::up && !idle(peers_[p])) {
-      step_up(p);
+      drive_step(p);
       stepped = true;
     }
   return stepped;
+}
+
+void tcp_engine::drive_step(std::size_t p) noexcept {
+  step_up(p);
 }
 
 // Whether step(p, 0) would do nothing: no input known to be waiting (the

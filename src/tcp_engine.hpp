@@ -350,7 +350,8 @@ private:
   // Whether the credits owed to the peer are to go in a frame of their own
   // (else they wait to ride on the next frame out).
   [[gnu::always_inline]] static bool credit_due(const peer &q) noexcept;
-  bool drive() noexcept;
+  [[gnu::always_inline]] bool drive() noexcept;
+  void drive_step(std::size_t p) noexcept; // (drive())
   [[gnu::always_inline]] static bool idle(const peer &q) noexcept;
   [[gnu::always_inline]] static bool nothing_to_send(const peer &q) noexcept;
   void accept_new() noexcept;
