@@ -506,7 +506,9 @@ result<bool> await_id_cold(detail::channel_state &s, std::uint64_t id, one_outco
     const std::size_t n = s.tcp->post_poll(peer, k, buf, r, id, posted, s.twc, s.tcp_wait);
     if (!posted.ok()) [[unlikely]]
       return posted;
-    if (take_tcp_id(s, n, id, &o)) [[likely]]
+    if (n == 1 && s.twc[0].wr_id == id) [[likely]] // (the usual poll: just this completion)
+      return one_result(s, peer, {s.twc[0].status, s.twc[0].byte_len}, byte_len);
+    if (take_tcp_id(s, n, id, &o))
       return one_result(s, peer, o, byte_len);
     polled = true;
   } else if (status_code posted = s.tcp->post(peer, k, buf, r, id); !posted.ok()) [[unlikely]] {
