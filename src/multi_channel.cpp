@@ -380,14 +380,14 @@ struct one_outcome {
 // Polls s's CQ until the completion of id arrives (true, its outcome in
 // *out) or deadline passes (false). The clock is read only once a poll
 // comes back without it.
-[[gnu::noinline, gnu::cold]] result<bool>
-await_id_mixed(detail::channel_state &s, std::uint64_t id, one_outcome *out,
-               std::chrono::milliseconds timeout) noexcept;
+[[gnu::noinline, gnu::cold]] result<bool> await_id_cold(detail::channel_state &s, std::uint64_t id,
+                                                        one_outcome *out,
+                                                        std::chrono::milliseconds timeout) noexcept;
 [[gnu::noinline]] result<bool> await_id(detail::channel_state &s, std::uint64_t id,
                                         one_outcome *out,
                                         std::chrono::milliseconds timeout) noexcept {
   if (s.tcp) [[unlikely]]
-    return await_id_mixed(s, id, out, timeout);
+    return await_id_cold(s, id, out, timeout);
   clock::time_point deadline{};
   bool timed = false;
   for (;;) {
@@ -405,14 +405,35 @@ await_id_mixed(detail::channel_state &s, std::uint64_t id, one_outcome *out,
   }
 }
 
+// Looks for id's completion among the n that s's last engine poll took
+// (true, its outcome in *out); error completions mark their peer failed,
+// the rest are dropped, as the CQ path drops them.
+[[gnu::always_inline]] inline bool take_tcp_id(detail::channel_state &s, std::size_t n,
+                                               std::uint64_t id, one_outcome *out) noexcept {
+  bool found = false;
+  for (std::size_t i = 0; i < n; i++) {
+    if (s.twc[i].status)
+      s.fail(s.twc[i].peer);
+    if (s.twc[i].wr_id == id) {
+      *out = {s.twc[i].status, s.twc[i].byte_len};
+      found = true;
+    }
+  }
+  return found;
+}
+
 // await_id() of a channel with a TCP engine: the CQ (if any) and the
 // engine's ring. As there, the clock is read only once a poll comes back
 // without it (the engine's poll waits up to tcp_wait for it first: the
-// timeout then counts from there).
-result<bool> await_id_mixed(detail::channel_state &s, std::uint64_t id, one_outcome *out,
-                            std::chrono::milliseconds timeout) noexcept {
-  clock::time_point deadline{};
-  bool timed = false;
+// timeout then counts from there); polled: a poll (tcp_engine::post_poll())
+// came back without it already. Inline in run_one_tcp(), out of line
+// (await_id_cold()) for await_id().
+[[gnu::always_inline]] inline result<bool> await_id_mixed(detail::channel_state &s,
+                                                          std::uint64_t id, one_outcome *out,
+                                                          std::chrono::milliseconds timeout,
+                                                          bool polled = false) noexcept {
+  clock::time_point deadline = polled ? detail::deadline(timeout) : clock::time_point{};
+  bool timed = polled;
   for (;;) {
     if (s.cq) {
       auto n = s.cq.poll(s.wc);
@@ -422,17 +443,7 @@ result<bool> await_id_mixed(detail::channel_state &s, std::uint64_t id, one_outc
         return true;
     }
     const auto wait = s.cq ? std::chrono::microseconds(0) : s.tcp_wait;
-    const std::size_t n = s.tcp->poll(s.twc, wait);
-    bool found = false;
-    for (std::size_t i = 0; i < n; i++) {
-      if (s.twc[i].status)
-        s.fail(s.twc[i].peer);
-      if (s.twc[i].wr_id == id) {
-        *out = {s.twc[i].status, s.twc[i].byte_len};
-        found = true; // the rest of this batch is dropped, as the CQ path drops it
-      }
-    }
-    if (found)
+    if (take_tcp_id(s, s.tcp->poll(s.twc, wait), id, out))
       return true;
     if (!timed) {
       deadline = detail::deadline(timeout);
@@ -441,6 +452,27 @@ result<bool> await_id_mixed(detail::channel_state &s, std::uint64_t id, one_outc
       return false;
     }
   }
+}
+
+result<bool> await_id_cold(detail::channel_state &s, std::uint64_t id, one_outcome *out,
+                           std::chrono::milliseconds timeout) noexcept {
+  return await_id_mixed(s, id, out, timeout);
+}
+
+[[gnu::noinline, gnu::cold]] status_code abandon_one(detail::channel_state &s, std::size_t peer,
+                                                     std::uint64_t id, result<bool> got) noexcept;
+
+// What a blocking call returns once its request's completion came (o).
+[[gnu::always_inline]] inline status_code one_result(detail::channel_state &s, std::size_t peer,
+                                                     const one_outcome &o,
+                                                     std::uint32_t *byte_len) noexcept {
+  if (o.status != 0) [[unlikely]] {
+    s.fail(peer); // RC: an error completion leaves the queue pair in error
+    return std::error_code(o.status, wc_category());
+  }
+  if (byte_len)
+    *byte_len = o.byte_len;
+  return {};
 }
 
 // A blocking call once its request is posted and its first poll did not
@@ -453,17 +485,48 @@ result<bool> await_id_mixed(detail::channel_state &s, std::uint64_t id, one_outc
   one_outcome o;
   if (got)
     got = await_id(s, id, &o, timeout);
-  if (got && *got) {
-    if (o.status != 0) {
-      s.fail(peer); // RC: an error completion leaves the queue pair in error
-      return std::error_code(o.status, wc_category());
-    }
-    if (byte_len)
-      *byte_len = o.byte_len;
-    return {};
+  if (got && *got)
+    return one_result(s, peer, o, byte_len);
+  return abandon_one(s, peer, id, got);
+}
+
+// A blocking call to a peer over TCP: posts the request and awaits it as
+// post_one() and finish_one() would, inline in run_one_slow(): one call
+// into the engine for each, where those went through five functions of the
+// channel's own (a tenth of a 64 B ping-pong's instructions over TCP).
+[[gnu::always_inline]] inline status_code run_one_tcp(detail::channel_state &s, std::size_t peer,
+                                                      int k, const local_slice &buf,
+                                                      const remote_region *r, std::uint64_t id,
+                                                      std::chrono::milliseconds timeout,
+                                                      std::uint32_t *byte_len) noexcept {
+  one_outcome o;
+  bool polled = false;
+  if (!s.cq) { // TCP only: the post and the first poll under one hold of the engine's mutex
+    status_code posted;
+    const std::size_t n = s.tcp->post_poll(peer, k, buf, r, id, posted, s.twc, s.tcp_wait);
+    if (!posted.ok()) [[unlikely]]
+      return posted;
+    if (n == 1 && s.twc[0].wr_id == id) [[likely]] // (the usual poll: just this completion)
+      return one_result(s, peer, {s.twc[0].status, s.twc[0].byte_len}, byte_len);
+    if (take_tcp_id(s, n, id, &o))
+      return one_result(s, peer, o, byte_len);
+    polled = true;
+  } else if (status_code posted = s.tcp->post(peer, k, buf, r, id); !posted.ok()) [[unlikely]] {
+    return posted;
   }
-  // Poll error or timeout: as a scope's end, wait up to scope_limit more,
-  // then move the queue pair to the error state and take the flush.
+  const result<bool> got = await_id_mixed(s, id, &o, timeout, polled);
+  if (got && *got)
+    return one_result(s, peer, o, byte_len);
+  return abandon_one(s, peer, id, got);
+}
+
+// A blocking call whose request did not complete in time (got: false) or
+// whose poll failed (got's error): as a scope's end, waits up to
+// scope_limit more, then moves the queue pair to the error state and takes
+// the flush. Returns errc::timed_out or the poll's error.
+status_code abandon_one(detail::channel_state &s, std::size_t peer, std::uint64_t id,
+                        result<bool> got) noexcept {
+  one_outcome o;
   status_code err = got ? status_code(errc::timed_out) : status_code(got.error());
   auto more = got ? await_id(s, id, &o, s.limit) : result<bool>(false);
   if (!more || !*more) {
@@ -522,6 +585,10 @@ status_code detail::channel_core::run_one_slow(std::size_t peer, int k, const lo
     return peer >= peers() ? status_code(errc::no_such_peer) : errc::peer_failed;
   }
   const std::uint64_t id = base++; // below every later scope's base
+  if (s.tcp && s.over_tcp[peer]) {
+    close_one closer{busy};
+    return run_one_tcp(s, peer, k, buf, r, id, timeout, byte_len);
+  }
   if (auto posted = post_one(s, peer, k, buf, r, id); !posted) {
     close_one closer{busy};
     return posted.error();

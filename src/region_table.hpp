@@ -10,9 +10,10 @@
 // that is running, and the next copy finds the region gone. A copy is one
 // non-blocking socket call, so no end ever waits for a peer.
 //
-// The engine checks a region about three times per message, so the read
-// path is kept short: the shared lock is one atomic counter (gate; a
-// region's start or end, rare, waits for the readers to leave), and a
+// The engine checks a region about twice per message (a batch's payloads
+// once, under one reader, through their sendmsg(2); an incoming payload
+// once, under use(), through its copy), so the read path is kept short: the shared lock is one
+// atomic counter (gate; a region's start or end, rare, waits for the readers to leave), and a
 // caller may pass a hint that remembers the regions it found last, valid
 // while no region started or ended since (the table's generation): a stream
 // of frames through the same buffers then looks nothing up.
@@ -96,6 +97,27 @@ public:
     fn();
     return true;
   }
+  // A shared hold of the table, as use() takes for one call, for a caller
+  // that checks several ranges and then uses them all (the TCP engine's
+  // batch: its checks, then one sendmsg(2)): while it lasts, no region
+  // starts or ends. No use() or use_each() while holding one (a region's
+  // start or end waiting for it would keep them out for good).
+  class reader {
+  public:
+    explicit reader(const region_table &t) noexcept : t_(t) { t_.gate_.lock_shared(); }
+    ~reader() { t_.gate_.unlock_shared(); }
+    reader(const reader &) = delete;
+    reader &operator=(const reader &) = delete;
+    // use()'s test: whether [addr, addr + length) is inside the region that
+    // key names and that grants right (access::local: any region).
+    bool allows(key_kind kind, std::uint32_t key, std::uint64_t addr, std::uint64_t length,
+                rdmadl::access right, hint *h = nullptr) const noexcept {
+      return t_.allows(kind, key, addr, length, right, h);
+    }
+
+  private:
+    const region_table &t_;
+  };
   // A key for a software region: never 0, never one given before.
   std::uint32_t next_key() noexcept { return next_.fetch_add(1) | 0x100000u; }
 

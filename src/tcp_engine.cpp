@@ -235,41 +235,66 @@ void tcp_engine::wake() noexcept {
 status_code tcp_engine::post(std::size_t p, int kind, const local_slice &buf,
                              const remote_region *r, std::uint64_t wr_id) noexcept {
   bool wake_it = false;
+  status_code st;
   {
     std::lock_guard lock(m_);
-    auto &q = peers_[p];
-    auto &ring = kind == k_recv ? q.rq : q.sq;
-    if (ring.full())
-      return std::errc::not_enough_memory;
-    ring.push(op{kind, buf, r ? r->addr : 0, r ? r->rkey : 0, wr_id});
-    if (q.st == state::dead) { // as a QP in the error state: flushed at once
-      complete(p, wr_id, wc_flush_err, 0);
-      kind == k_recv ? q.rq.pop() : q.sq.pop();
-      return {};
-    }
-    if (kind == k_recv) // the peer may send one more (told once the connection is up)
-      q.credit_owed++;
-    const bool wrote_before = q.wrote;
-    // The fast path: the posting thread moves what it can without blocking
-    // (a request onto an idle socket; for a receive, the send that waited
-    // for it, and its ack), and wakes the thread only when it must now watch
-    // for something it does not (output that would block, input that the
-    // receive unblocked).
-    if (q.st == state::up) {
-      hold_out_ = true;
-      posting_ = kind != k_recv;
-      kind == k_recv ? step(p, 0) : (void)pump_out(q, p);
-      hold_out_ = posting_ = false;
-    }
-    // ... or when bytes went out while it sleeps with no timeout: their
-    // acknowledgement is to be checked (check_acks()).
-    wake_it =
-        sleeping_ && ((wanted(q) & ~q.polled) != 0 || (q.wrote && !wrote_before && !timed_sleep_));
-    if (wake_it)
-      sleeping_ = false;
+    st = post_locked(p, kind, buf, r, wr_id, wake_it);
   }
   if (wake_it)
     wake();
+  return st;
+}
+
+std::size_t tcp_engine::post_poll(std::size_t p, int kind, const local_slice &buf,
+                                  const remote_region *r, std::uint64_t wr_id, status_code &posted,
+                                  std::span<tcp_completion> out,
+                                  std::chrono::microseconds wait) noexcept {
+  bool wake_it = false;
+  std::unique_lock lock(m_);
+  posted = post_locked(p, kind, buf, r, wr_id, wake_it);
+  if (!posted.ok()) [[unlikely]]
+    return 0;
+  if (wake_it) [[unlikely]] { // (not while holding the mutex: the thread would wait for it)
+    lock.unlock();
+    wake();
+    lock.lock();
+  }
+  return poll_locked(lock, out, wait);
+}
+
+inline status_code tcp_engine::post_locked(std::size_t p, int kind, const local_slice &buf,
+                                           const remote_region *r, std::uint64_t wr_id,
+                                           bool &wake_it) noexcept {
+  auto &q = peers_[p];
+  auto &ring = kind == k_recv ? q.rq : q.sq;
+  if (ring.full())
+    return std::errc::not_enough_memory;
+  ring.push(op{kind, buf, r ? r->addr : 0, r ? r->rkey : 0, wr_id});
+  if (q.st == state::dead) { // as a QP in the error state: flushed at once
+    complete(p, wr_id, wc_flush_err, 0);
+    kind == k_recv ? q.rq.pop() : q.sq.pop();
+    return {};
+  }
+  if (kind == k_recv) // the peer may send one more (told once the connection is up)
+    q.credit_owed++;
+  const bool wrote_before = q.wrote;
+  // The fast path: the posting thread moves what it can without blocking
+  // (a request onto an idle socket; for a receive, the send that waited
+  // for it, and its ack), and wakes the thread only when it must now watch
+  // for something it does not (output that would block, input that the
+  // receive unblocked).
+  if (q.st == state::up) {
+    hold_out_ = true;
+    posting_ = kind != k_recv;
+    kind == k_recv ? step_up(p) : (void)pump_out(q, p);
+    hold_out_ = posting_ = false;
+  }
+  // ... or when bytes went out while it sleeps with no timeout: their
+  // acknowledgement is to be checked (check_acks()).
+  wake_it =
+      sleeping_ && ((wanted(q) & ~q.polled) != 0 || (q.wrote && !wrote_before && !timed_sleep_));
+  if (wake_it)
+    sleeping_ = false;
   return {};
 }
 
@@ -277,14 +302,20 @@ status_code tcp_engine::post(std::size_t p, int kind, const local_slice &buf,
 // (a peer with nothing to move is skipped: a waiting poll() drives every
 // peer two or three times per wait). Returns whether it stepped one (false:
 // every peer was idle, whatever was held, so a second pass would be too).
-bool tcp_engine::drive() noexcept {
+// The pass is inline in poll(), the stepping out of line (drive_step()):
+// the pass before a wait mostly finds every peer idle.
+inline bool tcp_engine::drive() noexcept {
   bool stepped = false;
   for (std::size_t p = 0; p < peers_.size(); p++)
     if (peers_[p].st == state::up && !idle(peers_[p])) {
-      step(p, 0);
+      drive_step(p);
       stepped = true;
     }
   return stepped;
+}
+
+void tcp_engine::drive_step(std::size_t p) noexcept {
+  step_up(p);
 }
 
 // Whether step(p, 0) would do nothing: no input known to be waiting (the
@@ -309,6 +340,12 @@ std::size_t tcp_engine::poll(std::span<tcp_completion> out,
     lock.lock();
   else if (!lock.try_lock()) // the progress thread is at work: take its completions next time
     return 0;
+  return poll_locked(lock, out, wait);
+}
+
+inline std::size_t tcp_engine::poll_locked(std::unique_lock<light_mutex> &lock,
+                                           std::span<tcp_completion> out,
+                                           std::chrono::microseconds wait) noexcept {
   if (held_any_)
     flush_held();
   if (done_.empty() && wait.count() > 0) {
@@ -439,8 +476,8 @@ std::size_t tcp_engine::take_failure() noexcept {
   return found;
 }
 
-void tcp_engine::complete(std::size_t p, std::uint64_t wr_id, int status,
-                          std::uint32_t len) noexcept {
+inline void tcp_engine::complete(std::size_t p, std::uint64_t wr_id, int status,
+                                 std::uint32_t len) noexcept {
   if (done_.full()) [[unlikely]]
     grow_done();
   done_.push(tcp_completion{wr_id, p, status, len});
@@ -518,7 +555,7 @@ inline bool tcp_engine::credit_due(const peer &q) noexcept {
 // The events a connected peer's socket is to be watched for: input, unless
 // a send waits for a receive or answers wait to go out (the data would be
 // there at once and poll(2) would spin); output while some is queued.
-short tcp_engine::wanted(const peer &q) const noexcept {
+inline short tcp_engine::wanted(const peer &q) const noexcept {
   const bool waits = q.in_payload && q.in_dest == to_nothing && !stage_now(q);
   const bool stalled = waits || q.answers.full() || q.close_after_output;
   // An eager send left in the socket: the peer's close is read (and the
@@ -655,7 +692,7 @@ bool tcp_engine::timed_watch() const noexcept {
 // back is kept at least for_at_least ahead, set timer_lead further than
 // that when it is not (one timerfd_settime(2), no wake-up; about once per
 // timer_lead of waiting).
-void tcp_engine::app_waits(std::chrono::microseconds for_at_least) noexcept {
+inline void tcp_engine::app_waits(std::chrono::microseconds for_at_least) noexcept {
   app_calls_++;
   if (!ticking_) {
     last_wait_ = {};
@@ -920,16 +957,36 @@ void tcp_engine::step(std::size_t p, short revents) noexcept {
   }
   if (q.st != state::up)
     return;
-  // Frames already read ahead wait for no poll(2): once the answers they
-  // wait on have gone out, they are taken at once.
+  if (!(revents & (POLLHUP | POLLERR)))
+    return step_up(p);
+  if (!pump(q, p))
+    return;
+  check_broken(p, revents);
+  if (q.st == state::up && q.close_after_output && !q.out_busy && q.answers.empty())
+    refused_sent(p);
+}
+
+inline void tcp_engine::step_up(std::size_t p) noexcept {
+  auto &q = peers_[p];
+  if (pump(q, p) && q.close_after_output && q.st == state::up && !q.out_busy && q.answers.empty())
+      [[unlikely]]
+    refused_sent(p);
+}
+
+// Frames already read ahead wait for no poll(2): once the answers they wait
+// on have gone out, they are taken at once. False once the peer failed.
+inline bool tcp_engine::pump(peer &q, std::size_t p) noexcept {
   do {
     if (!pump_in(q, p) || !pump_out(q, p))
-      return;
+      return false;
   } while (in_ready(q));
-  if (revents & (POLLHUP | POLLERR))
-    check_broken(p, revents);
-  if (q.st == state::up && q.close_after_output && !q.out_busy && q.answers.empty())
-    fail(p, "it sent a request this side refused (see its completion)", wc_flush_err);
+  return true;
+}
+
+// The answers to a request this side refused went out: the peer fails, as
+// the requester's queue pair does.
+void tcp_engine::refused_sent(std::size_t p) noexcept {
+  fail(p, "it sent a request this side refused (see its completion)", wc_flush_err);
 }
 
 // Whether next_batch() is to send nothing now (a request held back is
@@ -981,7 +1038,8 @@ inline bool tcp_engine::holds_back(peer &q) noexcept {
 // tcp_eager_max payload bytes (so no answer waits behind more than that).
 // Answers and requests leave their queues here ("on the wire": no answer to
 // a request can come before its bytes went). False once the peer failed.
-bool tcp_engine::next_batch(peer &q, std::size_t p) noexcept {
+inline bool tcp_engine::next_batch(peer &q, std::size_t p,
+                                   const region_table::reader &regions) noexcept {
   if (holds_back(q))
     return true;
   q.held = false;
@@ -1001,9 +1059,8 @@ bool tcp_engine::next_batch(peer &q, std::size_t p) noexcept {
         from = {f.addr, f.length, f.rkey, false};
         f.addr = 0;
         f.rkey = 0;
-        if (!pd_->regions.use(
-                key_kind::remote, from.key, from.addr, f.length, rdmadl::access::remote_read, [] {},
-                &q.hint)) {
+        if (!regions.allows(key_kind::remote, from.key, from.addr, f.length,
+                            rdmadl::access::remote_read, &q.hint)) {
           f = tcp_frame{tcp_op::nack, 0, f.wr_id, 0, 0, wc_rem_access_err};
           from = {};
         }
@@ -1021,9 +1078,8 @@ bool tcp_engine::next_batch(peer &q, std::size_t p) noexcept {
         f.addr = o.raddr;
         f.rkey = o.rkey;
       }
-      if (!pd_->regions.use(
-              key_kind::local, o.buf.lkey, o.buf.addr, o.buf.length, rdmadl::access::local, [] {},
-              &q.hint)) {
+      if (!regions.allows(key_kind::local, o.buf.lkey, o.buf.addr, o.buf.length,
+                          rdmadl::access::local, &q.hint)) {
         fail(p, "a local buffer is not inside a region of the channel's PD", wc_loc_prot_err,
              q.sent);
         return false;
@@ -1055,10 +1111,11 @@ bool tcp_engine::next_batch(peer &q, std::size_t p) noexcept {
 }
 
 // Sends what is queued until the socket is full (see next_batch() for what
-// a post holds back). False once the peer failed. The test for nothing to
-// go (a request held back stays sendable: see next_batch()) is inlined in
-// the callers; send_batches() does the rest.
-bool tcp_engine::pump_out(peer &q, std::size_t p) noexcept {
+// a post holds back). False once the peer failed. Inline in its callers (a
+// post, step(), flush_held()), as the test for nothing to go (a request
+// held back stays sendable: see next_batch()); send_batches() does the rest,
+// with next_batch() inline in it.
+inline bool tcp_engine::pump_out(peer &q, std::size_t p) noexcept {
   if (!q.out_busy && (nothing_to_send(q) || holds_back(q)))
     return true;
   return send_batches(q, p);
@@ -1066,57 +1123,81 @@ bool tcp_engine::pump_out(peer &q, std::size_t p) noexcept {
 
 bool tcp_engine::send_batches(peer &q, std::size_t p) noexcept {
   for (;;) {
-    if (!q.out_busy) {
-      if (!next_batch(q, p))
-        return false;
-      if (!q.out_busy)
-        return true;
-    }
-    // The batch from out_off on: the headers (adjacent ones in one iovec)
-    // and the payloads, each of these held in its region during the call.
     std::array<iovec, 2 * tcp_out_frames> iov;
-    std::array<region_table::range, tcp_out_frames> held;
-    std::size_t cnt = 0, nheld = 0, at = 0;
-    auto add = [&](std::byte *base, std::size_t len) {
-      const std::size_t skip = q.out_off > at ? std::min(q.out_off - at, len) : 0;
-      at += len;
-      if (skip == len)
-        return std::size_t{0};
-      if (cnt > 0 &&
-          static_cast<std::byte *>(iov[cnt - 1].iov_base) + iov[cnt - 1].iov_len == base + skip)
-        iov[cnt - 1].iov_len += len - skip;
-      else
-        iov[cnt++] = {base + skip, len - skip};
-      return skip;
-    };
-    for (std::size_t i = 0; i < q.out_n; i++) {
-      (void)add(q.out_hdr.data() + i * tcp_header_size, tcp_header_size);
-      const peer::out_frame &o = q.out_frames[i];
-      if (o.length == 0 || at + o.length <= q.out_off) {
-        at += o.length;
-        continue;
-      }
-      const std::size_t skip = add(reinterpret_cast<std::byte *>(o.addr), o.length);
-      held[nheld++] = {o.local ? key_kind::local : key_kind::remote, o.key, o.addr + skip,
-                       o.length - skip,
-                       o.local ? rdmadl::access::local : rdmadl::access::remote_read};
-    }
+    std::size_t cnt = 0;
     msghdr mh{};
     mh.msg_iov = iov.data();
-    mh.msg_iovlen = cnt;
     ssize_t n = -1;
     int err = 0;
     auto send_it = [&] {
+      mh.msg_iovlen = cnt;
       n = ::sendmsg(q.fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
       err = errno;
     };
-    if (nheld > 0) {
-      if (!pd_->regions.use_each(std::span(held.data(), nheld), send_it, &q.hint)) {
-        fail(p, "a region ended while its bytes were being sent", wc_loc_prot_err);
+    if (!q.out_busy) {
+      // A new batch: next_batch() checks each payload's range in its region
+      // under one shared hold of the region table, which keeps them in
+      // place through the batch's first sendmsg(2) (no second check).
+      region_table::reader regions(pd_->regions);
+      if (!next_batch(q, p, regions))
         return false;
+      if (!q.out_busy)
+        return true;
+      // Each run of headers up to a payload is one iovec.
+      std::byte *run = q.out_hdr.data();
+      std::size_t run_len = 0;
+      for (std::size_t i = 0; i < q.out_n; i++) {
+        run_len += tcp_header_size;
+        const peer::out_frame &o = q.out_frames[i];
+        if (o.length == 0)
+          continue;
+        iov[cnt++] = {run, run_len};
+        iov[cnt++] = {reinterpret_cast<std::byte *>(o.addr), o.length};
+        run += run_len;
+        run_len = 0;
       }
-    } else {
+      if (run_len > 0)
+        iov[cnt++] = {run, run_len};
       send_it();
+    } else {
+      // The rest of a batch a sendmsg(2) took part of (or none, EAGAIN):
+      // from out_off on, the headers (adjacent ones in one iovec) and the
+      // payloads, each of these checked again and held in its region
+      // during the call.
+      std::array<region_table::range, tcp_out_frames> held;
+      std::size_t nheld = 0, at = 0;
+      auto add = [&](std::byte *base, std::size_t len) {
+        const std::size_t skip = q.out_off > at ? std::min(q.out_off - at, len) : 0;
+        at += len;
+        if (skip == len)
+          return std::size_t{0};
+        if (cnt > 0 &&
+            static_cast<std::byte *>(iov[cnt - 1].iov_base) + iov[cnt - 1].iov_len == base + skip)
+          iov[cnt - 1].iov_len += len - skip;
+        else
+          iov[cnt++] = {base + skip, len - skip};
+        return skip;
+      };
+      for (std::size_t i = 0; i < q.out_n; i++) {
+        (void)add(q.out_hdr.data() + i * tcp_header_size, tcp_header_size);
+        const peer::out_frame &o = q.out_frames[i];
+        if (o.length == 0 || at + o.length <= q.out_off) {
+          at += o.length;
+          continue;
+        }
+        const std::size_t skip = add(reinterpret_cast<std::byte *>(o.addr), o.length);
+        held[nheld++] = {o.local ? key_kind::local : key_kind::remote, o.key, o.addr + skip,
+                         o.length - skip,
+                         o.local ? rdmadl::access::local : rdmadl::access::remote_read};
+      }
+      if (nheld > 0) {
+        if (!pd_->regions.use_each(std::span(held.data(), nheld), send_it, &q.hint)) {
+          fail(p, "a region ended while its bytes were being sent", wc_loc_prot_err);
+          return false;
+        }
+      } else {
+        send_it();
+      }
     }
     if (n < 0) {
       if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR)
@@ -1148,11 +1229,16 @@ void tcp_engine::compact_in(peer &q) noexcept {
 
 // Reads what the socket has into the peer's read-ahead buffer, after the
 // bytes still unparsed there. 1: some came (drained: all the socket had),
-// 0: none (it would block), -1: the peer failed.
-int tcp_engine::fill_in(peer &q, std::size_t p, bool &drained) noexcept {
+// 0: none (it would block), -1: the peer failed. Inline: most calls find
+// the socket drained; the recv(2) is read_in()'s.
+inline int tcp_engine::fill_in(peer &q, std::size_t p, bool &drained) noexcept {
   if (q.in_drained || q.app_reading)
     return 0; // no recv(2) until poll(2) says there is more (note_input()), or
               // while a waiting poll() blocks in one (read_blocking())
+  return read_in(q, p, drained);
+}
+
+int tcp_engine::read_in(peer &q, std::size_t p, bool &drained) noexcept {
   compact_in(q);
   const std::size_t room = q.inbuf.size() - q.in_end;
   const ssize_t n = ::recv(q.fd, q.inbuf.data() + q.in_end, room, MSG_DONTWAIT);
@@ -1197,15 +1283,26 @@ void tcp_engine::read_blocking(std::unique_lock<light_mutex> &lock, std::size_t 
     return;
   const int fd = q.fd;
   // The progress thread's timer is not to go off while this thread blocks
-  // (SO_RCVTIMEO: at most tcp_wait): it would wake that thread for nothing.
-  // The poll() that calls this read the clock a few microseconds ago
-  // (app_waits()): that reading, with a margin, saves another.
-  constexpr std::chrono::microseconds margin{100};
-  if (ticking_ && last_wait_ != std::chrono::steady_clock::time_point{} && timer_armed_ &&
-      armed_until_ - last_wait_ >= channel_state::tcp_wait + margin)
+  // (SO_RCVTIMEO: at most tcp_wait), nor less than after_wait after the
+  // recv(2) returns (what poll() keeps it ahead by): it would wake that
+  // thread for nothing. The poll() that calls this read the clock a few
+  // microseconds ago (app_waits()): that reading (since), with a margin,
+  // and the recv(2)'s longest wait tell whether the timer covers both, so
+  // neither this nor the return reads the clock again (it was set
+  // timer_lead ahead: most waits find it so).
+  constexpr std::chrono::microseconds margin{100}, after_wait{500};
+  constexpr auto span = channel_state::tcp_wait + margin + after_wait;
+  const auto covered = [&](std::chrono::steady_clock::time_point since) {
+    return ticking_ && since != std::chrono::steady_clock::time_point{} && timer_armed_ &&
+           armed_until_ - since >= span;
+  };
+  auto since = last_wait_;
+  if (covered(since)) {
     app_calls_++;
-  else
-    app_waits(channel_state::tcp_wait + margin);
+  } else {
+    app_waits(span);
+    since = last_wait_;
+  }
   q.app_reading = true;
   app_polling_++;
   lock.unlock();
@@ -1215,8 +1312,14 @@ void tcp_engine::read_blocking(std::unique_lock<light_mutex> &lock, std::size_t 
   app_polling_--;
   q.app_reading = false;
   // Its return counts as a wait too (run()): on a slow link a thread may
-  // spend a millisecond and more in one recv(2).
-  app_waits(std::chrono::microseconds(500));
+  // spend a millisecond and more in one recv(2). Unless the timer still
+  // covers it (not gone off, not set nearer meanwhile), the clock is read:
+  // the progress thread may have set ticking_ during the recv(2) (it then
+  // leaves the timer to this return: see run()).
+  if (covered(since))
+    app_calls_++;
+  else
+    app_waits(after_wait);
   if (q.st != state::up)
     return;
   if (n > 0) {
@@ -1238,38 +1341,41 @@ bool tcp_engine::pump_in(peer &q, std::size_t p) noexcept {
       place_staged(q, p);
       continue;
     }
-    if (!q.in_payload) {
-      if (q.answers.full() || q.close_after_output)
-        return true; // read on once the answers owed have gone out
-      if (q.in_end - q.in_beg < tcp_header_size) {
-        if (drained)
-          return true;
-        if (const int r = fill_in(q, p, drained); r <= 0)
-          return r == 0;
-        continue;
+    // A header to take, or a send that waited for a receive: where its
+    // payload goes (begin_payload(), inline, so called from here only).
+    if (!q.in_payload || q.in_dest == to_nothing) {
+      if (!q.in_payload) {
+        if (q.answers.full() || q.close_after_output)
+          return true; // read on once the answers owed have gone out
+        if (q.in_end - q.in_beg < tcp_header_size) {
+          if (drained)
+            return true;
+          if (const int r = fill_in(q, p, drained); r <= 0)
+            return r == 0;
+          continue;
+        }
+        auto f = parse_frame(std::span(q.inbuf).subspan(q.in_beg, tcp_header_size));
+        if (!f) {
+          fail(p, "it sent a malformed frame (" + f.error().message() + ")", wc_retry_exc_err);
+          return false;
+        }
+        q.in_beg += tcp_header_size;
+        q.in_f = *f;
+        q.credits += f->credit; // receives the peer posted, told on any frame
+        if (f->op == tcp_op::send)
+          q.granted--;
+        q.in_payload = true;
+        q.in_done = 0;
+        q.in_dest = to_nothing;
+        q.in_status = 0;
       }
-      auto f = parse_frame(std::span(q.inbuf).subspan(q.in_beg, tcp_header_size));
-      if (!f) {
-        fail(p, "it sent a malformed frame (" + f.error().message() + ")", wc_retry_exc_err);
-        return false;
-      }
-      q.in_beg += tcp_header_size;
-      q.in_f = *f;
-      q.credits += f->credit; // receives the peer posted, told on any frame
-      if (f->op == tcp_op::send)
-        q.granted--;
-      q.in_payload = true;
-      q.in_done = 0;
-      q.in_dest = to_nothing;
-      q.in_status = 0;
       if (!begin_payload(q, p))
         return false;
       if (!q.in_payload)
         continue;
-    }
-    if (q.in_dest == to_nothing) { // a send waiting for a receive
-      if (!begin_payload(q, p))
-        return false;
+      // A send still waiting for a receive: asked again on a later call,
+      // once one may have been posted (nothing that decides it changes
+      // before).
       if (q.in_dest == to_nothing)
         return true;
     }
@@ -1378,7 +1484,7 @@ bool tcp_engine::pump_in(peer &q, std::size_t p) noexcept {
 
 // Whether pump_in() would move on at once, from what the read-ahead buffer
 // holds: a header or payload bytes it is free to take.
-bool tcp_engine::in_ready(const peer &q) noexcept {
+inline bool tcp_engine::in_ready(const peer &q) noexcept {
   if (q.in_payload)
     return q.in_dest != to_nothing && q.in_end > q.in_beg;
   return q.in_end - q.in_beg >= tcp_header_size && !q.answers.full() && !q.close_after_output;
@@ -1387,7 +1493,7 @@ bool tcp_engine::in_ready(const peer &q) noexcept {
 // A header has arrived: decide where its payload goes (or act at once on a
 // frame without one). Leaves in_dest to_nothing for a send with no receive
 // posted. False once the peer failed.
-bool tcp_engine::begin_payload(peer &q, std::size_t p) noexcept {
+inline bool tcp_engine::begin_payload(peer &q, std::size_t p) noexcept {
   const tcp_frame &f = q.in_f;
   switch (f.op) {
   case tcp_op::send:
@@ -1459,7 +1565,7 @@ bool tcp_engine::begin_payload(peer &q, std::size_t p) noexcept {
 }
 
 // A payload is all in: complete or answer it. False once the peer failed.
-bool tcp_engine::finish_frame(peer &q, std::size_t p) noexcept {
+inline bool tcp_engine::finish_frame(peer &q, std::size_t p) noexcept {
   const tcp_frame &f = q.in_f;
   q.in_payload = false;
   switch (f.op) {

@@ -26,14 +26,15 @@
 // copied from there to their place inside use() too), and written several to a sendmsg(2) (answers,
 // credits riding in the headers (a credit frame of its own only once the peer is short of them:
 // credit_due()), then requests, payloads included, up to 64 KiB of payload a call; the regions of
-// all of them held by one region_table::use_each()). A request posted while others to that peer
-// await their answers, by a thread that keeps waiting on the engine or behind requests the peer
-// answers with no call of its own (see next_batch()), is held back until that thread waits again or
-// an answer is read: a window of posts then goes in one sendmsg(2). Requests are answered in order
-// (TCP keeps it): a send waits, RNR-like, on the sending side until the peer has announced a posted
-// receive (a credit, see tcp_frame.hpp), or goes eagerly into the peer's staging buffer (up to 2 of
-// at most 64 KiB), so no send ever stops the reading of a connection and the
-// answers behind it (the peer reads an eager send into that buffer only once
+// all of them checked and held by one region_table::reader from the batch's making through its
+// first sendmsg(2), the rest of a batch a call took part of by one use_each()). A request posted
+// while others to that peer await their answers, by a thread that keeps waiting on the engine or
+// behind requests the peer answers with no call of its own (see next_batch()), is held back until
+// that thread waits again or an answer is read: a window of posts then goes in one sendmsg(2).
+// Requests are answered in order (TCP keeps it): a send waits, RNR-like, on the sending side
+// until the peer has announced a posted receive (a credit, see tcp_frame.hpp), or goes eagerly into
+// the peer's staging buffer (up to 2 of at most 64 KiB), so no send ever stops the reading of a
+// connection and the answers behind it (the peer reads an eager send into that buffer only once
 // something behind it may be needed, see stage_now(); else the receive, once
 // posted, takes it straight from the socket, with no copy); a send or write
 // completes on the peer's ack, sent once the bytes are placed in the receive
@@ -178,6 +179,13 @@ public:
   // Takes up to out.size() completions; when there are none, waits up to
   // wait for one. Returns how many.
   std::size_t poll(std::span<tcp_completion> out, std::chrono::microseconds wait) noexcept;
+  // post(), then poll(out, wait), under one hold of the mutex: what a
+  // blocking call does (multi_channel's run_one_slow()), one lock and one
+  // call where the two took two. The post's outcome goes to posted (not
+  // ok: nothing was polled, 0 returned).
+  std::size_t post_poll(std::size_t peer, int kind, const local_slice &buf, const remote_region *r,
+                        std::uint64_t wr_id, status_code &posted, std::span<tcp_completion> out,
+                        std::chrono::microseconds wait) noexcept;
   // What this side does to a peer that timed out: everything of peer
   // completes with IBV_WC_WR_FLUSH_ERR and its connection is shut.
   void flush(std::size_t peer) noexcept;
@@ -295,6 +303,15 @@ private:
   // takes about a millisecond: with 1 ms, a setting per message).
   static constexpr std::chrono::milliseconds timer_lead{4};
   tcp_engine() = default;
+  // post() and poll() with the mutex held (wake_it: the progress thread is
+  // to be woken once it is let go; poll_locked() may let go of it and take
+  // it again).
+  [[gnu::always_inline]] status_code post_locked(std::size_t peer, int kind, const local_slice &buf,
+                                                 const remote_region *r, std::uint64_t wr_id,
+                                                 bool &wake_it) noexcept;
+  [[gnu::always_inline]] std::size_t poll_locked(std::unique_lock<light_mutex> &lock,
+                                                 std::span<tcp_completion> out,
+                                                 std::chrono::microseconds wait) noexcept;
   void run() noexcept;
   void check_acks() noexcept; // fails a peer that stopped acknowledging (keep_alive())
   // Fails a peer whose connection poll(2) reported broken when nothing read
@@ -307,9 +324,14 @@ private:
   bool timed_watch() const noexcept;
   void wake() noexcept;
   // A waiting poll() is at work (see run()).
-  void app_waits(std::chrono::microseconds for_at_least) noexcept;
+  [[gnu::always_inline]] void app_waits(std::chrono::microseconds for_at_least) noexcept;
   void arm_timer(std::chrono::steady_clock::time_point now, std::chrono::microseconds in) noexcept;
   void step(std::size_t p, short revents) noexcept;
+  // step(p, 0) of a peer that is up: what a post and drive() do (inline).
+  [[gnu::always_inline]] void step_up(std::size_t p) noexcept;
+  // pump_in() and pump_out() until nothing read ahead is ready (step()).
+  [[gnu::always_inline]] bool pump(peer &q, std::size_t p) noexcept;
+  [[gnu::cold, gnu::noinline]] void refused_sent(std::size_t p) noexcept;
   static void note_input(peer &q, short revents) noexcept;
   // The connection is made: the peer is up, its socket blocking (for
   // read_blocking(); every other call passes MSG_DONTWAIT).
@@ -320,31 +342,37 @@ private:
   // and whether it is to go there now (tcp_engine.cpp).
   static bool eager_fits(const peer &q) noexcept;
   static bool stage_now(const peer &q) noexcept;
-  short wanted(const peer &q) const noexcept;
+  // (Inline: a post asks it, and a waiting poll() before it sleeps.)
+  [[gnu::always_inline]] short wanted(const peer &q) const noexcept;
   // Whether request i of the send queue may go out: not a send without a
   // credit, unless it may go eagerly (tcp_frame.hpp).
   [[gnu::always_inline]] static bool sendable(const peer &q, std::size_t i) noexcept;
   // Whether the credits owed to the peer are to go in a frame of their own
   // (else they wait to ride on the next frame out).
   [[gnu::always_inline]] static bool credit_due(const peer &q) noexcept;
-  bool drive() noexcept;
+  [[gnu::always_inline]] bool drive() noexcept;
+  void drive_step(std::size_t p) noexcept; // (drive())
   [[gnu::always_inline]] static bool idle(const peer &q) noexcept;
   [[gnu::always_inline]] static bool nothing_to_send(const peer &q) noexcept;
   void accept_new() noexcept;
   void read_hellos() noexcept;
-  bool next_batch(peer &q, std::size_t p) noexcept;
+  [[gnu::always_inline]] bool next_batch(peer &q, std::size_t p,
+                                         const region_table::reader &regions) noexcept;
   [[gnu::always_inline]] bool holds_back(peer &q) noexcept; // (next_batch())
   void flush_held() noexcept; // sends the requests posts held back (next_batch())
-  bool pump_out(peer &q, std::size_t p) noexcept;
+  [[gnu::always_inline]] bool pump_out(peer &q, std::size_t p) noexcept;
   bool send_batches(peer &q, std::size_t p) noexcept; // pump_out()'s work
   static void compact_in(peer &q) noexcept;
-  int fill_in(peer &q, std::size_t p, bool &drained) noexcept;
+  [[gnu::always_inline]] int fill_in(peer &q, std::size_t p, bool &drained) noexcept;
+  int read_in(peer &q, std::size_t p, bool &drained) noexcept; // (fill_in())
   bool pump_in(peer &q, std::size_t p) noexcept;
-  static bool in_ready(const peer &q) noexcept;
-  bool begin_payload(peer &q, std::size_t p) noexcept;
-  bool finish_frame(peer &q, std::size_t p) noexcept;
+  [[gnu::always_inline]] static bool in_ready(const peer &q) noexcept;
+  [[gnu::always_inline]] bool begin_payload(peer &q, std::size_t p) noexcept;
+  [[gnu::always_inline]] bool finish_frame(peer &q, std::size_t p) noexcept;
   void place_staged(peer &q, std::size_t p) noexcept;
-  void complete(std::size_t p, std::uint64_t wr_id, int status, std::uint32_t len) noexcept;
+  // (Inline: every request and every receive ends in one.)
+  [[gnu::always_inline]] void complete(std::size_t p, std::uint64_t wr_id, int status,
+                                       std::uint32_t len) noexcept;
   [[gnu::cold, gnu::noinline]] void grow_done() noexcept;
   void fail(std::size_t p, const std::string &why, int head_status, std::size_t at = 0) noexcept;
 

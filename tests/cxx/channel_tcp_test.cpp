@@ -102,6 +102,46 @@ TEST_CASE("channel tcp: send and receive move every byte, small and large") {
   }
 }
 
+TEST_CASE("channel tcp: a blocking ping-pong moves every message both ways, in turn") {
+  // As bench/cxx/tcp_host.cpp times it: one side sends then receives, the
+  // other receives then sends, every call blocking. A receive then mostly
+  // completes inside its own post (its send came with the ack before it),
+  // and a send's wait blocks in recv(2) for that ack and the answer. 100 KB
+  // messages take more than one sendmsg(2) each (a batch begun).
+  auto ends = pair_of(); // (not a structured binding: the thread's lambda uses b)
+  channel &a = ends.first, &b = ends.second;
+  for (std::size_t size : {std::size_t{64}, std::size_t{100000}}) {
+    CAPTURE(size);
+    constexpr unsigned rounds = 300;
+    buffer out(a.pd(), size, 0), in(a.pd(), size, 0), echoed(b.pd(), size, 0);
+    unsigned echoes = 0; // (checked here: doctest's checks are not for other threads)
+    std::thread echo([&, size] {
+      for (unsigned i = 0; i < rounds; i++) {
+        auto n = b.receive(echoed.all(), 5s);
+        if (!n || *n != size || !echoed.holds(2 * i + 1))
+          return;
+        echoed.fill(2 * i + 2);
+        if (!b.send(echoed.all(), 5s))
+          return;
+        echoes++;
+      }
+    });
+    unsigned round_trips = 0;
+    for (unsigned i = 0; i < rounds; i++) {
+      out.fill(2 * i + 1);
+      if (!a.send(out.all(), 5s))
+        break;
+      auto n = a.receive(in.all(), 5s);
+      if (!n || *n != size || !in.holds(2 * i + 2))
+        break;
+      round_trips++;
+    }
+    echo.join();
+    CHECK(round_trips == rounds);
+    CHECK(echoes == rounds);
+  }
+}
+
 TEST_CASE("channel tcp: a send waits for a receive, as RNR, then lands") {
   auto [a, b] = pair_of();
   buffer src(a.pd(), 300, 5), dst(b.pd(), 512, 9);
