@@ -104,6 +104,7 @@ public:
   T &operator[](std::size_t i) noexcept { return v_[at(i)]; }
   const T &operator[](std::size_t i) const noexcept { return v_[at(i)]; }
   T &front() noexcept { return v_[h_]; }
+  T &back() noexcept { return v_[at(n_ - 1)]; }
   void push(const T &t) noexcept {
     v_[at(n_)] = t;
     n_++;
@@ -344,6 +345,10 @@ private:
   bool begin_payload(peer &q, std::size_t p) noexcept;
   bool finish_frame(peer &q, std::size_t p) noexcept;
   void place_staged(peer &q, std::size_t p) noexcept;
+  // Answers the request wr_id (a send or write placed) with an ack: the ack
+  // at the end of the answers owed, if there is one, takes it into its run
+  // (tcp_frame.hpp).
+  static void queue_ack(peer &q, std::uint64_t wr_id) noexcept;
   void complete(std::size_t p, std::uint64_t wr_id, int status, std::uint32_t len) noexcept;
   [[gnu::cold, gnu::noinline]] void grow_done() noexcept;
   void fail(std::size_t p, const std::string &why, int head_status, std::size_t at = 0) noexcept;
