@@ -1534,8 +1534,10 @@ inline bool tcp_engine::begin_payload(peer &q, std::size_t p) noexcept {
   default:
     break;
   }
-  // An answer: it must be to the oldest request on the wire, and fit it.
-  if (q.sent == 0 || q.sq.front().wr_id != f.wr_id) {
+  // An answer: it must be to the oldest requests on the wire (an ack: to a
+  // run of them, the last one's wr_id in it), and fit them.
+  const std::size_t n = f.op == tcp_op::ack ? f.length : 1;
+  if (n > q.sent || (n == 1 ? q.sq.front() : q.sq[n - 1]).wr_id != f.wr_id) {
     fail(p, "it answered a request this side did not make", wc_retry_exc_err);
     return false;
   }
@@ -1548,20 +1550,31 @@ inline bool tcp_engine::begin_payload(peer &q, std::size_t p) noexcept {
     q.in_dest = to_read_buf;
     return true;
   }
-  if (f.op == tcp_op::ack && o.kind == k_read) {
-    fail(p, "it acknowledged a read without its bytes", wc_retry_exc_err);
-    return false;
-  }
   q.in_payload = false;
-  const int status = f.op == tcp_op::ack ? 0 : static_cast<int>(f.status);
+  if (f.op == tcp_op::ack) {
+    // The whole run is checked before any of it completes (a peer that is
+    // failed has none of its requests completed as placed).
+    bool read = o.kind == k_read;
+    for (std::size_t i = 1; i < n && !read; i++)
+      read = q.sq[i].kind == k_read;
+    if (read) {
+      fail(p, "it acknowledged a read without its bytes", wc_retry_exc_err);
+      return false;
+    }
+    for (std::size_t i = 0; i < n; i++) {
+      complete(p, q.sq.front().wr_id, 0, 0);
+      q.sq.pop();
+    }
+    q.sent -= n;
+    return true;
+  }
+  // A nack. As RC: the queue pair is in error, the rest is flushed.
+  const int status = static_cast<int>(f.status);
   complete(p, o.wr_id, status, 0);
   q.sq.pop();
   q.sent--;
-  if (status) { // as RC: the queue pair is in error, the rest is flushed
-    fail(p, "it refused a request (status " + std::to_string(status) + ")", wc_flush_err);
-    return false;
-  }
-  return true;
+  fail(p, "it refused a request (status " + std::to_string(status) + ")", wc_flush_err);
+  return false;
 }
 
 // A payload is all in: complete or answer it. False once the peer failed.
@@ -1582,16 +1595,20 @@ inline bool tcp_engine::finish_frame(peer &q, std::size_t p) noexcept {
     // outside any region: a remote operation error.
     const auto theirs = static_cast<std::uint32_t>(
         q.in_status == wc_loc_len_err ? wc_rem_inv_req_err : wc_rem_op_err);
-    q.answers.push(answer{q.in_status ? tcp_frame{tcp_op::nack, 0, f.wr_id, 0, 0, theirs}
-                                      : tcp_frame{tcp_op::ack, 0, f.wr_id, 0, 0, 0}});
-    if (q.in_status) // as RC: both sides' queue pairs go to error
-      q.close_after_output = true;
+    if (!q.in_status) {
+      queue_ack(q, f.wr_id);
+      return true;
+    }
+    q.answers.push(answer{tcp_frame{tcp_op::nack, 0, f.wr_id, 0, 0, theirs}});
+    q.close_after_output = true; // as RC: both sides' queue pairs go to error
     return true;
   }
   case tcp_op::write:
-    q.answers.push(answer{q.in_status ? tcp_frame{tcp_op::nack, 0, f.wr_id, 0, 0,
-                                                  static_cast<std::uint32_t>(q.in_status)}
-                                      : tcp_frame{tcp_op::ack, 0, f.wr_id, 0, 0, 0}});
+    if (q.in_status)
+      q.answers.push(answer{
+          tcp_frame{tcp_op::nack, 0, f.wr_id, 0, 0, static_cast<std::uint32_t>(q.in_status)}});
+    else
+      queue_ack(q, f.wr_id);
     return true;
   default: { // read response
     const std::uint64_t id = q.sq.front().wr_id;
@@ -1628,12 +1645,28 @@ void tcp_engine::place_staged(peer &q, std::size_t p) noexcept {
                &q.hint))
     status = wc_loc_prot_err;
   complete(p, r.wr_id, status, status ? 0 : s.length);
+  if (!status) {
+    queue_ack(q, s.wr_id);
+    return;
+  }
   const auto theirs =
       static_cast<std::uint32_t>(status == wc_loc_len_err ? wc_rem_inv_req_err : wc_rem_op_err);
-  q.answers.push(answer{status ? tcp_frame{tcp_op::nack, 0, s.wr_id, 0, 0, theirs}
-                               : tcp_frame{tcp_op::ack, 0, s.wr_id, 0, 0, 0}});
-  if (status) // as RC: both sides' queue pairs go to error
-    q.close_after_output = true;
+  q.answers.push(answer{tcp_frame{tcp_op::nack, 0, s.wr_id, 0, 0, theirs}});
+  q.close_after_output = true; // as RC: both sides' queue pairs go to error
+}
+
+// (An ack in the answers owed has not gone out yet: next_batch() takes an
+// answer off the queue as it puts it in a batch.)
+inline void tcp_engine::queue_ack(peer &q, std::uint64_t wr_id) noexcept {
+  if (!q.answers.empty()) {
+    tcp_frame &last = q.answers.back().f;
+    if (last.op == tcp_op::ack && last.length < UINT32_MAX) {
+      last.length++;
+      last.wr_id = wr_id;
+      return;
+    }
+  }
+  q.answers.push(answer{tcp_frame{tcp_op::ack, 1, wr_id, 0, 0, 0}});
 }
 
 status_code channel_state::poll_mixed() noexcept {

@@ -105,6 +105,7 @@ public:
   T &operator[](std::size_t i) noexcept { return v_[at(i)]; }
   const T &operator[](std::size_t i) const noexcept { return v_[at(i)]; }
   T &front() noexcept { return v_[h_]; }
+  T &back() noexcept { return v_[at(n_ - 1)]; }
   void push(const T &t) noexcept {
     v_[at(n_)] = t;
     n_++;
@@ -370,6 +371,10 @@ private:
   [[gnu::always_inline]] bool begin_payload(peer &q, std::size_t p) noexcept;
   [[gnu::always_inline]] bool finish_frame(peer &q, std::size_t p) noexcept;
   void place_staged(peer &q, std::size_t p) noexcept;
+  // Answers the request wr_id (a send or write placed) with an ack: the ack
+  // at the end of the answers owed, if there is one, takes it into its run
+  // (tcp_frame.hpp).
+  [[gnu::always_inline]] static void queue_ack(peer &q, std::uint64_t wr_id) noexcept;
   // (Inline: every request and every receive ends in one.)
   [[gnu::always_inline]] void complete(std::size_t p, std::uint64_t wr_id, int status,
                                        std::uint32_t len) noexcept;

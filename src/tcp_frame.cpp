@@ -7,7 +7,7 @@ namespace rdmadl::detail {
 
 namespace {
 constexpr char hello_magic[5] = "RDTH";
-constexpr std::uint8_t hello_version = 2; // 2: eager sends (tcp_frame.hpp)
+constexpr std::uint8_t hello_version = 3; // 2: eager sends; 3: an ack answers a run (tcp_frame.hpp)
 } // namespace
 
 std::array<std::byte, tcp_hello_size> encode(const tcp_hello &h) noexcept {

@@ -3,13 +3,17 @@
 // fuzzer can drive the parser alone.
 //
 // A connection opens with the connector's hello (24 bytes: "RDTH", version
-// 2, 3 reserved bytes, the token the acceptor gave for this pair, the
+// 3, 3 reserved bytes, the token the acceptor gave for this pair, the
 // connector's own token). Then each side sends frames: a fixed 32-byte
 // little-endian header (opcode, flags 0, a 16-bit credit, length, wr_id,
 // remote address, rkey, status) and, for send, write and read-response,
 // length payload bytes. A request is answered in order: send and write by
 // an ack (placed) or a nack (its status), a read request by a read response
-// carrying the bytes, or a nack. A credit frame (length: how many), or the
+// carrying the bytes, or a nack. An ack answers the next length requests on
+// the wire at once (version 3; every one a send or a write, the last one's
+// wr_id in it): a side that placed a run of them before its answers went
+// out sends one frame for the run, not one per request, and the requester
+// checks the run against its own queue. A credit frame (length: how many), or the
 // credit field of any frame (version 2), tells the peer that this side has
 // posted that many more receives: a side sends a
 // send against a credit, so a send never waits in the stream for a receive
@@ -47,7 +51,8 @@ enum class tcp_op : std::uint8_t {
 
 struct tcp_frame {
   tcp_op op = tcp_op::ack;
-  std::uint32_t length = 0; // payload bytes (read request: the bytes asked for; credit: receives)
+  std::uint32_t length = 0; // payload bytes (read request: the bytes asked for; credit: receives;
+                            // ack: the requests it answers)
   std::uint64_t wr_id = 0;  // the initiator's, echoed in the answer
   std::uint64_t addr = 0;   // write, read request: the target address
   std::uint32_t rkey = 0;   // write, read request: the target region's key
@@ -85,9 +90,10 @@ inline std::array<std::byte, tcp_header_size> encode(const tcp_frame &f) noexcep
 
 // Parses a header; accepts exactly what encode() writes for a well-formed
 // frame: a known opcode, zero flags, any credit, and no field the
-// opcode does not use (ack and nack carry no length, address or key; only a
-// nack has a status, 1 to tcp_max_status; a credit has a length of at least
-// 1; a write or read names a range that does not wrap). Errors: errc::bad_size (not tcp_header_size
+// opcode does not use (ack and nack carry no address or key, a nack no
+// length; only a nack has a status, 1 to tcp_max_status; an ack and a
+// credit have a length of at least 1; a write or read names a range that
+// does not wrap). Errors: errc::bad_size (not tcp_header_size
 // bytes), errc::bad_magic (unknown opcode), errc::bad_blob (any other field).
 inline result<tcp_frame> parse_frame(std::span<const std::byte> b) noexcept {
   if (b.size() != tcp_header_size)
@@ -111,9 +117,9 @@ inline result<tcp_frame> parse_frame(std::span<const std::byte> b) noexcept {
     return errc::bad_blob;
   if (f.op == tcp_op::nack ? f.status == 0 || f.status > tcp_max_status : f.status != 0)
     return errc::bad_blob;
-  if ((f.op == tcp_op::ack || f.op == tcp_op::nack) && f.length != 0)
+  if (f.op == tcp_op::nack && f.length != 0)
     return errc::bad_blob;
-  if (f.op == tcp_op::credit && f.length == 0)
+  if ((f.op == tcp_op::credit || f.op == tcp_op::ack) && f.length == 0)
     return errc::bad_blob;
   return f;
 }

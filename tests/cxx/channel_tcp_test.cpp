@@ -617,7 +617,7 @@ int raw_connect(std::uint16_t port, std::uint64_t token) {
   a.sin_family = AF_INET;
   a.sin_port = htons(port);
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::vector<std::uint8_t> hello = {'R', 'D', 'T', 'H', 2, 0, 0, 0};
+  std::vector<std::uint8_t> hello = {'R', 'D', 'T', 'H', 3, 0, 0, 0};
   put(hello, token, 8);
   put(hello, 1, 8);
   if (::connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0 ||
@@ -700,6 +700,7 @@ TEST_CASE("channel tcp: a raw peer writing outside a region is refused and nothi
   auto ack = raw.read_n(32);
   REQUIRE(ack.size() == 32);
   CHECK(ack[0] == 5); // ack
+  CHECK(ack[4] == 1); // of one request
   CHECK(ack[8] == 77);
   for (std::size_t i = 8; i < 24; i++)
     CHECK(target.bytes[i] == std::byte{0xab});
@@ -734,7 +735,7 @@ TEST_CASE("channel tcp: a raw peer that lies or vanishes mid-frame is failed, no
   auto s = raw.ch.scope();
   auto h = ok(s.post_recv(0, dst.all()));
   SUBCASE("an answer to nothing") {
-    raw.write_all(frame(5, 0, 1234));
+    raw.write_all(frame(5, 1, 1234));
   }
   SUBCASE("a send that promises more than it sends, then closes") {
     auto f = frame(1, 64, 1);
@@ -743,13 +744,100 @@ TEST_CASE("channel tcp: a raw peer that lies or vanishes mid-frame is failed, no
     ::close(raw.fd);
     raw.fd = -1;
   }
-  SUBCASE("an ack that carries a length") {
-    raw.write_all(frame(5, 4, 1));
+  SUBCASE("an ack of no request") {
+    raw.write_all(frame(5, 0, 1));
   }
   auto r = ok(s.wait(h, 5s));
   CHECK_FALSE(r.ok());
   CHECK_FALSE(raw.ch.connected());
   CHECK_FALSE(raw.ch.describe().empty());
+}
+
+TEST_CASE("channel tcp: one ack answers a run of requests, checked against them") {
+  // Version 3 of the wire: an ack's length is how many of the oldest
+  // requests on the wire it answers, its wr_id the last one's.
+  raw_peer raw;
+  buffer src(raw.ch.pd(), 64, 4);
+  const remote_region theirs{0x10000, 0x1234, 4096}; // the raw side checks nothing
+  auto s = raw.ch.scope();
+  // Three requests go out; reads the frames (header and payload) and gives
+  // each one's wr_id.
+  auto three = [&](bool read_in_middle) {
+    std::vector<work_handle> h;
+    h.push_back(ok(s.post_write(0, ok(src.mr.slice(0, 8)), theirs)));
+    h.push_back(read_in_middle ? ok(s.post_read(0, ok(src.mr.slice(8, 8)), theirs))
+                               : ok(s.post_write(0, ok(src.mr.slice(8, 8)), theirs)));
+    h.push_back(ok(s.post_write(0, ok(src.mr.slice(16, 8)), theirs)));
+    std::vector<std::uint64_t> ids;
+    for (int i = 0; i < 3; i++) {
+      auto head = raw.read_n(32);
+      REQUIRE(head.size() == 32);
+      std::uint64_t id = 0;
+      for (int k = 0; k < 8; k++)
+        id |= std::uint64_t{head[8 + static_cast<std::size_t>(k)]} << (8 * k);
+      ids.push_back(id);
+      if (head[0] == 2) // a write's 8 bytes follow
+        REQUIRE(raw.read_n(8).size() == 8);
+    }
+    return std::pair{h, ids};
+  };
+  SUBCASE("a run of three writes: all complete, in order") {
+    auto [h, ids] = three(false);
+    raw.write_all(frame(5, 3, ids[2]));
+    for (auto &x : h) {
+      auto r = ok(s.wait(x, 5s));
+      CHECK(r.ok());
+    }
+    CHECK(raw.ch.connected());
+  }
+  SUBCASE("a run with a read in it: the peer is failed") {
+    auto [h, ids] = three(true);
+    raw.write_all(frame(5, 3, ids[2]));
+    CHECK_FALSE(ok(s.wait(h[0], 5s)).ok());
+    CHECK(raw.ch.describe().find("acknowledged a read without its bytes") != std::string::npos);
+  }
+  SUBCASE("a run longer than the requests on the wire: the peer is failed") {
+    auto [h, ids] = three(false);
+    raw.write_all(frame(5, 4, ids[2]));
+    CHECK_FALSE(ok(s.wait(h[0], 5s)).ok());
+    CHECK(raw.ch.describe().find("answered a request this side did not make") != std::string::npos);
+  }
+  SUBCASE("a run whose last wr_id is not that of its last request: the peer is failed") {
+    auto [h, ids] = three(false);
+    raw.write_all(frame(5, 3, ids[1]));
+    CHECK_FALSE(ok(s.wait(h[0], 5s)).ok());
+    CHECK(raw.ch.describe().find("answered a request this side did not make") != std::string::npos);
+  }
+}
+
+TEST_CASE("channel tcp: writes placed together are answered by acks whose runs add up") {
+  raw_peer raw;
+  buffer target(raw.ch.pd(), 256, 5, rdmadl::access::remote_write);
+  auto region = ok(target.mr.remote());
+  std::vector<std::uint8_t> all;
+  for (std::uint64_t id = 100; id < 110; id++) {
+    auto f = frame(2, 8, id, region.addr + (id - 100) * 8, region.rkey);
+    f.insert(f.end(), 8, static_cast<std::uint8_t>(id));
+    all.insert(all.end(), f.begin(), f.end());
+  }
+  raw.write_all(all); // ten writes in one go: their acks may come as fewer frames
+  std::uint32_t answered = 0;
+  std::uint64_t last = 0;
+  while (answered < 10) {
+    auto a = raw.read_n(32);
+    REQUIRE(a.size() == 32);
+    REQUIRE(a[0] == 5);
+    std::uint32_t n = 0;
+    for (int k = 0; k < 4; k++)
+      n |= std::uint32_t{a[4 + static_cast<std::size_t>(k)]} << (8 * k);
+    CHECK(n >= 1);
+    answered += n;
+    last = a[8];
+    CHECK(last == 100 + answered - 1); // the last of its run
+  }
+  CHECK(answered == 10);
+  for (std::size_t i = 0; i < 80; i++)
+    CHECK(target.bytes[i] == std::byte{static_cast<std::uint8_t>(100 + i / 8)});
 }
 
 TEST_CASE("channel tcp: a stalled peer that resets is failed at once, whoever waits") {

@@ -26,7 +26,7 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
   add(encode(tcp_frame{tcp_op::nack, 0, 7, 0, 0, 10}));
   add(encode(tcp_frame{tcp_op::read_request, 4096, 8, 0x1000, 3, 0}));
   add(encode(tcp_frame{tcp_op::credit, 2, 0, 0, 0, 0}));
-  add(encode(tcp_frame{tcp_op::ack, 0, 9, 0, 0, 0, 3})); // a credit riding on an ack
+  add(encode(tcp_frame{tcp_op::ack, 2, 9, 0, 0, 0, 3})); // an ack of two, a credit riding on it
   add(encode(tcp_frame{tcp_op::send, 64, 10, 0, 0, 0, 0xffff}));
   rdmadl_fuzz::write_seed("tcp-frame-0", s.data(), s.size());
   return 0;
@@ -76,6 +76,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
       rdmadl_fuzz::fail("a status outside a nack, or a nack without one");
     if (f->op == tcp_op::credit && f->length == 0)
       rdmadl_fuzz::fail("a credit for no receive");
+    if (f->op == tcp_op::ack && f->length == 0)
+      rdmadl_fuzz::fail("an ack of no request");
+    if (f->op == tcp_op::nack && f->length != 0)
+      rdmadl_fuzz::fail("a nack of more than one request");
   }
   return 0;
 }
