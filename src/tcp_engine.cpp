@@ -879,18 +879,30 @@ void tcp_engine::read_hellos() noexcept {
       a.off += static_cast<std::size_t>(n);
     if (!drop && a.off == a.buf.size()) {
       drop = true;
-      if (auto h = parse_hello(a.buf))
-        for (std::size_t p = 0; p < peers_.size(); p++) {
-          auto &q = peers_[p];
-          if (q.st == state::waiting && !q.connector && q.setup.mine == h->acceptor_token &&
-              q.setup.theirs == h->connector_token) {
-            q.fd = a.fd;
-            go_up(q);
-            drop = false;
-            a.fd = -1;
-            break;
-          }
+      const auto h = parse_hello(a.buf);
+      const auto seen = peek_hello(a.buf); // (for a peer of another release)
+      for (std::size_t p = 0; p < peers_.size(); p++) {
+        auto &q = peers_[p];
+        const tcp_hello t = h ? *h : seen.tokens;
+        if (q.st != state::waiting || q.connector || q.setup.mine != t.acceptor_token ||
+            q.setup.theirs != t.connector_token)
+          continue;
+        if (h) {
+          q.fd = a.fd;
+          go_up(q);
+          drop = false;
+          a.fd = -1;
+        } else if (seen.version != 0 && seen.version != tcp_hello_version) {
+          // Its tokens are this pair's: a build of another release of rdmadl.
+          fail(p,
+               "it speaks version " + std::to_string(seen.version) +
+                   " of rdmadl's TCP protocol, this build version " +
+                   std::to_string(tcp_hello_version) +
+                   " (both ends must run the same 0.x minor release)",
+               wc_retry_exc_err);
         }
+        break;
+      }
     }
     if (drop || a.fd < 0) {
       if (a.fd >= 0)

@@ -124,6 +124,10 @@ inline result<tcp_frame> parse_frame(std::span<const std::byte> b) noexcept {
   return f;
 }
 
+// The hello's version: 2, eager sends; 3, an ack answers a run. Both ends
+// of a connection speak the same one (docs/compatibility.md).
+inline constexpr std::uint8_t tcp_hello_version = 3;
+
 struct tcp_hello {
   std::uint64_t acceptor_token = 0; // the token the acceptor gave this pair
   std::uint64_t connector_token = 0;
@@ -131,6 +135,15 @@ struct tcp_hello {
 std::array<std::byte, tcp_hello_size> encode(const tcp_hello &h) noexcept;
 // Errors: as check_header (src/serial.hpp), errc::bad_blob for a zero token.
 result<tcp_hello> parse_hello(std::span<const std::byte> blob) noexcept;
+// The version a hello-sized blob with the hello's magic names, and its
+// tokens as this version lays them out (version 0: not a hello). Lets an
+// acceptor tell which of its peers runs another release when parse_hello()
+// refuses the version.
+struct tcp_hello_seen {
+  std::uint8_t version = 0;
+  tcp_hello tokens;
+};
+tcp_hello_seen peek_hello(std::span<const std::byte> blob) noexcept;
 
 } // namespace rdmadl::detail
 

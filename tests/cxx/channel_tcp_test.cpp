@@ -609,15 +609,15 @@ channel_endpoint raw_endpoint(std::uint16_t port) {
   return fake;
 }
 
-// Connects to a channel listening on port and sends the hello that names
-// its token; the socket, or -1.
-int raw_connect(std::uint16_t port, std::uint64_t token) {
+// Connects to a channel listening on port and sends the hello (of version
+// version) that names its token; the socket, or -1.
+int raw_connect(std::uint16_t port, std::uint64_t token, std::uint8_t version = 3) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(port);
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::vector<std::uint8_t> hello = {'R', 'D', 'T', 'H', 3, 0, 0, 0};
+  std::vector<std::uint8_t> hello = {'R', 'D', 'T', 'H', version, 0, 0, 0};
   put(hello, token, 8);
   put(hello, 1, 8);
   if (::connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0 ||
@@ -634,13 +634,13 @@ struct raw_peer {
   channel ch;
   idle_listener listener; // the raw side's: the channel probes it, never connects
   int fd = -1;
-  explicit raw_peer(channel_options o = tcp_options()) {
+  explicit raw_peer(channel_options o = tcp_options(), std::uint8_t version = 3) {
     REQUIRE(listener.port != 0);
     ch = ok(channel::create(o));
     auto mine = ok(ch.local_channel_endpoint());
     REQUIRE(mine.token > 1);
     ok(ch.connect(raw_endpoint(listener.port)));
-    fd = raw_connect(mine.port, mine.token);
+    fd = raw_connect(mine.port, mine.token, version);
     REQUIRE(fd >= 0);
     timeval limit{5, 0}; // a read that would hang fails the case instead
     ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
@@ -751,6 +751,29 @@ TEST_CASE("channel tcp: a raw peer that lies or vanishes mid-frame is failed, no
   CHECK_FALSE(r.ok());
   CHECK_FALSE(raw.ch.connected());
   CHECK_FALSE(raw.ch.describe().empty());
+}
+
+TEST_CASE("channel tcp: a peer of another release's protocol is failed, and told apart") {
+  // Its hello names this pair's tokens but another version of the wire
+  // (2: before an ack answered a run; 4: a later release's): the channel
+  // closes that connection and fails the peer with both versions named,
+  // rather than waiting for a connection that will never come.
+  for (std::uint8_t version : {std::uint8_t{2}, std::uint8_t{4}}) {
+    CAPTURE(int{version});
+    raw_peer raw(tcp_options(), version);
+    buffer dst(raw.ch.pd(), 64, 0);
+    auto s = raw.ch.scope();
+    auto h = ok(s.post_recv(0, dst.all()));
+    auto r = ok(s.wait(h, 5s));
+    CHECK_FALSE(r.ok());
+    CHECK_FALSE(raw.ch.connected());
+    INFO(raw.ch.describe());
+    CHECK(raw.ch.describe().find("it speaks version " + std::to_string(version) +
+                                 " of rdmadl's TCP protocol, this build version 3") !=
+          std::string::npos);
+    CHECK(raw.read_n(1).empty()); // its connection was closed
+    CHECK(dst.holds(0));
+  }
 }
 
 TEST_CASE("channel tcp: one ack answers a run of requests, checked against them") {
