@@ -1612,16 +1612,7 @@ inline bool tcp_engine::finish_frame(peer &q, std::size_t p) noexcept {
     const std::uint64_t id = q.rq.front().wr_id;
     q.rq.pop();
     complete(p, id, q.in_status, q.in_status ? 0 : f.length);
-    // A receive too short: the sender's is an invalid request; a receive
-    // outside any region: a remote operation error.
-    const auto theirs = static_cast<std::uint32_t>(
-        q.in_status == wc_loc_len_err ? wc_rem_inv_req_err : wc_rem_op_err);
-    if (!q.in_status) {
-      queue_ack(q, f.wr_id);
-      return true;
-    }
-    q.answers.push(answer{tcp_frame{tcp_op::nack, 0, f.wr_id, 0, 0, theirs}});
-    q.close_after_output = true; // as RC: both sides' queue pairs go to error
+    answer_send(q, f.wr_id, q.in_status);
     return true;
   }
   case tcp_op::write:
@@ -1666,13 +1657,19 @@ void tcp_engine::place_staged(peer &q, std::size_t p) noexcept {
                &q.hint))
     status = wc_loc_prot_err;
   complete(p, r.wr_id, status, status ? 0 : s.length);
+  answer_send(q, s.wr_id, status);
+}
+
+// A receive too short: the sender's is an invalid request; a receive
+// outside any region: a remote operation error. Either fails both sides.
+inline void tcp_engine::answer_send(peer &q, std::uint64_t wr_id, int status) noexcept {
   if (!status) {
-    queue_ack(q, s.wr_id);
+    queue_ack(q, wr_id);
     return;
   }
   const auto theirs =
       static_cast<std::uint32_t>(status == wc_loc_len_err ? wc_rem_inv_req_err : wc_rem_op_err);
-  q.answers.push(answer{tcp_frame{tcp_op::nack, 0, s.wr_id, 0, 0, theirs}});
+  q.answers.push(answer{tcp_frame{tcp_op::nack, 0, wr_id, 0, 0, theirs}});
   q.close_after_output = true; // as RC: both sides' queue pairs go to error
 }
 

@@ -376,6 +376,9 @@ private:
   // at the end of the answers owed, if there is one, takes it into its run
   // (tcp_frame.hpp).
   [[gnu::always_inline]] static void queue_ack(peer &q, std::uint64_t wr_id) noexcept;
+  // Answers the peer's send wr_id once a receive took it (status: the
+  // receive's; 0: an ack, else a nack, and this side fails after it goes).
+  [[gnu::always_inline]] static void answer_send(peer &q, std::uint64_t wr_id, int status) noexcept;
   // (Inline: every request and every receive ends in one.)
   [[gnu::always_inline]] void complete(std::size_t p, std::uint64_t wr_id, int status,
                                        std::uint32_t len) noexcept;
