@@ -1255,7 +1255,6 @@ int tcp_engine::read_in(peer &q, std::size_t p, bool &drained) noexcept {
   const std::size_t room = q.inbuf.size() - q.in_end;
   const ssize_t n = ::recv(q.fd, q.inbuf.data() + q.in_end, room, MSG_DONTWAIT);
   if (n > 0) {
-    q.heard = true;
     q.in_end += static_cast<std::size_t>(n);
     drained = static_cast<std::size_t>(n) < room;
     q.in_drained = drained;
@@ -1272,17 +1271,10 @@ int tcp_engine::read_failed(peer &q, std::size_t p, ssize_t n, int err) noexcept
     q.in_drained = err != EINTR;
     return 0;
   }
-  // A peer that refuses this side's hello (another release of rdmadl's wire,
-  // or tokens it does not know: a stale endpoint) closes before it sends
-  // anything; it names the reason in its own failure (read_hellos()).
-  const char *closed = q.in_payload ? "it closed the connection inside a frame"
-                       : q.heard || !q.connector
-                           ? "it closed the connection"
-                           : "it closed the connection before sending anything, as a peer that "
-                             "refuses this side's hello does (another release of rdmadl, or an "
-                             "endpoint it does not know)";
   fail(p,
-       n == 0 ? std::string(closed) : "the connection failed: " + std::string(std::strerror(err)),
+       n == 0 ? std::string(q.in_payload ? "it closed the connection inside a frame"
+                                         : "it closed the connection")
+              : "the connection failed: " + std::string(std::strerror(err)),
        wc_retry_exc_err);
   return -1;
 }
@@ -1343,7 +1335,6 @@ void tcp_engine::read_blocking(std::unique_lock<light_mutex> &lock, std::size_t 
   if (q.st != state::up)
     return;
   if (n > 0) {
-    q.heard = true;
     q.in_end += static_cast<std::size_t>(n);
     q.in_drained = static_cast<std::size_t>(n) < room;
   } else {

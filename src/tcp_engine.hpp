@@ -279,7 +279,6 @@ private:
     bool blocking = false;    // its socket is blocking (go_up())
     bool app_reading = false; // a waiting poll() blocks in recv(2) on it (read_blocking())
     bool rdhup = false;       // poll saw the peer's close, or an error (see stage_now())
-    bool heard = false;       // a read gave bytes (read_failed(): a close before any)
     bool wrote = false;       // bytes went out since check_acks() last saw all acknowledged
     int probe_fd = -1;        // while it owes this side its connection: a probe of its listener
     short polled = 0;         // the events the progress thread sleeps on
