@@ -9,6 +9,10 @@ namespace rdmadl::detail {
 
 namespace {
 constexpr char hello_magic[5] = "RDTH";
+
+tcp_hello hello_tokens(std::span<const std::byte> b) noexcept {
+  return {get_le<std::uint64_t>(b.data() + 8), get_le<std::uint64_t>(b.data() + 16)};
+}
 } // namespace
 
 std::array<std::byte, tcp_hello_size> encode(const tcp_hello &h) noexcept {
@@ -22,7 +26,7 @@ std::array<std::byte, tcp_hello_size> encode(const tcp_hello &h) noexcept {
 result<tcp_hello> parse_hello(std::span<const std::byte> b) noexcept {
   if (auto ec = check_header(b, hello_magic, tcp_hello_version, tcp_hello_size))
     return ec;
-  tcp_hello h{get_le<std::uint64_t>(b.data() + 8), get_le<std::uint64_t>(b.data() + 16)};
+  const tcp_hello h = hello_tokens(b);
   if (h.acceptor_token == 0 || h.connector_token == 0)
     return errc::bad_blob;
   return h;
@@ -33,7 +37,7 @@ tcp_hello_seen peek_hello(std::span<const std::byte> b) noexcept {
   if (b.size() != tcp_hello_size || std::memcmp(b.data(), hello_magic, 4) != 0)
     return seen;
   seen.version = static_cast<std::uint8_t>(b[4]);
-  seen.tokens = {get_le<std::uint64_t>(b.data() + 8), get_le<std::uint64_t>(b.data() + 16)};
+  seen.tokens = hello_tokens(b);
   return seen;
 }
 
