@@ -617,9 +617,23 @@ void tcp_engine::check_broken(std::size_t p, short revents) noexcept {
   socklen_t len = sizeof err;
   (void)getsockopt(q.fd, SOL_SOCKET, SO_ERROR, &err, &len);
   if (err)
-    fail(p, "the connection failed: " + std::string(std::strerror(err)), wc_retry_exc_err);
+    lost(p, "the connection failed: " + std::string(std::strerror(err)), err);
   else if (revents & POLLHUP)
-    fail(p, "the connection is closed", wc_retry_exc_err);
+    lost(p, "the connection is closed", 0);
+}
+
+// A peer that refuses this side's hello (one of another release of rdmadl's
+// wire, or one that does not know the tokens: a stale endpoint) closes
+// before it sends anything, and names the reason in its own failure
+// (read_hellos()). Whether this side then reads the close, or its next
+// frame draws a reset (EPIPE, ECONNRESET), depends on timing: each gives
+// the same hint.
+void tcp_engine::lost(std::size_t p, std::string why, int err) noexcept {
+  const auto &q = peers_[p];
+  if (q.connector && !q.heard && (err == 0 || err == EPIPE || err == ECONNRESET))
+    why += ", before it sent anything, as a peer that refuses this side's hello does (another "
+           "release of rdmadl, or an endpoint it does not know)";
+  fail(p, why, wc_retry_exc_err);
 }
 
 namespace {
@@ -974,15 +988,19 @@ void tcp_engine::step(std::size_t p, short revents) noexcept {
   if (!pump(q, p))
     return;
   check_broken(p, revents);
-  if (q.st == state::up && q.close_after_output && !q.out_busy && q.answers.empty())
+  if (refusal_out(q))
     refused_sent(p);
 }
 
 inline void tcp_engine::step_up(std::size_t p) noexcept {
   auto &q = peers_[p];
-  if (pump(q, p) && q.close_after_output && q.st == state::up && !q.out_busy && q.answers.empty())
-      [[unlikely]]
+  if (pump(q, p) && refusal_out(q)) [[unlikely]]
     refused_sent(p);
+}
+
+// A refused request's answers have all gone out (see refused_sent()).
+inline bool tcp_engine::refusal_out(const peer &q) noexcept {
+  return q.close_after_output && q.st == state::up && !q.out_busy && q.answers.empty();
 }
 
 // Frames already read ahead wait for no poll(2): once the answers they wait
@@ -1214,7 +1232,7 @@ bool tcp_engine::send_batches(peer &q, std::size_t p) noexcept {
     if (n < 0) {
       if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR)
         return true;
-      fail(p, "the connection failed: " + std::string(std::strerror(err)), wc_retry_exc_err);
+      lost(p, "the connection failed: " + std::string(std::strerror(err)), err);
       return false;
     }
     q.out_off += static_cast<std::size_t>(n);
@@ -1255,6 +1273,7 @@ int tcp_engine::read_in(peer &q, std::size_t p, bool &drained) noexcept {
   const std::size_t room = q.inbuf.size() - q.in_end;
   const ssize_t n = ::recv(q.fd, q.inbuf.data() + q.in_end, room, MSG_DONTWAIT);
   if (n > 0) {
+    q.heard = true;
     q.in_end += static_cast<std::size_t>(n);
     drained = static_cast<std::size_t>(n) < room;
     q.in_drained = drained;
@@ -1271,11 +1290,13 @@ int tcp_engine::read_failed(peer &q, std::size_t p, ssize_t n, int err) noexcept
     q.in_drained = err != EINTR;
     return 0;
   }
-  fail(p,
+  if (n == 0)
+    err = 0;
+  lost(p,
        n == 0 ? std::string(q.in_payload ? "it closed the connection inside a frame"
                                          : "it closed the connection")
               : "the connection failed: " + std::string(std::strerror(err)),
-       wc_retry_exc_err);
+       err);
   return -1;
 }
 
@@ -1335,6 +1356,7 @@ void tcp_engine::read_blocking(std::unique_lock<light_mutex> &lock, std::size_t 
   if (q.st != state::up)
     return;
   if (n > 0) {
+    q.heard = true;
     q.in_end += static_cast<std::size_t>(n);
     q.in_drained = static_cast<std::size_t>(n) < room;
   } else {

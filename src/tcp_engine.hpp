@@ -280,6 +280,7 @@ private:
     bool app_reading = false; // a waiting poll() blocks in recv(2) on it (read_blocking())
     bool rdhup = false;       // poll saw the peer's close, or an error (see stage_now())
     bool wrote = false;       // bytes went out since check_acks() last saw all acknowledged
+    bool heard = false;       // a read gave bytes (lost(): a peer that closes before any)
     int probe_fd = -1;        // while it owes this side its connection: a probe of its listener
     short polled = 0;         // the events the progress thread sleeps on
     bool unreported = false;  // failed, and take_failure() has not given it yet
@@ -333,12 +334,16 @@ private:
   // pump_in() and pump_out() until nothing read ahead is ready (step()).
   [[gnu::always_inline]] bool pump(peer &q, std::size_t p) noexcept;
   [[gnu::cold, gnu::noinline]] void refused_sent(std::size_t p) noexcept;
+  static bool refusal_out(const peer &q) noexcept;
   static void note_input(peer &q, short revents) noexcept;
   // The connection is made: the peer is up, its socket blocking (for
   // read_blocking(); every other call passes MSG_DONTWAIT).
   static void go_up(peer &q) noexcept;
   void read_blocking(std::unique_lock<light_mutex> &lock, std::size_t p) noexcept;
   int read_failed(peer &q, std::size_t p, ssize_t n, int err) noexcept;
+  // The connection closed (err 0) or failed (err: its errno): the peer
+  // fails with why, and, if it never sent a byte, what that suggests.
+  [[gnu::cold, gnu::noinline]] void lost(std::size_t p, std::string why, int err) noexcept;
   // Whether the send whose header came (in_f) may go to the staging buffer,
   // and whether it is to go there now (tcp_engine.cpp).
   static bool eager_fits(const peer &q) noexcept;

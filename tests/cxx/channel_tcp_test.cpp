@@ -5,12 +5,14 @@
 #include <doctest/doctest.h>
 
 #include <arpa/inet.h>
+#include <array>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sched.h>
 #include <string>
 #include <string_view>
@@ -774,6 +776,55 @@ TEST_CASE("channel tcp: a peer of another release's protocol is failed, and told
     CHECK(raw.read_n(1).empty()); // its connection was closed
     CHECK(dst.holds(0));
   }
+}
+
+TEST_CASE("channel tcp: a peer that closes on this side's hello is failed, told apart") {
+  // The channel connects (the raw side's token is the larger) and sends its
+  // hello; the raw side reads it and closes without a byte, as a build of
+  // another release of the wire does (the test above is that build's side).
+  // The channel may read the close, or draw a reset with its next frame (a
+  // credit for the receive below): each way gives the same hint. A peer that
+  // sent something first gets none.
+  idle_listener l;
+  REQUIRE(l.port != 0);
+  channel ch = ok(channel::create(tcp_options()));
+  auto theirs = raw_endpoint(l.port);
+  theirs.token = UINT64_MAX;
+  ok(ch.connect(theirs));
+  pollfd pf{l.fd, POLLIN, 0};
+  REQUIRE(::poll(&pf, 1, 5000) == 1);
+  const int fd = ::accept(l.fd, nullptr, nullptr);
+  REQUIRE(fd >= 0);
+  std::array<std::uint8_t, 24> hello{};
+  std::size_t got = 0;
+  while (got < hello.size()) {
+    const auto r = ::recv(fd, hello.data() + got, hello.size() - got, 0);
+    REQUIRE(r > 0);
+    got += static_cast<std::size_t>(r);
+  }
+  CHECK(std::memcmp(hello.data(), "RDTH", 4) == 0);
+  CHECK(hello[4] == 3);
+  bool hint = true;
+  SUBCASE("it closes") {}
+  SUBCASE("it resets") {
+    linger reset{1, 0};
+    REQUIRE(::setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset) == 0);
+  }
+  SUBCASE("it sent a credit first, then closes") {
+    const auto f = frame(7, 1, 0);
+    REQUIRE(::send(fd, f.data(), f.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(f.size()));
+    hint = false;
+  }
+  ::close(fd);
+  buffer dst(ch.pd(), 64, 0);
+  auto s = ch.scope();
+  auto h = ok(s.post_recv(0, dst.all()));
+  CHECK_FALSE(ok(s.wait(h, 5s)).ok());
+  INFO(ch.describe());
+  CHECK(ch.describe().find("; failed: ") != std::string::npos);
+  CHECK((ch.describe().find(", before it sent anything, as a peer that refuses this side's "
+                            "hello does") != std::string::npos) == hint);
+  CHECK(dst.holds(0));
 }
 
 TEST_CASE("channel tcp: one ack answers a run of requests, checked against them") {
