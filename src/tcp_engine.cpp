@@ -28,6 +28,19 @@
 namespace rdmadl::detail {
 
 namespace {
+// How long a waiting application thread's sleep of up to wait (poll(2)
+// rounds it up to a millisecond; the channels wait at most tcp_wait) is
+// to find the progress thread's timer still running: the sleep, a margin,
+// and after_wait past its end. With less, the timer went off during the
+// sleep and woke the progress thread for nothing: between two one-vCPU
+// VMs, about once per 64 KiB round trip when this was 500 us.
+constexpr std::chrono::microseconds after_wait{500};
+constexpr std::chrono::microseconds wait_cover(std::chrono::microseconds wait) noexcept {
+  return std::min<std::chrono::microseconds>(std::chrono::ceil<std::chrono::milliseconds>(wait),
+                                             channel_state::tcp_wait) +
+         std::chrono::microseconds(100) + after_wait;
+}
+
 // ibv_wc_status values the engine completes with.
 constexpr int wc_loc_len_err = 1, wc_loc_prot_err = 4, wc_flush_err = 5, wc_rem_inv_req_err = 9,
               wc_rem_access_err = 10, wc_rem_op_err = 11, wc_retry_exc_err = 12;
@@ -357,7 +370,7 @@ inline std::size_t tcp_engine::poll_locked(std::unique_lock<light_mutex> &lock,
     // Every such call counts as a wait (run()), whether or not it sleeps: a
     // thread that finds its completions ready each time still drives the
     // sockets, and the progress thread stays off them.
-    app_waits(std::chrono::microseconds(500));
+    app_waits(wait_cover(wait));
     hold_out_ = true;
     const bool stepped = drive();
     hold_out_ = false;
@@ -1317,14 +1330,12 @@ void tcp_engine::read_blocking(std::unique_lock<light_mutex> &lock, std::size_t 
   const int fd = q.fd;
   // The progress thread's timer is not to go off while this thread blocks
   // (SO_RCVTIMEO: at most tcp_wait), nor less than after_wait after the
-  // recv(2) returns (what poll() keeps it ahead by): it would wake that
-  // thread for nothing. The poll() that calls this read the clock a few
-  // microseconds ago (app_waits()): that reading (since), with a margin,
-  // and the recv(2)'s longest wait tell whether the timer covers both, so
+  // recv(2) returns: it would wake that thread for nothing. The poll() that
+  // calls this read the clock a few microseconds ago (app_waits()): that
+  // reading (since) and wait_cover() tell whether the timer covers both, so
   // neither this nor the return reads the clock again (it was set
   // timer_lead ahead: most waits find it so).
-  constexpr std::chrono::microseconds margin{100}, after_wait{500};
-  constexpr auto span = channel_state::tcp_wait + margin + after_wait;
+  constexpr auto span = wait_cover(channel_state::tcp_wait);
   const auto covered = [&](std::chrono::steady_clock::time_point since) {
     return ticking_ && since != std::chrono::steady_clock::time_point{} && timer_armed_ &&
            armed_until_ - since >= span;
