@@ -26,7 +26,7 @@
 // size's measurements (plain, channel, channel with the default window) N
 // times; each figure is the median of the N, each ratio the median of the N
 // per-run ratios. --budget: the streaming window in bytes (default
-// 1 MiB).
+// 1 MiB). Each measurement starts on a warmed transport (warm_iters()).
 //
 // Prints per size (US: microseconds, R: channel / plain, W: messages in
 // flight):
@@ -83,6 +83,20 @@ std::size_t default_window_of(std::size_t size) {
 constexpr std::size_t stream_windows = 4;
 int streamed_of(int iters, std::size_t size, std::size_t budget) {
   return std::max(iters, static_cast<int>(stream_windows * window_of(size, budget)));
+}
+
+// Each measurement starts on a warmed transport: first a few round trips
+// and a stream of one window, unmeasured, through the same connection and
+// buffers. The plain loop's connection is one made before the first size
+// and used ever since, while each run makes its channels anew: without it,
+// a channel's figures would include a new connection's slow start and its
+// receive buffer growing from the default (autotuning), which the plain
+// loop paid only once, before its first figure.
+int warm_iters(int iters) {
+  return std::max(iters / 10, 2);
+}
+int warm_streamed(std::size_t size, std::size_t budget) {
+  return static_cast<int>(window_of(size, budget));
 }
 
 [[noreturn]] void die(const char *what) {
@@ -275,7 +289,11 @@ std::pair<figures, figures> one_run_threads(std::size_t size, int iters, int str
   figures p, c;
   {
     auto [a, b] = socket_pair();
-    std::thread echo([&, b = b] { plain_echo(b, size, iters, streamed); });
+    std::thread echo([&, b = b] {
+      plain_echo(b, size, warm_iters(iters), warm_streamed(size, budget));
+      plain_echo(b, size, iters, streamed);
+    });
+    (void)plain_measure(a, size, warm_iters(iters), warm_streamed(size, budget));
     p = plain_measure(a, size, iters, streamed);
     echo.join();
     ::close(a);
@@ -286,7 +304,11 @@ std::pair<figures, figures> one_run_threads(std::size_t size, int iters, int str
     auto ea = a.c.local_channel_endpoint().value(), eb = b.c.local_channel_endpoint().value();
     a.c.connect(eb).value();
     b.c.connect(ea).value();
-    std::thread echo([&] { channel_echo(b, size, iters, streamed, budget); });
+    std::thread echo([&] {
+      channel_echo(b, size, warm_iters(iters), warm_streamed(size, budget), budget);
+      channel_echo(b, size, iters, streamed, budget);
+    });
+    (void)channel_measure(a, size, warm_iters(iters), warm_streamed(size, budget), budget);
     c = channel_measure(a, size, iters, streamed, budget);
     echo.join();
   }
@@ -298,11 +320,15 @@ std::pair<figures, figures> one_run_threads(std::size_t size, int iters, int str
 std::pair<figures, figures> one_run_remote(int fd, bool measure, std::size_t size, int iters,
                                            int streamed, std::size_t budget) {
   figures p, c;
+  const int wi = warm_iters(iters), ws = warm_streamed(size, budget);
   sync_byte(fd);
-  if (measure)
+  if (measure) {
+    (void)plain_measure(fd, size, wi, ws);
     p = plain_measure(fd, size, iters, streamed);
-  else
+  } else {
+    plain_echo(fd, size, wi, ws);
     plain_echo(fd, size, iters, streamed);
+  }
   // The channels listen on the address this side's control connection uses.
   sockaddr_in me{};
   socklen_t len = sizeof me;
@@ -316,10 +342,13 @@ std::pair<figures, figures> one_run_remote(int fd, bool measure, std::size_t siz
   send_all(fd, mine.data(), mine.size());
   recv_all(fd, theirs.data(), theirs.size());
   e.c.connect(channel_endpoint::parse(theirs).value()).value();
-  if (measure)
+  if (measure) {
+    (void)channel_measure(e, size, wi, ws, budget);
     c = channel_measure(e, size, iters, streamed, budget);
-  else
+  } else {
+    channel_echo(e, size, wi, ws, budget);
     channel_echo(e, size, iters, streamed, budget);
+  }
   sync_byte(fd); // neither channel ends while the other still uses it
   return {p, c};
 }
