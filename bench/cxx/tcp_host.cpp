@@ -47,6 +47,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <string>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <thread>
 #include <unistd.h>
@@ -95,9 +96,7 @@ int streamed_of(int iters, std::size_t size, std::size_t budget) {
 int warm_iters(int iters) {
   return std::max(iters / 10, 2);
 }
-int warm_streamed(std::size_t size, std::size_t budget) {
-  return static_cast<int>(window_of(size, budget));
-}
+int warm_streamed(std::size_t size, std::size_t budget);
 
 [[noreturn]] void die(const char *what) {
   std::fprintf(stderr, "rdmadl-bench-tcp-host: %s\n", what);
@@ -108,6 +107,85 @@ double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
 }
+
+// What to run (main()'s options): one transport or both, the streams or
+// only the round trips, and per-phase figures of where the time goes.
+struct bench_options {
+  bool plain = true, chan = true, streams = true, phase_stats = false;
+};
+bench_options opts;
+// Set around the measured calls, not the warm-up, by the thread that
+// measures (phase_meter): with two threads of one process, the measuring
+// side's lines alone are printed.
+thread_local bool measuring = false;
+int warm_streamed(std::size_t size, std::size_t budget) {
+  return opts.streams ? static_cast<int>(window_of(size, budget)) : 0;
+}
+// Runs a measured call with measuring set.
+template <class Fn> auto measured(Fn &&fn) {
+  struct reset {
+    ~reset() { measuring = false; }
+  } at_end;
+  measuring = true;
+  return fn();
+}
+
+// With --phase-stats, one line per measured phase of this process's end
+// (it times its own side: with --listen/--connect each process is one end,
+// and "others" are its other threads, the channel's progress thread):
+//   tcp-phase: SIZE TRANSPORT PHASE n=N wall_us=.. app_user_us=..
+//              app_sys_us=.. others_user_us=.. others_sys_us=.. app_sleeps=..
+//              others_sleeps=.. preempted=..
+// each per message: the wall time, the CPU time of the calling thread and of
+// the process's other threads (user and system, as the kernel samples it),
+// voluntary context switches (sleeps) of each and involuntary ones (the
+// process's preemptions).
+class phase_meter {
+public:
+  phase_meter(const char *transport, const char *phase, std::size_t size, int n)
+      : on_(opts.phase_stats && measuring && n > 0), transport_(transport), phase_(phase),
+        size_(size), n_(n) {
+    if (!on_)
+      return;
+    getrusage(RUSAGE_SELF, &self_);
+    getrusage(RUSAGE_THREAD, &thread_);
+    t0_ = clk::now();
+  }
+  ~phase_meter() {
+    if (!on_)
+      return;
+    const double wall = std::chrono::duration<double, std::micro>(clk::now() - t0_).count();
+    rusage self{}, thread{};
+    getrusage(RUSAGE_SELF, &self);
+    getrusage(RUSAGE_THREAD, &thread);
+    const auto us = [](const timeval &a, const timeval &b) {
+      return static_cast<double>(b.tv_sec - a.tv_sec) * 1e6 +
+             static_cast<double>(b.tv_usec - a.tv_usec);
+    };
+    const double n = n_, au = us(thread_.ru_utime, thread.ru_utime),
+                 as = us(thread_.ru_stime, thread.ru_stime);
+    const double ou = us(self_.ru_utime, self.ru_utime) - au,
+                 os = us(self_.ru_stime, self.ru_stime) - as;
+    const double asl = static_cast<double>(thread.ru_nvcsw - thread_.ru_nvcsw);
+    const double osl = static_cast<double>(self.ru_nvcsw - self_.ru_nvcsw) - asl;
+    std::printf("tcp-phase: %zu %s %s n=%d wall_us=%.1f app_user_us=%.1f app_sys_us=%.1f "
+                "others_user_us=%.1f others_sys_us=%.1f app_sleeps=%.2f others_sleeps=%.2f "
+                "preempted=%.2f\n",
+                size_, transport_, phase_, n_, wall / n, au / n, as / n, ou / n, os / n, asl / n,
+                osl / n, static_cast<double>(self.ru_nivcsw - self_.ru_nivcsw) / n);
+    std::fflush(stdout);
+  }
+  phase_meter(const phase_meter &) = delete;
+  phase_meter &operator=(const phase_meter &) = delete;
+
+private:
+  bool on_;
+  const char *transport_, *phase_;
+  std::size_t size_;
+  int n_;
+  clk::time_point t0_{};
+  rusage self_{}, thread_{};
+};
 
 void nodelay(int fd) {
   int one = 1;
@@ -178,10 +256,14 @@ struct figures {
 // stream of streamed ones and answers its end with one byte.
 void plain_echo(int fd, std::size_t size, int iters, int streamed) {
   std::vector<std::byte> b(size);
-  for (int i = 0; i < iters; i++) {
-    recv_all(fd, b.data(), size);
-    send_all(fd, b.data(), size);
+  {
+    phase_meter m("plain", "round-trips", size, iters);
+    for (int i = 0; i < iters; i++) {
+      recv_all(fd, b.data(), size);
+      send_all(fd, b.data(), size);
+    }
   }
+  phase_meter m("plain", "stream", size, streamed);
   for (int i = 0; i < streamed; i++)
     recv_all(fd, b.data(), size);
   send_all(fd, b.data(), 1);
@@ -192,12 +274,16 @@ figures plain_measure(int fd, std::size_t size, int iters, int streamed) {
   std::vector<std::byte> b(size);
   std::vector<double> rt;
   rt.reserve(static_cast<std::size_t>(iters));
-  for (int i = 0; i < iters; i++) {
-    auto t0 = clk::now();
-    send_all(fd, b.data(), size);
-    recv_all(fd, b.data(), size);
-    rt.push_back(std::chrono::duration<double, std::micro>(clk::now() - t0).count());
+  {
+    phase_meter m("plain", "round-trips", size, iters);
+    for (int i = 0; i < iters; i++) {
+      auto t0 = clk::now();
+      send_all(fd, b.data(), size);
+      recv_all(fd, b.data(), size);
+      rt.push_back(std::chrono::duration<double, std::micro>(clk::now() - t0).count());
+    }
   }
+  phase_meter m("plain", "stream", size, streamed);
   auto t0 = clk::now();
   for (int i = 0; i < streamed; i++)
     send_all(fd, b.data(), size);
@@ -251,11 +337,17 @@ void channel_stream(chan_end &e, std::size_t size, int iters, std::size_t window
 // default window.
 void channel_echo(chan_end &e, std::size_t size, int iters, int streamed, std::size_t budget) {
   auto sb = e.mr.slice(0, size).value();
-  for (int i = 0; i < iters; i++) {
-    e.c.receive(sb, 10s).value();
-    e.c.send(sb, 10s).value();
+  {
+    phase_meter m("channel", "round-trips", size, iters);
+    for (int i = 0; i < iters; i++) {
+      e.c.receive(sb, 10s).value();
+      e.c.send(sb, 10s).value();
+    }
   }
-  channel_stream(e, size, streamed, window_of(size, budget), false);
+  {
+    phase_meter m("channel", "stream", size, streamed);
+    channel_stream(e, size, streamed, window_of(size, budget), false);
+  }
   channel_stream(e, size, streamed, default_window_of(size), false);
 }
 
@@ -266,16 +358,22 @@ figures channel_measure(chan_end &e, std::size_t size, int iters, int streamed,
   auto sa = e.mr.slice(0, size).value();
   std::vector<double> rt;
   rt.reserve(static_cast<std::size_t>(iters));
-  for (int i = 0; i < iters; i++) {
-    auto t0 = clk::now();
-    e.c.send(sa, 10s).value();
-    e.c.receive(sa, 10s).value();
-    rt.push_back(std::chrono::duration<double, std::micro>(clk::now() - t0).count());
+  {
+    phase_meter m("channel", "round-trips", size, iters);
+    for (int i = 0; i < iters; i++) {
+      auto t0 = clk::now();
+      e.c.send(sa, 10s).value();
+      e.c.receive(sa, 10s).value();
+      rt.push_back(std::chrono::duration<double, std::micro>(clk::now() - t0).count());
+    }
   }
   figures f{median(rt), 0, 0};
   const double bytes = static_cast<double>(size) * streamed;
   auto t0 = clk::now();
-  channel_stream(e, size, streamed, window_of(size, budget), true);
+  {
+    phase_meter m("channel", "stream", size, streamed);
+    channel_stream(e, size, streamed, window_of(size, budget), true);
+  }
   f.mb_s = bytes / std::chrono::duration<double>(clk::now() - t0).count() / 1e6;
   t0 = clk::now();
   channel_stream(e, size, streamed, default_window_of(size), true);
@@ -287,19 +385,19 @@ figures channel_measure(chan_end &e, std::size_t size, int iters, int streamed,
 std::pair<figures, figures> one_run_threads(std::size_t size, int iters, int streamed,
                                             std::size_t budget) {
   figures p, c;
-  {
+  if (opts.plain) {
     auto [a, b] = socket_pair();
     std::thread echo([&, b = b] {
       plain_echo(b, size, warm_iters(iters), warm_streamed(size, budget));
       plain_echo(b, size, iters, streamed);
     });
     (void)plain_measure(a, size, warm_iters(iters), warm_streamed(size, budget));
-    p = plain_measure(a, size, iters, streamed);
+    p = measured([&] { return plain_measure(a, size, iters, streamed); });
     echo.join();
     ::close(a);
     ::close(b);
   }
-  {
+  if (opts.chan) {
     chan_end a = make_end("127.0.0.1", size, budget), b = make_end("127.0.0.1", size, budget);
     auto ea = a.c.local_channel_endpoint().value(), eb = b.c.local_channel_endpoint().value();
     a.c.connect(eb).value();
@@ -309,7 +407,7 @@ std::pair<figures, figures> one_run_threads(std::size_t size, int iters, int str
       channel_echo(b, size, iters, streamed, budget);
     });
     (void)channel_measure(a, size, warm_iters(iters), warm_streamed(size, budget), budget);
-    c = channel_measure(a, size, iters, streamed, budget);
+    c = measured([&] { return channel_measure(a, size, iters, streamed, budget); });
     echo.join();
   }
   return {p, c};
@@ -322,13 +420,16 @@ std::pair<figures, figures> one_run_remote(int fd, bool measure, std::size_t siz
   figures p, c;
   const int wi = warm_iters(iters), ws = warm_streamed(size, budget);
   sync_byte(fd);
-  if (measure) {
+  if (!opts.plain) {
+  } else if (measure) {
     (void)plain_measure(fd, size, wi, ws);
-    p = plain_measure(fd, size, iters, streamed);
+    p = measured([&] { return plain_measure(fd, size, iters, streamed); });
   } else {
     plain_echo(fd, size, wi, ws);
-    plain_echo(fd, size, iters, streamed);
+    measured([&] { plain_echo(fd, size, iters, streamed); });
   }
+  if (!opts.chan)
+    return {p, c};
   // The channels listen on the address this side's control connection uses.
   sockaddr_in me{};
   socklen_t len = sizeof me;
@@ -344,10 +445,10 @@ std::pair<figures, figures> one_run_remote(int fd, bool measure, std::size_t siz
   e.c.connect(channel_endpoint::parse(theirs).value()).value();
   if (measure) {
     (void)channel_measure(e, size, wi, ws, budget);
-    c = channel_measure(e, size, iters, streamed, budget);
+    c = measured([&] { return channel_measure(e, size, iters, streamed, budget); });
   } else {
     channel_echo(e, size, wi, ws, budget);
-    channel_echo(e, size, iters, streamed, budget);
+    measured([&] { channel_echo(e, size, iters, streamed, budget); });
   }
   sync_byte(fd); // neither channel ends while the other still uses it
   return {p, c};
@@ -361,7 +462,18 @@ int main(int argc, char **argv) {
   std::vector<const char *> pos;
   for (int i = 1; i < argc; i++) {
     const std::string a = argv[i];
-    if ((a == "--runs" || a == "--budget" || a == "--listen" || a == "--connect") && i + 1 < argc) {
+    if (a == "--no-stream") {
+      opts.streams = false;
+    } else if (a == "--phase-stats") {
+      opts.phase_stats = true;
+    } else if (a == "--only" && i + 1 < argc) {
+      const std::string t = argv[++i];
+      if (t != "plain" && t != "channel")
+        die("--only takes plain or channel");
+      opts.plain = t == "plain";
+      opts.chan = t == "channel";
+    } else if ((a == "--runs" || a == "--budget" || a == "--listen" || a == "--connect") &&
+               i + 1 < argc) {
       if (a == "--runs")
         runs = std::max(1, std::atoi(argv[i + 1]));
       else if (a == "--budget")
@@ -370,8 +482,9 @@ int main(int argc, char **argv) {
         (a == "--listen" ? listen_at : connect_to) = argv[i + 1];
       i++;
     } else if (a.rfind("--", 0) == 0) {
-      die("usage: rdmadl-bench-tcp-host [--runs N] [--budget BYTES] "
-          "[--listen ADDR:PORT | --connect ADDR:PORT] [ITERS [SIZE]]");
+      die("usage: rdmadl-bench-tcp-host [--runs N] [--budget BYTES] [--only plain|channel] "
+          "[--no-stream] [--phase-stats] [--listen ADDR:PORT | --connect ADDR:PORT] "
+          "[ITERS [SIZE]]");
     } else {
       pos.push_back(argv[i]);
     }
@@ -410,7 +523,9 @@ int main(int argc, char **argv) {
   const std::size_t sizes[] = {64, std::size_t{64} << 10, std::size_t{1} << 20};
   const char *names[] = {"64", "64k", "1m"};
   double rtt_ratio[3] = {}, bw_ratio[3] = {}, default_ratio[3] = {};
-  bool all = true;
+  // One transport, or no streams: no ratios and no verdict.
+  const bool partial = !opts.plain || !opts.chan || !opts.streams;
+  bool all = !partial;
   for (std::size_t k = 0; k < 3; k++) {
     const std::size_t size = sizes[k];
     if (only && size != only) {
@@ -418,7 +533,7 @@ int main(int argc, char **argv) {
       continue;
     }
     const int n = size >= (std::size_t{1} << 20) ? std::max(iters / 10, 20) : iters;
-    const int streamed = streamed_of(n, size, budget);
+    const int streamed = opts.streams ? streamed_of(n, size, budget) : 0;
     std::vector<double> pl, cl, pb, cb, cd, rl, rb, rd;
     for (int r = 0; r < runs; r++) {
       auto [p, c] = remote ? one_run_remote(ctl, measure, size, n, streamed, budget)
@@ -434,6 +549,13 @@ int main(int argc, char **argv) {
     }
     if (!measure)
       continue;
+    if (partial) {
+      std::printf("tcp-host: %zu lat plain=%.1f channel=%.1f bw plain=%.0f channel=%.0f "
+                  "streamed=%d (partial run: no ratios)\n",
+                  size, median(pl), median(cl), median(pb), median(cb), streamed);
+      std::fflush(stdout);
+      continue;
+    }
     rtt_ratio[k] = median(rl);
     bw_ratio[k] = median(rb);
     default_ratio[k] = median(rd);

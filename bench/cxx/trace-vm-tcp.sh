@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# bench/cxx/trace-vm-tcp.sh BUILD_DIR [ITERS [SIZE]]: where the time of a TCP
+# round trip goes between two VMs, plain socket loop against channel. One boot
+# of ci/vm/cluster.sh with two `none` nodes, as run-vm-tcp.sh; in it each
+# transport runs twice, alternating, round trips only:
+#   rdmadl-bench-tcp-host --only plain|channel --no-stream --phase-stats ITERS SIZE
+# with the guest kernel counting, per run, the system calls of each thread of
+# the bench (a hist trigger on raw_syscalls:sys_enter keyed by thread and call;
+# the threads are named from /proc a second into the run) and the frames each
+# node sent and received (net_dev_xmit, netif_receive_skb). Prints, per node,
+# the bench's "tcp-phase:" lines (wall and CPU time per round trip, of the
+# application thread and of the others: the channel's progress thread) and
+# every call a thread made at least 0.05 times per round trip. Defaults:
+# ITERS 300, SIZE 65536. Not a test: it never judges a figure. The logs stay
+# in $RDMADL_BENCH_LOG_DIR (default /tmp/rdmadl-trace-tcp-vm-DATE).
+set -euo pipefail
+build=${1:?usage: trace-vm-tcp.sh BUILD_DIR [ITERS [SIZE]]}
+iters=${2:-300} size=${3:-65536}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+logdir=${RDMADL_BENCH_LOG_DIR:-/tmp/rdmadl-trace-tcp-vm-$(date +%Y%m%d-%H%M%S)}
+ninja -C "$build" -j2 rdmadl-bench-tcp-host >/dev/null
+payload=$(mktemp -d)
+trap 'rm -rf "$payload"' EXIT
+mkdir -p "$payload/bin"
+cp "$build/bench/cxx/rdmadl-bench-tcp-host" "$payload/bin/"
+# busybox ash in the guest; RDMADL_NODE comes from /init.
+cat >"$payload/guest-tests.sh" <<GUEST
+#!/bin/sh
+export RDMADL_DISABLE=1
+T=/sys/kernel/tracing
+[ -d \$T/events ] || mount -t tracefs nodev \$T
+calls='hist:keys=common_pid,id:vals=hitcount:size=4096'
+frames='hist:keys=len.log2:vals=hitcount'
+port=19800
+for t in plain channel plain channel; do
+  port=\$((port + 1))
+  echo "\$calls" >\$T/events/raw_syscalls/sys_enter/trigger
+  echo "\$frames" >\$T/events/net/net_dev_xmit/trigger
+  echo "\$frames" >\$T/events/net/netif_receive_skb/trigger
+  if [ "\$RDMADL_NODE" = 0 ]; then side=--listen; else side=--connect; fi
+  rdmadl-bench-tcp-host --only \$t --no-stream --phase-stats --runs 1 \$side \\
+    192.0.2.10:\$port $iters $size &
+  pid=\$!
+  sleep 1 # its threads (the channel's progress thread) are up by now
+  for task in /proc/\$pid/task/*; do echo "thread \$port \${task##*/} \$(cat \$task/comm)"; done
+  wait \$pid
+  grep 'common_pid' \$T/events/raw_syscalls/sys_enter/hist | sed "s/^/calls \$t \$port /"
+  for e in net_dev_xmit netif_receive_skb; do
+    grep -o 'Hits: [0-9]*' \$T/events/net/\$e/hist | sed "s/^/frames \$t \$e /"
+    echo "!\$frames" >\$T/events/net/\$e/trigger
+  done
+  echo "!\$calls" >\$T/events/raw_syscalls/sys_enter/trigger
+done
+exit 0
+GUEST
+echo "host: $(nproc) cores, load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+set +e
+"$root/ci/vm/cluster.sh" --nodes "none none" --payload "$payload" --timeout 900 \
+  --log-dir "$logdir" >/dev/null
+rc=$?
+set -e
+echo "host: load after: $(cut -d' ' -f1-3 /proc/loadavg); cluster exit $rc; logs $logdir"
+# Round trips per run: ITERS and the warm-up's ITERS/10 (at least 2), which
+# the kernel's counts include (the tcp-phase lines do not).
+trips=$((iters + (iters / 10 > 2 ? iters / 10 : 2)))
+for node in 0 1; do
+  log=$(ls "$logdir"/node$node-*.log)
+  echo "node $node ($([ $node = 0 ] && echo echoes || echo measures)):"
+  tr -d '\r' <"$log" | grep '^tcp-phase:' | sed 's/^/  /'
+  tr -d '\r' <"$log" | awk -v trips="$trips" '
+    BEGIN {
+      k = split("0 read 1 write 7 poll 23 select 24 sched_yield 44 sendto 45 recvfrom " \
+                "46 sendmsg 47 recvmsg 202 futex 232 epoll_wait 270 pselect6 271 ppoll " \
+                "286 timerfd_settime", m, " ")
+      for (i = 1; i < k; i += 2) name[m[i]] = m[i + 1]
+    }
+    $1 == "thread" { comm[$2 " " $3] = $4 }
+    $1 == "calls" {
+      t = $2; run = $3; line = $0; gsub(/[{},:]/, " ", line); n = split(line, f, " ")
+      pid = ""; id = ""; hits = 0
+      for (i = 1; i <= n; i++) {
+        if (f[i] == "common_pid") pid = f[i + 1]
+        if (f[i] == "id") id = f[i + 1]
+        if (f[i] == "hitcount") hits = f[i + 1]
+      }
+      if (!((run " " pid) in comm)) next
+      key = t " " comm[run " " pid] " " (id in name ? name[id] : "nr" id)
+      count[key] += hits
+    }
+    $1 == "frames" { frames[$2 " " $3] += $5 }
+    END {
+      for (c in count) if (count[c] / (2 * trips) >= 0.05)
+        printf "  calls per round trip: %s %.2f\n", c, count[c] / (2 * trips)
+      for (c in frames) printf "  frames per round trip: %s %.1f\n", c, frames[c] / (2 * trips)
+    }' | sort
+done
+exit $rc
