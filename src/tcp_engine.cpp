@@ -846,8 +846,32 @@ void tcp_engine::run() noexcept {
       arm_timer(std::chrono::steady_clock::now(), std::chrono::milliseconds(1));
     timed_sleep_ = watch || (ticking_ && timer_armed_);
     lock.unlock();
-    const int n = ::poll(fds.data(), fds.size(), watch ? probe_secs_ * 1000 : -1);
-    lock.lock();
+    int n;
+    for (;;) {
+      n = ::poll(fds.data(), fds.size(), watch ? probe_secs_ * 1000 : -1);
+      // The timer alone went off while an application thread holds the
+      // mutex: that thread is at work (a long sendmsg(2) or recvmsg(2) of
+      // its own), not gone. Rather than wait for the mutex (a spin, then a
+      // futex wake-up and a switch when it lets go: between two one-vCPU
+      // VMs, about once per 64 KiB round trip), the timer is set to look
+      // again a millisecond later; the waiting thread's next wait sets it
+      // further (armed_until_, now past, tells it to).
+      if (n == 1 && fds[1].revents && !lock.try_lock()) {
+        std::uint64_t v;
+        (void)!::read(timer_fd_, &v, sizeof v);
+        itimerspec now{};
+        if (timerfd_gettime(timer_fd_, &now) == 0 && now.it_value.tv_sec == 0 &&
+            now.it_value.tv_nsec == 0) { // (not set again meanwhile by that thread)
+          itimerspec again{};
+          again.it_value.tv_nsec = 1000000;
+          (void)timerfd_settime(timer_fd_, 0, &again, nullptr);
+        }
+        continue;
+      }
+      break;
+    }
+    if (!lock.owns_lock())
+      lock.lock();
     sleeping_ = false;
     if (n < 0)
       continue; // EINTR
