@@ -859,9 +859,9 @@ void tcp_engine::run() noexcept {
       if (n == 1 && fds[1].revents && !lock.try_lock()) {
         std::uint64_t v;
         (void)!::read(timer_fd_, &v, sizeof v);
-        itimerspec now{};
-        if (timerfd_gettime(timer_fd_, &now) == 0 && now.it_value.tv_sec == 0 &&
-            now.it_value.tv_nsec == 0) { // (not set again meanwhile by that thread)
+        itimerspec left{};
+        if (timerfd_gettime(timer_fd_, &left) == 0 && left.it_value.tv_sec == 0 &&
+            left.it_value.tv_nsec == 0) { // (not set again meanwhile by that thread)
           itimerspec again{};
           again.it_value.tv_nsec = 1000000;
           (void)timerfd_settime(timer_fd_, 0, &again, nullptr);

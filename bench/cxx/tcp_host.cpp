@@ -14,7 +14,8 @@
 // with the window of a channel's default send_depth (64, at most 16 MiB of
 // them: 16 at 1 MiB), whose figures are printed too.
 //
-// Usage: rdmadl-bench-tcp-host [--runs N] [--budget BYTES]
+// Usage: rdmadl-bench-tcp-host [--runs N] [--budget BYTES] [--only plain|channel]
+//                              [--no-stream] [--phase-stats]
 //                              [--listen ADDR:PORT | --connect ADDR:PORT] [ITERS [SIZE]]
 // Without --listen/--connect, two threads of one process are the two ends,
 // over loopback. With them, two processes (two hosts or VMs) are: the
@@ -27,6 +28,9 @@
 // times; each figure is the median of the N, each ratio the median of the N
 // per-run ratios. --budget: the streaming window in bytes (default
 // 1 MiB). Each measurement starts on a warmed transport (warm_iters()).
+// --only: one transport; --no-stream: round trips only (either prints the
+// figures with no ratios and no verdict); --phase-stats: where each measured
+// phase's time goes (phase_meter; bench/cxx/trace-vm-tcp.sh uses all three).
 //
 // Prints per size (US: microseconds, R: channel / plain, W: messages in
 // flight):
@@ -93,10 +97,18 @@ int streamed_of(int iters, std::size_t size, std::size_t budget) {
 // a channel's figures would include a new connection's slow start and its
 // receive buffer growing from the default (autotuning), which the plain
 // loop paid only once, before its first figure.
+// What to run (main()'s options): one transport or both, the streams or
+// only the round trips, and per-phase figures of where the time goes.
+struct bench_options {
+  bool plain = true, chan = true, streams = true, phase_stats = false;
+};
+bench_options opts;
 int warm_iters(int iters) {
   return std::max(iters / 10, 2);
 }
-int warm_streamed(std::size_t size, std::size_t budget);
+int warm_streamed(std::size_t size, std::size_t budget) {
+  return opts.streams ? static_cast<int>(window_of(size, budget)) : 0;
+}
 
 [[noreturn]] void die(const char *what) {
   std::fprintf(stderr, "rdmadl-bench-tcp-host: %s\n", what);
@@ -108,19 +120,10 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// What to run (main()'s options): one transport or both, the streams or
-// only the round trips, and per-phase figures of where the time goes.
-struct bench_options {
-  bool plain = true, chan = true, streams = true, phase_stats = false;
-};
-bench_options opts;
 // Set around the measured calls, not the warm-up, by the thread that
 // measures (phase_meter): with two threads of one process, the measuring
 // side's lines alone are printed.
 thread_local bool measuring = false;
-int warm_streamed(std::size_t size, std::size_t budget) {
-  return opts.streams ? static_cast<int>(window_of(size, budget)) : 0;
-}
 // Runs a measured call with measuring set.
 template <class Fn> auto measured(Fn &&fn) {
   struct reset {
