@@ -14,13 +14,9 @@
 set -euo pipefail
 build=${1:?usage: run-vm-tcp.sh BUILD_DIR [ITERS [RUNS [SIZE]]]}
 iters=${2:-500} runs=${3:-3} size=${4:-} port=19700
-root=$(cd "$(dirname "$0")/../.." && pwd)
 logdir=${RDMADL_BENCH_LOG_DIR:-/tmp/rdmadl-bench-tcp-vm-$(date +%Y%m%d-%H%M%S)}
-ninja -C "$build" -j2 rdmadl-bench-tcp-host >/dev/null
-payload=$(mktemp -d)
-trap 'rm -rf "$payload"' EXIT
-mkdir -p "$payload/bin"
-cp "$build/bench/cxx/rdmadl-bench-tcp-host" "$payload/bin/"
+. "$(dirname "$0")/vm-tcp-lib.sh"
+tcp_payload "$build"
 # busybox ash in the guest; RDMADL_NODE and RDMADL_NODE_IP come from /init.
 cat >"$payload/guest-tests.sh" <<EOF
 #!/bin/sh
@@ -31,13 +27,7 @@ else
   rdmadl-bench-tcp-host --runs $runs --connect 192.0.2.10:$port $iters $size
 fi
 EOF
-echo "host: $(nproc) cores, load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-set +e
-"$root/ci/vm/cluster.sh" --nodes "none none" --payload "$payload" --timeout 900 \
-  --log-dir "$logdir" >/dev/null
-rc=$?
-set -e
-echo "host: load after: $(cut -d' ' -f1-3 /proc/loadavg); cluster exit $rc; logs $logdir"
+boot_two_none "$logdir"
 grep -h '^tcp-host:' "$logdir"/node1-*.log | tr -d '\r' || true
 grep -h 'rdmadl-bench-tcp-host:' "$logdir"/node*.log || true
 exit $rc

@@ -17,13 +17,9 @@
 set -euo pipefail
 build=${1:?usage: trace-vm-tcp.sh BUILD_DIR [ITERS [SIZE]]}
 iters=${2:-300} size=${3:-65536}
-root=$(cd "$(dirname "$0")/../.." && pwd)
 logdir=${RDMADL_BENCH_LOG_DIR:-/tmp/rdmadl-trace-tcp-vm-$(date +%Y%m%d-%H%M%S)}
-ninja -C "$build" -j2 rdmadl-bench-tcp-host >/dev/null
-payload=$(mktemp -d)
-trap 'rm -rf "$payload"' EXIT
-mkdir -p "$payload/bin"
-cp "$build/bench/cxx/rdmadl-bench-tcp-host" "$payload/bin/"
+. "$(dirname "$0")/vm-tcp-lib.sh"
+tcp_payload "$build"
 # busybox ash in the guest; RDMADL_NODE comes from /init.
 cat >"$payload/guest-tests.sh" <<GUEST
 #!/bin/sh
@@ -54,13 +50,7 @@ for t in plain channel plain channel; do
 done
 exit 0
 GUEST
-echo "host: $(nproc) cores, load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-set +e
-"$root/ci/vm/cluster.sh" --nodes "none none" --payload "$payload" --timeout 900 \
-  --log-dir "$logdir" >/dev/null
-rc=$?
-set -e
-echo "host: load after: $(cut -d' ' -f1-3 /proc/loadavg); cluster exit $rc; logs $logdir"
+boot_two_none "$logdir"
 # Round trips per run: ITERS and the warm-up's ITERS/10 (at least 2), which
 # the kernel's counts include (the tcp-phase lines do not).
 trips=$((iters + (iters / 10 > 2 ? iters / 10 : 2)))
