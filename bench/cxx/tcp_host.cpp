@@ -389,13 +389,13 @@ std::pair<figures, figures> one_run_threads(std::size_t size, int iters, int str
                                             std::size_t budget) {
   figures p, c;
   if (opts.plain) {
-    auto [a, b] = socket_pair();
+    const auto [a, b] = socket_pair();
     std::thread echo([&, b = b] {
       plain_echo(b, size, warm_iters(iters), warm_streamed(size, budget));
       plain_echo(b, size, iters, streamed);
     });
     (void)plain_measure(a, size, warm_iters(iters), warm_streamed(size, budget));
-    p = measured([&] { return plain_measure(a, size, iters, streamed); });
+    p = measured([&, a = a] { return plain_measure(a, size, iters, streamed); });
     echo.join();
     ::close(a);
     ::close(b);
