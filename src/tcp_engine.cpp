@@ -629,10 +629,8 @@ void tcp_engine::check_broken(std::size_t p, short revents) noexcept {
   int err = 0;
   socklen_t len = sizeof err;
   (void)getsockopt(q.fd, SOL_SOCKET, SO_ERROR, &err, &len);
-  if (err)
-    lost(p, "the connection failed: " + std::string(std::strerror(err)), err);
-  else if (revents & POLLHUP)
-    lost(p, "the connection is closed", 0);
+  if (err || (revents & POLLHUP))
+    lost(p, err, "the connection is closed");
 }
 
 // A peer that refuses this side's hello (one of another release of rdmadl's
@@ -641,8 +639,9 @@ void tcp_engine::check_broken(std::size_t p, short revents) noexcept {
 // (read_hellos()). Whether this side then reads the close, or its next
 // frame draws a reset (EPIPE, ECONNRESET), depends on timing: each gives
 // the same hint.
-void tcp_engine::lost(std::size_t p, std::string why, int err) noexcept {
+void tcp_engine::lost(std::size_t p, int err, const char *closed) noexcept {
   const auto &q = peers_[p];
+  std::string why = err ? "the connection failed: " + std::string(std::strerror(err)) : closed;
   if (q.connector && !q.heard && (err == 0 || err == EPIPE || err == ECONNRESET))
     why += ", before it sent anything, as a peer that refuses this side's hello does (another "
            "release of rdmadl, or an endpoint it does not know)";
@@ -1269,7 +1268,7 @@ bool tcp_engine::send_batches(peer &q, std::size_t p) noexcept {
     if (n < 0) {
       if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR)
         return true;
-      lost(p, "the connection failed: " + std::string(std::strerror(err)), err);
+      lost(p, err, nullptr); // (err is never 0 here)
       return false;
     }
     q.out_off += static_cast<std::size_t>(n);
@@ -1327,13 +1326,8 @@ int tcp_engine::read_failed(peer &q, std::size_t p, ssize_t n, int err) noexcept
     q.in_drained = err != EINTR;
     return 0;
   }
-  if (n == 0)
-    err = 0;
-  lost(p,
-       n == 0 ? std::string(q.in_payload ? "it closed the connection inside a frame"
-                                         : "it closed the connection")
-              : "the connection failed: " + std::string(std::strerror(err)),
-       err);
+  lost(p, n == 0 ? 0 : err,
+       q.in_payload ? "it closed the connection inside a frame" : "it closed the connection");
   return -1;
 }
 
@@ -1521,18 +1515,8 @@ bool tcp_engine::pump_in(peer &q, std::size_t p) noexcept {
         q.in_dest = to_drop;
         continue;
       }
-      if (n == 0) {
-        fail(p, "it closed the connection inside a frame", wc_retry_exc_err);
-        return false;
-      }
-      if (n < 0) {
-        if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR) {
-          q.in_drained = err != EINTR;
-          return true;
-        }
-        fail(p, "the connection failed: " + std::string(std::strerror(err)), wc_retry_exc_err);
-        return false;
-      }
+      if (n <= 0) // (in_payload: read_failed() says "inside a frame")
+        return read_failed(q, p, n, err) == 0;
       if (direct) {
         q.in_drained = drained = static_cast<std::size_t>(n) < len + q.inbuf.size();
         if (static_cast<std::size_t>(n) > len) { // the next frames, read ahead

@@ -341,9 +341,10 @@ private:
   static void go_up(peer &q) noexcept;
   void read_blocking(std::unique_lock<light_mutex> &lock, std::size_t p) noexcept;
   int read_failed(peer &q, std::size_t p, ssize_t n, int err) noexcept;
-  // The connection closed (err 0) or failed (err: its errno): the peer
-  // fails with why, and, if it never sent a byte, what that suggests.
-  [[gnu::cold, gnu::noinline]] void lost(std::size_t p, std::string why, int err) noexcept;
+  // The connection closed (err 0: closed says how) or failed (err: its
+  // errno): the peer fails, and, if it never sent a byte, is told what that
+  // suggests.
+  [[gnu::cold, gnu::noinline]] void lost(std::size_t p, int err, const char *closed) noexcept;
   // Whether the send whose header came (in_f) may go to the staging buffer,
   // and whether it is to go there now (tcp_engine.cpp).
   static bool eager_fits(const peer &q) noexcept;
