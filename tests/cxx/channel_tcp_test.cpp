@@ -5,7 +5,6 @@
 #include <doctest/doctest.h>
 
 #include <arpa/inet.h>
-#include <array>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -630,6 +629,20 @@ int raw_connect(std::uint16_t port, std::uint64_t token, std::uint8_t version = 
   return fd;
 }
 
+// Reads n bytes from fd (or fewer at EOF, an error or its receive timeout).
+std::vector<std::uint8_t> read_n(int fd, std::size_t n) {
+  std::vector<std::uint8_t> b(n);
+  std::size_t got = 0;
+  while (got < n) {
+    auto r = ::recv(fd, b.data() + got, n - got, 0);
+    if (r <= 0)
+      break;
+    got += static_cast<std::size_t>(r);
+  }
+  b.resize(got);
+  return b;
+}
+
 // A channel whose one peer is a raw socket of the test: the raw side gives
 // the smaller token, so it connects and sends the hello.
 struct raw_peer {
@@ -655,18 +668,7 @@ struct raw_peer {
     REQUIRE(::send(fd, b.data(), b.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(b.size()));
   }
   // Reads n bytes (or fewer at EOF).
-  std::vector<std::uint8_t> read_n(std::size_t n) const {
-    std::vector<std::uint8_t> b(n);
-    std::size_t got = 0;
-    while (got < n) {
-      auto r = ::recv(fd, b.data() + got, n - got, 0);
-      if (r <= 0)
-        break;
-      got += static_cast<std::size_t>(r);
-    }
-    b.resize(got);
-    return b;
-  }
+  std::vector<std::uint8_t> read_n(std::size_t n) const { return ::read_n(fd, n); }
 };
 } // namespace
 
@@ -795,13 +797,8 @@ TEST_CASE("channel tcp: a peer that closes on this side's hello is failed, told 
   REQUIRE(::poll(&pf, 1, 5000) == 1);
   const int fd = ::accept(l.fd, nullptr, nullptr);
   REQUIRE(fd >= 0);
-  std::array<std::uint8_t, 24> hello{};
-  std::size_t got = 0;
-  while (got < hello.size()) {
-    const auto r = ::recv(fd, hello.data() + got, hello.size() - got, 0);
-    REQUIRE(r > 0);
-    got += static_cast<std::size_t>(r);
-  }
+  const auto hello = read_n(fd, 24);
+  REQUIRE(hello.size() == 24);
   CHECK(std::memcmp(hello.data(), "RDTH", 4) == 0);
   CHECK(hello[4] == 3);
   bool hint = true;
