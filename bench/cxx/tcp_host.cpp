@@ -15,7 +15,7 @@
 // them: 16 at 1 MiB), whose figures are printed too.
 //
 // Usage: rdmadl-bench-tcp-host [--runs N] [--budget BYTES] [--only plain|channel]
-//                              [--no-stream] [--phase-stats]
+//                              [--no-stream | --no-round-trips] [--phase-stats]
 //                              [--listen ADDR:PORT | --connect ADDR:PORT] [ITERS [SIZE]]
 // Without --listen/--connect, two threads of one process are the two ends,
 // over loopback. With them, two processes (two hosts or VMs) are: the
@@ -28,9 +28,12 @@
 // times; each figure is the median of the N, each ratio the median of the N
 // per-run ratios. --budget: the streaming window in bytes (default
 // 1 MiB). Each measurement starts on a warmed transport (warm_iters()).
-// --only: one transport; --no-stream: round trips only (either prints the
-// figures with no ratios and no verdict); --phase-stats: where each measured
-// phase's time goes (phase_meter; bench/cxx/trace-vm-tcp.sh uses all three).
+// --only: one transport; --no-stream: round trips only; --no-round-trips:
+// streams only (the warm-up's few round trips aside); each of these prints
+// the figures with no ratios and no verdict, and skips the channel's stream
+// with the default window. --phase-stats: where each
+// measured phase's time goes (phase_meter; bench/cxx/trace-vm-tcp.sh uses
+// these).
 //
 // Prints per size (US: microseconds, R: channel / plain, W: messages in
 // flight):
@@ -58,6 +61,7 @@
 #include <vector>
 
 #include "rdmadl/rdmadl.hpp"
+#include "tcp_sockets.hpp"
 
 using namespace rdmadl;
 using clk = std::chrono::steady_clock;
@@ -100,7 +104,8 @@ int streamed_of(int iters, std::size_t size, std::size_t budget) {
 // What to run (main()'s options): one transport or both, the streams or
 // only the round trips, and per-phase figures of where the time goes.
 struct bench_options {
-  bool plain = true, chan = true, streams = true, phase_stats = false;
+  bool plain = true, chan = true, round_trips = true, streams = true, phase_stats = false;
+  bool default_window = true; // the channel's second stream (not in a partial run)
 };
 bench_options opts;
 int warm_iters(int iters) {
@@ -116,6 +121,8 @@ int warm_streamed(std::size_t size, std::size_t budget) {
 }
 
 double median(std::vector<double> v) {
+  if (v.empty())
+    return 0;
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
 }
@@ -139,6 +146,8 @@ template <class Fn> auto measured(Fn &&fn) {
 //   tcp-phase: SIZE TRANSPORT PHASE n=N wall_us=.. app_user_us=..
 //              app_sys_us=.. others_user_us=.. others_sys_us=.. app_sleeps=..
 //              others_sleeps=.. preempted=..
+// and after it the kernel's state of each of its TCP sockets (tcp-sock:
+// lines, tcp_sockets.cpp: round trip, congestion window, pacing, buffers),
 // each per message: the wall time, the CPU time of the calling thread and of
 // the process's other threads (user and system, as the kernel samples it),
 // voluntary context switches (sleeps) of each and involuntary ones (the
@@ -176,7 +185,8 @@ public:
                 "preempted=%.2f\n",
                 size_, transport_, phase_, n_, wall / n, au / n, as / n, ou / n, os / n, asl / n,
                 osl / n, static_cast<double>(self.ru_nivcsw - self_.ru_nivcsw) / n);
-    std::fflush(stdout);
+    const std::string label = std::to_string(size_) + " " + transport_ + " " + phase_;
+    print_tcp_sockets(label.c_str());
   }
   phase_meter(const phase_meter &) = delete;
   phase_meter &operator=(const phase_meter &) = delete;
@@ -351,7 +361,8 @@ void channel_echo(chan_end &e, std::size_t size, int iters, int streamed, std::s
     phase_meter m("channel", "stream", size, streamed);
     channel_stream(e, size, streamed, window_of(size, budget), false);
   }
-  channel_stream(e, size, streamed, default_window_of(size), false);
+  if (opts.default_window)
+    channel_stream(e, size, streamed, default_window_of(size), false);
 }
 
 // The channel's measuring side, as plain_measure(), then the stream with
@@ -378,6 +389,8 @@ figures channel_measure(chan_end &e, std::size_t size, int iters, int streamed,
     channel_stream(e, size, streamed, window_of(size, budget), true);
   }
   f.mb_s = bytes / std::chrono::duration<double>(clk::now() - t0).count() / 1e6;
+  if (!opts.default_window)
+    return f;
   t0 = clk::now();
   channel_stream(e, size, streamed, default_window_of(size), true);
   f.default_mb_s = bytes / std::chrono::duration<double>(clk::now() - t0).count() / 1e6;
@@ -467,6 +480,8 @@ int main(int argc, char **argv) {
     const std::string a = argv[i];
     if (a == "--no-stream") {
       opts.streams = false;
+    } else if (a == "--no-round-trips") {
+      opts.round_trips = false;
     } else if (a == "--phase-stats") {
       opts.phase_stats = true;
     } else if (a == "--only" && i + 1 < argc) {
@@ -486,7 +501,8 @@ int main(int argc, char **argv) {
       i++;
     } else if (a.rfind("--", 0) == 0) {
       die("usage: rdmadl-bench-tcp-host [--runs N] [--budget BYTES] [--only plain|channel] "
-          "[--no-stream] [--phase-stats] [--listen ADDR:PORT | --connect ADDR:PORT] "
+          "[--no-stream | --no-round-trips] [--phase-stats] [--listen ADDR:PORT | --connect "
+          "ADDR:PORT] "
           "[ITERS [SIZE]]");
     } else {
       pos.push_back(argv[i]);
@@ -527,7 +543,10 @@ int main(int argc, char **argv) {
   const char *names[] = {"64", "64k", "1m"};
   double rtt_ratio[3] = {}, bw_ratio[3] = {}, default_ratio[3] = {};
   // One transport, or no streams: no ratios and no verdict.
-  const bool partial = !opts.plain || !opts.chan || !opts.streams;
+  if (!opts.streams && !opts.round_trips)
+    die("--no-stream and --no-round-trips leave nothing to run");
+  const bool partial = !opts.plain || !opts.chan || !opts.streams || !opts.round_trips;
+  opts.default_window = !partial;
   bool all = !partial;
   for (std::size_t k = 0; k < 3; k++) {
     const std::size_t size = sizes[k];
@@ -537,10 +556,11 @@ int main(int argc, char **argv) {
     }
     const int n = size >= (std::size_t{1} << 20) ? std::max(iters / 10, 20) : iters;
     const int streamed = opts.streams ? streamed_of(n, size, budget) : 0;
+    const int trips = opts.round_trips ? n : 0;
     std::vector<double> pl, cl, pb, cb, cd, rl, rb, rd;
     for (int r = 0; r < runs; r++) {
-      auto [p, c] = remote ? one_run_remote(ctl, measure, size, n, streamed, budget)
-                           : one_run_threads(size, n, streamed, budget);
+      auto [p, c] = remote ? one_run_remote(ctl, measure, size, trips, streamed, budget)
+                           : one_run_threads(size, trips, streamed, budget);
       pl.push_back(p.rtt_us);
       cl.push_back(c.rtt_us);
       pb.push_back(p.mb_s);
