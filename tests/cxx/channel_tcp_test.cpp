@@ -757,6 +757,79 @@ TEST_CASE("channel tcp: a raw peer that lies or vanishes mid-frame is failed, no
   CHECK_FALSE(raw.ch.describe().empty());
 }
 
+// A large payload that comes in pieces, each 1000 bytes, 1 ms apart: the
+// reader takes its rest straight from the socket as it comes (pump_in()),
+// and every wait must still end once all of it is in, whoever waits.
+// False if a piece did not go (from any thread: no assertion inside).
+bool dribble(const raw_peer &raw, const std::vector<std::uint8_t> &f) {
+  for (std::size_t at = 0; at < f.size(); at += 1000) {
+    const std::size_t n = std::min<std::size_t>(1000, f.size() - at);
+    if (::send(raw.fd, f.data() + at, n, MSG_NOSIGNAL) != static_cast<ssize_t>(n))
+      return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+std::vector<std::uint8_t> pattern_frame(std::vector<std::uint8_t> f, std::size_t n, unsigned seed) {
+  for (std::size_t i = 0; i < n; i++)
+    f.push_back(static_cast<std::uint8_t>(buffer::at(i, seed)));
+  return f;
+}
+
+TEST_CASE("channel tcp: a large payload that comes in small pieces, slowly, lands whole") {
+  raw_peer raw;
+  constexpr std::size_t n = 150'000; // more than a socket's first receive buffer
+  SUBCASE("a write, read by the progress thread (the target calls nothing)") {
+    buffer target(raw.ch.pd(), n, 0, rdmadl::access::remote_write);
+    auto region = ok(target.mr.remote());
+    REQUIRE(dribble(raw, pattern_frame(frame(2, n, 61, region.addr, region.rkey), n, 4)));
+    auto ack = raw.read_n(32);
+    REQUIRE(ack.size() == 32);
+    CHECK(ack[0] == 5); // ack
+    CHECK(ack[8] == 61);
+    CHECK(target.holds(4));
+  }
+  SUBCASE("a send, read by the thread that waits for its receive") {
+    buffer dst(raw.ch.pd(), n, 0);
+    auto s = raw.ch.scope();
+    auto h = ok(s.post_recv(0, dst.all()));
+    auto credit = raw.read_n(32); // a send goes against a credit
+    REQUIRE(credit.size() == 32);
+    CHECK(credit[0] == 7);
+    bool sent = false;
+    std::thread peer([&] { sent = dribble(raw, pattern_frame(frame(1, n, 62), n, 5)); });
+    auto r = s.wait(h, 10s);
+    peer.join();
+    REQUIRE(sent);
+    REQUIRE(r.has_value());
+    CHECK(r->ok());
+    CHECK(dst.holds(5));
+    auto ack = raw.read_n(32);
+    REQUIRE(ack.size() == 32);
+    CHECK(ack[0] == 5);
+    CHECK(ack[8] == 62);
+  }
+}
+
+TEST_CASE("channel tcp: a peer that closes inside a large payload is failed at once") {
+  // The reader waits for the payload's rest in the socket; the close must
+  // end that wait.
+  raw_peer raw;
+  constexpr std::size_t n = 100'000;
+  buffer dst(raw.ch.pd(), n, 0);
+  auto s = raw.ch.scope();
+  auto h = ok(s.post_recv(0, dst.all()));
+  REQUIRE(raw.read_n(32).size() == 32); // the credit
+  raw.write_all(pattern_frame(frame(1, n, 63), 10'000, 6));
+  std::this_thread::sleep_for(20ms); // the channel reads what came, then waits for the rest
+  ::close(raw.fd);
+  raw.fd = -1;
+  auto r = ok(s.wait(h, 5s));
+  CHECK_FALSE(r.ok());
+  INFO(raw.ch.describe());
+  CHECK(raw.ch.describe().find("inside a frame") != std::string::npos);
+}
+
 TEST_CASE("channel tcp: a peer of another release's protocol is failed, and told apart") {
   // Its hello names this pair's tokens but another version of the wire
   // (2: before an ack answered a run; 4: a later release's): the channel
