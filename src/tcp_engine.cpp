@@ -340,10 +340,30 @@ inline bool tcp_engine::idle(const peer &q) noexcept {
          !q.out_busy && nothing_to_send(q);
 }
 
-// Whether no frame is owed to the peer: no answer, no credit due, and the
-// next request may not go (a request held back stays sendable).
+// Whether no frame is owed to the peer: no answer (or only an ack that
+// waits, see ack_waits()), no credit due, and the next request may not go
+// (a request held back stays sendable).
 inline bool tcp_engine::nothing_to_send(const peer &q) noexcept {
-  return q.answers.empty() && !credit_due(q) && !sendable(q, q.sent);
+  return (q.answers.empty() || ack_waits(q)) && !credit_due(q) && !sendable(q, q.sent);
+}
+
+// An ack of one request, all this side owes, waits while the peer's next
+// request (a send or write of at most tcp_eager_max bytes, which will be
+// acked too) is coming in, so that one ack answers both, as TCP's delayed
+// ACK answers every second segment: a stream of sends or writes gets half
+// as many acks (each a frame the peer's host must take in, and a wake-up
+// of its waiting thread). The wait is bounded by that payload's arrival,
+// which needs nothing from this side's application or from the ack (the
+// peer has sent its header, and TCP moves the rest); a ping-pong is not
+// delayed (no request comes in until the ack has gone out). Anything else
+// to send takes the ack along.
+inline bool tcp_engine::ack_waits(const peer &q) noexcept {
+  if (q.answers.size() != 1 || !q.in_payload || q.in_f.length > tcp_eager_max)
+    return false;
+  const tcp_frame &a = q.answers.front().f;
+  const bool next_acked = (q.in_f.op == tcp_op::send || q.in_f.op == tcp_op::write) &&
+                          q.in_dest != to_nothing && q.in_dest != to_drop;
+  return a.op == tcp_op::ack && a.length == 1 && next_acked;
 }
 
 std::size_t tcp_engine::poll(std::span<tcp_completion> out,
@@ -575,7 +595,8 @@ inline short tcp_engine::wanted(const peer &q) const noexcept {
   // send staged) at once, so its failure is noticed as before.
   short ev = stalled ? (waits && eager_fits(q) ? POLLRDHUP : 0) : POLLIN;
   // (Requests a post held back go once an answer is read: see next_batch().)
-  if (q.out_busy || !q.answers.empty() || credit_due(q) || (sendable(q, q.sent) && !q.held))
+  if (q.out_busy || (!q.answers.empty() && !ack_waits(q)) || credit_due(q) ||
+      (sendable(q, q.sent) && !q.held))
     ev |= POLLOUT;
   return ev;
 }

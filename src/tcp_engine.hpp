@@ -41,7 +41,9 @@
 // or region (an eager send's once a receive took it, as RC's ack means the
 // responder placed it), a read on its response. Acks and credits that an
 // application's post produces wait for the next frame out while that thread
-// keeps waiting on the engine (see next_batch()).
+// keeps waiting on the engine (see next_batch()), and an ack of one request
+// waits while the peer's next request is coming in, to answer both
+// (ack_waits()).
 //
 // A peer that closes, resets, or sends a malformed or inconsistent frame is
 // failed: its socket is shut, the oldest request completes with
@@ -105,6 +107,7 @@ public:
   T &operator[](std::size_t i) noexcept { return v_[at(i)]; }
   const T &operator[](std::size_t i) const noexcept { return v_[at(i)]; }
   T &front() noexcept { return v_[h_]; }
+  const T &front() const noexcept { return v_[h_]; }
   T &back() noexcept { return v_[at(n_ - 1)]; }
   void push(const T &t) noexcept {
     v_[at(n_)] = t;
@@ -361,6 +364,7 @@ private:
   void drive_step(std::size_t p) noexcept; // (drive())
   [[gnu::always_inline]] static bool idle(const peer &q) noexcept;
   [[gnu::always_inline]] static bool nothing_to_send(const peer &q) noexcept;
+  [[gnu::always_inline]] static bool ack_waits(const peer &q) noexcept;
   void accept_new() noexcept;
   void read_hellos() noexcept;
   [[gnu::always_inline]] bool next_batch(peer &q, std::size_t p,

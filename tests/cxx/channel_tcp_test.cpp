@@ -954,6 +954,59 @@ TEST_CASE("channel tcp: one ack answers a run of requests, checked against them"
   }
 }
 
+TEST_CASE("channel tcp: an ack of one waits for the next request coming in, one ack for both") {
+  // As TCP's delayed ACK: write 81 is placed while write 82's payload is
+  // still on its way, so 81's ack waits for 82 and one ack answers both. A
+  // payload above 64 KiB is not waited for: 81's ack goes at once.
+  raw_peer raw;
+  buffer target(raw.ch.pd(), 200'000, 0, rdmadl::access::remote_write);
+  auto region = ok(target.mr.remote());
+  timeval brief{0, 100'000}; // a read that finds nothing gives up after 100 ms
+  REQUIRE(::setsockopt(raw.fd, SOL_SOCKET, SO_RCVTIMEO, &brief, sizeof brief) == 0);
+  auto first = pattern_frame(frame(2, 16, 81, region.addr, region.rkey), 16, 7);
+  // Whether the len bytes at at hold pattern_frame()'s payload of seed.
+  auto landed = [&](std::size_t at, std::size_t len, unsigned seed) {
+    for (std::size_t i = 0; i < len; i++)
+      if (target.bytes[at + i] != buffer::at(i, seed))
+        return false;
+    return true;
+  };
+  SUBCASE("the next payload is small: one ack for both") {
+    auto second = pattern_frame(frame(2, 4000, 82, region.addr + 16, region.rkey), 4000, 8);
+    first.insert(first.end(), second.begin(), second.begin() + 1000);
+    raw.write_all(first);          // 81 whole, 82's header and a quarter of its payload
+    CHECK(raw.read_n(32).empty()); // no ack yet: 81's waits for 82
+    raw.write_all(std::vector<std::uint8_t>(second.begin() + 1000, second.end()));
+    auto ack = raw.read_n(32);
+    REQUIRE(ack.size() == 32);
+    CHECK(ack[0] == 5); // ack
+    CHECK(ack[4] == 2); // of both
+    CHECK(ack[8] == 82);
+    CHECK(landed(0, 16, 7));
+    CHECK(landed(16, 4000, 8));
+  }
+  SUBCASE("the next payload is large: the first ack goes at once") {
+    constexpr std::size_t big = 100'000;
+    auto second = pattern_frame(frame(2, big, 82, region.addr + 16, region.rkey), big, 8);
+    first.insert(first.end(), second.begin(), second.begin() + 1000);
+    raw.write_all(first);
+    auto ack = raw.read_n(32);
+    REQUIRE(ack.size() == 32);
+    CHECK(ack[0] == 5);
+    CHECK(ack[4] == 1);
+    CHECK(ack[8] == 81);
+    REQUIRE(dribble(raw, std::vector<std::uint8_t>(second.begin() + 1000, second.end())));
+    timeval longer{5, 0};
+    REQUIRE(::setsockopt(raw.fd, SOL_SOCKET, SO_RCVTIMEO, &longer, sizeof longer) == 0);
+    ack = raw.read_n(32);
+    REQUIRE(ack.size() == 32);
+    CHECK(ack[4] == 1);
+    CHECK(ack[8] == 82);
+    CHECK(landed(0, 16, 7));
+    CHECK(landed(16, big, 8));
+  }
+}
+
 TEST_CASE("channel tcp: writes placed together are answered by acks whose runs add up") {
   raw_peer raw;
   buffer target(raw.ch.pd(), 256, 5, rdmadl::access::remote_write);
