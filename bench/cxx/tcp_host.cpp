@@ -31,9 +31,8 @@
 // --only: one transport; --no-stream: round trips only; --no-round-trips:
 // streams only (the warm-up's few round trips aside); each of these prints
 // the figures with no ratios and no verdict, and skips the channel's stream
-// with the default window. --phase-stats: where each
-// measured phase's time goes (phase_meter; bench/cxx/trace-vm-tcp.sh uses
-// these).
+// with the default window. --phase-stats: where each measured phase's time
+// goes (phase_meter; bench/cxx/trace-vm-tcp.sh uses these).
 //
 // Prints per size (US: microseconds, R: channel / plain, W: messages in
 // flight):
@@ -501,9 +500,8 @@ int main(int argc, char **argv) {
       i++;
     } else if (a.rfind("--", 0) == 0) {
       die("usage: rdmadl-bench-tcp-host [--runs N] [--budget BYTES] [--only plain|channel] "
-          "[--no-stream | --no-round-trips] [--phase-stats] [--listen ADDR:PORT | --connect "
-          "ADDR:PORT] "
-          "[ITERS [SIZE]]");
+          "[--no-stream | --no-round-trips] [--phase-stats] "
+          "[--listen ADDR:PORT | --connect ADDR:PORT] [ITERS [SIZE]]");
     } else {
       pos.push_back(argv[i]);
     }

@@ -19,7 +19,8 @@
 //             ssthresh=.. pacing_mb_s=.. delivery_mb_s=.. snd_wnd=..
 //             rcv_space=.. sndbuf=.. rcvbuf=.. retrans=.. busy_ms=..
 //             rwnd_limited_ms=.. sndbuf_limited_ms=..
-// The last three add up over the connection's life (the kernel's counters).
+// retrans and the last three add up over the connection's life (the
+// kernel's counters).
 void print_tcp_sockets(const char *label) {
   DIR *d = opendir("/proc/self/fd");
   if (!d)
