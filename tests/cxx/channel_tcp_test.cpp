@@ -961,8 +961,10 @@ TEST_CASE("channel tcp: an ack of one waits for the next request coming in, one 
   raw_peer raw;
   buffer target(raw.ch.pd(), 200'000, 0, rdmadl::access::remote_write);
   auto region = ok(target.mr.remote());
-  timeval brief{0, 100'000}; // a read that finds nothing gives up after 100 ms
-  REQUIRE(::setsockopt(raw.fd, SOL_SOCKET, SO_RCVTIMEO, &brief, sizeof brief) == 0);
+  // Sets how long the raw side's reads wait for bytes that do not come.
+  auto read_limit = [&](timeval t) {
+    REQUIRE(::setsockopt(raw.fd, SOL_SOCKET, SO_RCVTIMEO, &t, sizeof t) == 0);
+  };
   auto first = pattern_frame(frame(2, 16, 81, region.addr, region.rkey), 16, 7);
   // Whether the len bytes at at hold pattern_frame()'s payload of seed.
   auto landed = [&](std::size_t at, std::size_t len, unsigned seed) {
@@ -974,8 +976,10 @@ TEST_CASE("channel tcp: an ack of one waits for the next request coming in, one 
   SUBCASE("the next payload is small: one ack for both") {
     auto second = pattern_frame(frame(2, 4000, 82, region.addr + 16, region.rkey), 4000, 8);
     first.insert(first.end(), second.begin(), second.begin() + 1000);
-    raw.write_all(first);          // 81 whole, 82's header and a quarter of its payload
-    CHECK(raw.read_n(32).empty()); // no ack yet: 81's waits for 82
+    raw.write_all(first); // 81 whole, 82's header and a quarter of its payload
+    read_limit({0, 100'000});
+    CHECK(raw.read_n(32).empty()); // no ack within 100 ms: 81's waits for 82
+    read_limit({5, 0});
     raw.write_all(std::vector<std::uint8_t>(second.begin() + 1000, second.end()));
     auto ack = raw.read_n(32);
     REQUIRE(ack.size() == 32);
@@ -996,8 +1000,6 @@ TEST_CASE("channel tcp: an ack of one waits for the next request coming in, one 
     CHECK(ack[4] == 1);
     CHECK(ack[8] == 81);
     REQUIRE(dribble(raw, std::vector<std::uint8_t>(second.begin() + 1000, second.end())));
-    timeval longer{5, 0};
-    REQUIRE(::setsockopt(raw.fd, SOL_SOCKET, SO_RCVTIMEO, &longer, sizeof longer) == 0);
     ack = raw.read_n(32);
     REQUIRE(ack.size() == 32);
     CHECK(ack[4] == 1);
