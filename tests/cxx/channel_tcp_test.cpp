@@ -25,6 +25,7 @@
 #include "rdmadl/rdmadl.hpp"
 #include "test_buffer.hpp"
 #include "test_ok.hpp"
+#include "test_socket.hpp"
 
 using namespace rdmadl;
 using namespace std::chrono_literals;
@@ -627,20 +628,6 @@ int raw_connect(std::uint16_t port, std::uint64_t token, std::uint8_t version = 
     return -1;
   }
   return fd;
-}
-
-// Reads n bytes from fd (or fewer at EOF, an error or its receive timeout).
-std::vector<std::uint8_t> read_n(int fd, std::size_t n) {
-  std::vector<std::uint8_t> b(n);
-  std::size_t got = 0;
-  while (got < n) {
-    auto r = ::recv(fd, b.data() + got, n - got, 0);
-    if (r <= 0)
-      break;
-    got += static_cast<std::size_t>(r);
-  }
-  b.resize(got);
-  return b;
 }
 
 // A channel whose one peer is a raw socket of the test: the raw side gives

@@ -22,6 +22,7 @@
 #include "rdmadl/rdmadl.hpp"
 #include "test_buffer.hpp"
 #include "test_ok.hpp"
+#include "test_socket.hpp"
 
 using namespace rdmadl;
 using namespace std::chrono_literals;
@@ -139,19 +140,6 @@ struct raw_socket {
   }
   static void write_all(int to, const std::vector<std::uint8_t> &b) {
     REQUIRE(::send(to, b.data(), b.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(b.size()));
-  }
-  // Reads n bytes (or fewer at EOF or after 5 s).
-  static std::vector<std::uint8_t> read_n(int from, std::size_t n) {
-    std::vector<std::uint8_t> b(n);
-    std::size_t got = 0;
-    while (got < n) {
-      auto r = ::recv(from, b.data() + got, n - got, 0);
-      if (r <= 0)
-        break;
-      got += static_cast<std::size_t>(r);
-    }
-    b.resize(got);
-    return b;
   }
 };
 
@@ -437,7 +425,7 @@ TEST_CASE("cm tcp: a malformed rendezvous answer is a clear error of that peer")
     std::vector<std::uint8_t> hello;
     std::jthread t([&] {
       int fd = server.accept_one();
-      hello = raw_socket::read_n(fd, 16);
+      hello = read_n(fd, 16);
       raw_socket::write_all(fd, c.bytes);
       ::close(fd);
     });
@@ -464,7 +452,7 @@ TEST_CASE("cm tcp: a malformed rendezvous frame is refused, and the accepting go
     raw.connect(l.port());
     std::vector<std::uint8_t> junk(16, 0xee);
     raw_socket::write_all(raw.fd, junk);
-    auto answer = raw_socket::read_n(raw.fd, 17); // 16, then the end of the connection
+    auto answer = read_n(raw.fd, 17); // 16, then the end of the connection
     REQUIRE(answer.size() == 16);
     CHECK(std::vector<std::uint8_t>(answer.begin(), answer.begin() + 8) ==
           std::vector<std::uint8_t>({'R', 'D', 'M', 'R', 2, 0, 0, 0}));
