@@ -18,9 +18,9 @@
 # and "tcp-sock:" lines (each connection's TCP state after the phase), and
 # every call a thread made at least 0.05 times per round trip or message (the
 # kernel's counts include the warm-up, counted in: ITERS/10 round trips, at
-# least 2, or with MODE stream 2 round trips and a window's stream). Defaults: ITERS 300,
-# SIZE 65536. Not a test: it never judges a figure. The logs stay in
-# $RDMADL_BENCH_LOG_DIR (default /tmp/rdmadl-trace-tcp-vm-DATE).
+# least 2, or with MODE stream 2 round trips and a window's stream).
+# Defaults: ITERS 300, SIZE 65536. Not a test: it never judges a figure. The
+# logs stay in $RDMADL_BENCH_LOG_DIR (default /tmp/rdmadl-trace-tcp-vm-DATE).
 set -euo pipefail
 build=${1:?usage: trace-vm-tcp.sh BUILD_DIR [ITERS [SIZE [round-trips|stream]]]}
 iters=${2:-300} size=${3:-65536} mode=${4:-round-trips}
@@ -95,8 +95,8 @@ for node in 0 1; do
   tr -d '\r' <"$log" | awk -v trips="$trips" -v unit="$([ $mode = stream ] && echo message || echo 'round trip')" '
     BEGIN {
       k = split("0 read 1 write 7 poll 23 select 24 sched_yield 44 sendto 45 recvfrom " \
-                "46 sendmsg 47 recvmsg 202 futex 232 epoll_wait 270 pselect6 271 ppoll " \
-                "286 timerfd_settime", m, " ")
+                "46 sendmsg 47 recvmsg 54 setsockopt 202 futex 232 epoll_wait 262 newfstatat " \
+                "270 pselect6 271 ppoll 286 timerfd_settime 287 timerfd_gettime", m, " ")
       for (i = 1; i < k; i += 2) name[m[i]] = m[i + 1]
     }
     $1 == "thread" { comm[$2 " " $3] = $4 }
