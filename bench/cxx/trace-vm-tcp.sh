@@ -92,7 +92,7 @@ for node in 0 1; do
   log=$(ls "$logdir"/node$node-*.log)
   echo "node $node ($([ $node = 0 ] && echo echoes || echo measures)):"
   tr -d '\r' <"$log" | grep -E '^tcp-(phase|sock):' | sed 's/^/  /'
-  tr -d '\r' <"$log" | awk -v trips="$trips" -v unit="$([ $mode = stream ] && echo message || echo 'round trip')" '
+  tr -d '\r' <"$log" | awk -v trips="$trips" -v unit="$([ "$mode" = stream ] && echo message || echo 'round trip')" '
     BEGIN {
       k = split("0 read 1 write 7 poll 23 select 24 sched_yield 44 sendto 45 recvfrom " \
                 "46 sendmsg 47 recvmsg 54 setsockopt 202 futex 232 epoll_wait 262 newfstatat " \
