@@ -757,9 +757,12 @@ bool dribble(const raw_peer &raw, const std::vector<std::uint8_t> &f) {
   }
   return true;
 }
-std::vector<std::uint8_t> pattern_frame(std::vector<std::uint8_t> f, std::size_t n, unsigned seed) {
+// Frame f with n payload bytes of buffer's pattern of seed, as a buffer
+// holds it from offset at on (so that buffer::holds(seed, at, n) checks it).
+std::vector<std::uint8_t> pattern_frame(std::vector<std::uint8_t> f, std::size_t n, unsigned seed,
+                                        std::size_t at = 0) {
   for (std::size_t i = 0; i < n; i++)
-    f.push_back(static_cast<std::uint8_t>(buffer::at(i, seed)));
+    f.push_back(static_cast<std::uint8_t>(buffer::at(at + i, seed)));
   return f;
 }
 
@@ -953,15 +956,8 @@ TEST_CASE("channel tcp: an ack of one waits for the next request coming in, one 
     REQUIRE(::setsockopt(raw.fd, SOL_SOCKET, SO_RCVTIMEO, &t, sizeof t) == 0);
   };
   auto first = pattern_frame(frame(2, 16, 81, region.addr, region.rkey), 16, 7);
-  // Whether the len bytes at at hold pattern_frame()'s payload of seed.
-  auto landed = [&](std::size_t at, std::size_t len, unsigned seed) {
-    for (std::size_t i = 0; i < len; i++)
-      if (target.bytes[at + i] != buffer::at(i, seed))
-        return false;
-    return true;
-  };
   SUBCASE("the next payload is small: one ack for both") {
-    auto second = pattern_frame(frame(2, 4000, 82, region.addr + 16, region.rkey), 4000, 8);
+    auto second = pattern_frame(frame(2, 4000, 82, region.addr + 16, region.rkey), 4000, 8, 16);
     first.insert(first.end(), second.begin(), second.begin() + 1000);
     raw.write_all(first); // 81 whole, 82's header and a quarter of its payload
     read_limit({0, 100'000});
@@ -973,12 +969,12 @@ TEST_CASE("channel tcp: an ack of one waits for the next request coming in, one 
     CHECK(ack[0] == 5); // ack
     CHECK(ack[4] == 2); // of both
     CHECK(ack[8] == 82);
-    CHECK(landed(0, 16, 7));
-    CHECK(landed(16, 4000, 8));
+    CHECK(target.holds(7, 0, 16));
+    CHECK(target.holds(8, 16, 4000));
   }
   SUBCASE("the next payload is large: the first ack goes at once") {
     constexpr std::size_t big = 100'000;
-    auto second = pattern_frame(frame(2, big, 82, region.addr + 16, region.rkey), big, 8);
+    auto second = pattern_frame(frame(2, big, 82, region.addr + 16, region.rkey), big, 8, 16);
     first.insert(first.end(), second.begin(), second.begin() + 1000);
     raw.write_all(first);
     auto ack = raw.read_n(32);
@@ -991,8 +987,8 @@ TEST_CASE("channel tcp: an ack of one waits for the next request coming in, one 
     REQUIRE(ack.size() == 32);
     CHECK(ack[4] == 1);
     CHECK(ack[8] == 82);
-    CHECK(landed(0, 16, 7));
-    CHECK(landed(16, big, 8));
+    CHECK(target.holds(7, 0, 16));
+    CHECK(target.holds(8, 16, big));
   }
 }
 
