@@ -145,12 +145,12 @@ template <class Fn> auto measured(Fn &&fn) {
 //   tcp-phase: SIZE TRANSPORT PHASE n=N wall_us=.. app_user_us=..
 //              app_sys_us=.. others_user_us=.. others_sys_us=.. app_sleeps=..
 //              others_sleeps=.. preempted=..
-// and after it the kernel's state of each of its TCP sockets (tcp-sock:
-// lines, tcp_sockets.cpp: round trip, congestion window, pacing, buffers),
 // each per message: the wall time, the CPU time of the calling thread and of
 // the process's other threads (user and system, as the kernel samples it),
 // voluntary context switches (sleeps) of each and involuntary ones (the
-// process's preemptions).
+// process's preemptions). After it, the kernel's state of each of the
+// process's TCP sockets (tcp-sock: lines, tcp_sockets.cpp: round trip,
+// congestion window, pacing, buffers).
 class phase_meter {
 public:
   phase_meter(const char *transport, const char *phase, std::size_t size, int n)
@@ -540,7 +540,7 @@ int main(int argc, char **argv) {
   const std::size_t sizes[] = {64, std::size_t{64} << 10, std::size_t{1} << 20};
   const char *names[] = {"64", "64k", "1m"};
   double rtt_ratio[3] = {}, bw_ratio[3] = {}, default_ratio[3] = {};
-  // One transport, or no streams: no ratios and no verdict.
+  // One transport, or one phase only: no ratios and no verdict.
   if (!opts.streams && !opts.round_trips)
     die("--no-stream and --no-round-trips leave nothing to run");
   const bool partial = !opts.plain || !opts.chan || !opts.streams || !opts.round_trips;
