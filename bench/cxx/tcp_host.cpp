@@ -25,9 +25,11 @@
 // listen on its local addresses. SIZE: only that one of the three sizes
 // (e.g. to count a size's instructions under callgrind). --runs N: each
 // size's measurements (plain, channel, channel with the default window) N
-// times; each figure is the median of the N, each ratio the median of the N
-// per-run ratios. --budget: the streaming window in bytes (default
-// 1 MiB). Each measurement starts on a warmed transport (warm_iters()).
+// times, the plain loop first in odd runs, the channel in even ones; each
+// figure is the median of the N, each ratio the median of the N per-run
+// ratios (a "tcp-run:" line gives each run's). --budget: the streaming
+// window in bytes (default 1 MiB). Each measurement starts on a warmed
+// transport (warm_iters()).
 // --only: one transport; --no-stream: round trips only; --no-round-trips:
 // streams only (the warm-up's few round trips aside); each of these prints
 // the figures with no ratios and no verdict, and skips the channel's stream
@@ -38,7 +40,10 @@
 // flight):
 //   tcp-host: SIZE lat plain=US channel=US ratio=R bw plain=MB/s channel=MB/s ratio=R
 //             window=W default=MB/s default_ratio=R default_window=W streamed=N
-// (one line) and, last, every ratio on one line, against the goal (round
+// (one line), before it each run's ratios:
+//   tcp-run: SIZE run=N first=plain|channel rtt=R bw=R
+// (with both transports: --no-stream leaves out bw, --no-round-trips rtt)
+// and, last, every ratio on one line, against the goal (round
 // trip at most 1.2x, throughput with the budget's window at least 0.9x of
 // the plain loop's), the default window's throughput ratios after it:
 //   tcp-host: rtt64=R rtt64k=R rtt1m=R bw64=R bw64k=R bw1m=R bw64_default=R
@@ -119,11 +124,14 @@ int warm_streamed(std::size_t size, std::size_t budget) {
   std::exit(2);
 }
 
+// (Of an even count, the mean of the middle two: with --runs 4, the upper
+// one alone flattered each throughput ratio and hurt each round trip's.)
 double median(std::vector<double> v) {
   if (v.empty())
     return 0;
   std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+  const std::size_t h = v.size() / 2;
+  return v.size() % 2 ? v[h] : (v[h - 1] + v[h]) / 2;
 }
 
 // Set around the measured calls, not the warm-up, by the thread that
@@ -265,9 +273,14 @@ struct figures {
 };
 
 // The plain loop's echoing side: echoes iters messages, then receives the
-// stream of streamed ones and answers its end with one byte.
-void plain_echo(int fd, std::size_t size, int iters, int streamed) {
-  std::vector<std::byte> b(size);
+// stream of streamed ones and answers its end with one byte. The stream
+// goes through window slots of size bytes in turn, as the channel's does
+// (channel_stream()), so that both copy the same bytes to and from the same
+// amount of memory: through one buffer that stays in the cache, the plain
+// loop had streamed faster on the host for that alone (bench/README.md,
+// 2026-11-28, evening).
+void plain_echo(int fd, std::size_t size, int iters, int streamed, std::size_t window) {
+  std::vector<std::byte> b(size * window);
   {
     phase_meter m("plain", "round-trips", size, iters);
     for (int i = 0; i < iters; i++) {
@@ -277,13 +290,13 @@ void plain_echo(int fd, std::size_t size, int iters, int streamed) {
   }
   phase_meter m("plain", "stream", size, streamed);
   for (int i = 0; i < streamed; i++)
-    recv_all(fd, b.data(), size);
+    recv_all(fd, b.data() + static_cast<std::size_t>(i) % window * size, size);
   send_all(fd, b.data(), 1);
 }
 
 // The plain loop's measuring side: round trip in microseconds, MB/s one way.
-figures plain_measure(int fd, std::size_t size, int iters, int streamed) {
-  std::vector<std::byte> b(size);
+figures plain_measure(int fd, std::size_t size, int iters, int streamed, std::size_t window) {
+  std::vector<std::byte> b(size * window);
   std::vector<double> rt;
   rt.reserve(static_cast<std::size_t>(iters));
   {
@@ -298,7 +311,7 @@ figures plain_measure(int fd, std::size_t size, int iters, int streamed) {
   phase_meter m("plain", "stream", size, streamed);
   auto t0 = clk::now();
   for (int i = 0; i < streamed; i++)
-    send_all(fd, b.data(), size);
+    send_all(fd, b.data() + static_cast<std::size_t>(i) % window * size, size);
   recv_all(fd, b.data(), 1);
   double s = std::chrono::duration<double>(clk::now() - t0).count();
   return {median(rt), static_cast<double>(size) * streamed / s / 1e6};
@@ -396,23 +409,36 @@ figures channel_measure(chan_end &e, std::size_t size, int iters, int streamed,
   return f;
 }
 
+// Runs the plain loop's measurement and the channel's (those --only
+// leaves), the channel's first when channel_first: the runs alternate the
+// order, so that neither transport always runs on the state the other left.
+template <class P, class C> void in_order(const P &plain, const C &chan, bool channel_first) {
+  if (channel_first && opts.chan)
+    chan();
+  if (opts.plain)
+    plain();
+  if (!channel_first && opts.chan)
+    chan();
+}
+
 // Both figures of one size, two threads of this process over loopback.
 std::pair<figures, figures> one_run_threads(std::size_t size, int iters, int streamed,
-                                            std::size_t budget) {
+                                            std::size_t budget, bool channel_first) {
   figures p, c;
-  if (opts.plain) {
+  const auto plain = [&] {
     const auto [a, b] = socket_pair();
+    const std::size_t w = window_of(size, budget);
     std::thread echo([&, b = b] {
-      plain_echo(b, size, warm_iters(iters), warm_streamed(size, budget));
-      plain_echo(b, size, iters, streamed);
+      plain_echo(b, size, warm_iters(iters), warm_streamed(size, budget), w);
+      plain_echo(b, size, iters, streamed, w);
     });
-    (void)plain_measure(a, size, warm_iters(iters), warm_streamed(size, budget));
-    p = measured([&, a = a] { return plain_measure(a, size, iters, streamed); });
+    (void)plain_measure(a, size, warm_iters(iters), warm_streamed(size, budget), w);
+    p = measured([&, a = a] { return plain_measure(a, size, iters, streamed, w); });
     echo.join();
     ::close(a);
     ::close(b);
-  }
-  if (opts.chan) {
+  };
+  const auto chan = [&] {
     chan_end a = make_end("127.0.0.1", size, budget), b = make_end("127.0.0.1", size, budget);
     auto ea = a.c.local_channel_endpoint().value(), eb = b.c.local_channel_endpoint().value();
     a.c.connect(eb).value();
@@ -424,48 +450,52 @@ std::pair<figures, figures> one_run_threads(std::size_t size, int iters, int str
     (void)channel_measure(a, size, warm_iters(iters), warm_streamed(size, budget), budget);
     c = measured([&] { return channel_measure(a, size, iters, streamed, budget); });
     echo.join();
-  }
+  };
+  in_order(plain, chan, channel_first);
   return {p, c};
 }
 
 // The same between two processes over the control connection fd; only the
 // measuring side's figures mean anything.
 std::pair<figures, figures> one_run_remote(int fd, bool measure, std::size_t size, int iters,
-                                           int streamed, std::size_t budget) {
+                                           int streamed, std::size_t budget, bool channel_first) {
   figures p, c;
   const int wi = warm_iters(iters), ws = warm_streamed(size, budget);
   sync_byte(fd);
-  if (!opts.plain) {
-  } else if (measure) {
-    (void)plain_measure(fd, size, wi, ws);
-    p = measured([&] { return plain_measure(fd, size, iters, streamed); });
-  } else {
-    plain_echo(fd, size, wi, ws);
-    measured([&] { plain_echo(fd, size, iters, streamed); });
-  }
-  if (!opts.chan)
-    return {p, c};
-  // The channels listen on the address this side's control connection uses.
-  sockaddr_in me{};
-  socklen_t len = sizeof me;
-  char addr[INET_ADDRSTRLEN] = {};
-  if (getsockname(fd, reinterpret_cast<sockaddr *>(&me), &len) ||
-      !inet_ntop(AF_INET, &me.sin_addr, addr, sizeof addr))
-    die("getsockname failed");
-  chan_end e = make_end(addr, size, budget);
-  const auto mine = e.c.local_channel_endpoint().value().serialize();
-  std::array<std::byte, channel_endpoint::serialized_size> theirs{};
-  send_all(fd, mine.data(), mine.size());
-  recv_all(fd, theirs.data(), theirs.size());
-  e.c.connect(channel_endpoint::parse(theirs).value()).value();
-  if (measure) {
-    (void)channel_measure(e, size, wi, ws, budget);
-    c = measured([&] { return channel_measure(e, size, iters, streamed, budget); });
-  } else {
-    channel_echo(e, size, wi, ws, budget);
-    measured([&] { channel_echo(e, size, iters, streamed, budget); });
-  }
-  sync_byte(fd); // neither channel ends while the other still uses it
+  const auto plain = [&] {
+    const std::size_t w = window_of(size, budget);
+    if (measure) {
+      (void)plain_measure(fd, size, wi, ws, w);
+      p = measured([&] { return plain_measure(fd, size, iters, streamed, w); });
+    } else {
+      plain_echo(fd, size, wi, ws, w);
+      measured([&] { plain_echo(fd, size, iters, streamed, w); });
+    }
+  };
+  const auto chan = [&] {
+    // The channels listen on the address this side's control connection uses.
+    sockaddr_in me{};
+    socklen_t len = sizeof me;
+    char addr[INET_ADDRSTRLEN] = {};
+    if (getsockname(fd, reinterpret_cast<sockaddr *>(&me), &len) ||
+        !inet_ntop(AF_INET, &me.sin_addr, addr, sizeof addr))
+      die("getsockname failed");
+    chan_end e = make_end(addr, size, budget);
+    const auto mine = e.c.local_channel_endpoint().value().serialize();
+    std::array<std::byte, channel_endpoint::serialized_size> theirs{};
+    send_all(fd, mine.data(), mine.size());
+    recv_all(fd, theirs.data(), theirs.size());
+    e.c.connect(channel_endpoint::parse(theirs).value()).value();
+    if (measure) {
+      (void)channel_measure(e, size, wi, ws, budget);
+      c = measured([&] { return channel_measure(e, size, iters, streamed, budget); });
+    } else {
+      channel_echo(e, size, wi, ws, budget);
+      measured([&] { channel_echo(e, size, iters, streamed, budget); });
+    }
+    sync_byte(fd); // neither channel ends while the other still uses it
+  };
+  in_order(plain, chan, channel_first);
   return {p, c};
 }
 } // namespace
@@ -557,8 +587,10 @@ int main(int argc, char **argv) {
     const int trips = opts.round_trips ? n : 0;
     std::vector<double> pl, cl, pb, cb, cd, rl, rb, rd;
     for (int r = 0; r < runs; r++) {
-      auto [p, c] = remote ? one_run_remote(ctl, measure, size, trips, streamed, budget)
-                           : one_run_threads(size, trips, streamed, budget);
+      const bool channel_first = r % 2 == 1;
+      auto [p, c] = remote
+                        ? one_run_remote(ctl, measure, size, trips, streamed, budget, channel_first)
+                        : one_run_threads(size, trips, streamed, budget, channel_first);
       pl.push_back(p.rtt_us);
       cl.push_back(c.rtt_us);
       pb.push_back(p.mb_s);
@@ -567,6 +599,16 @@ int main(int argc, char **argv) {
       rl.push_back(c.rtt_us / p.rtt_us);
       rb.push_back(c.mb_s / p.mb_s);
       rd.push_back(c.default_mb_s / p.mb_s);
+      if (measure && opts.plain && opts.chan) { // (one phase only: that one's ratio)
+        std::printf("tcp-run: %zu run=%d first=%s", size, r + 1,
+                    channel_first ? "channel" : "plain");
+        if (opts.round_trips)
+          std::printf(" rtt=%.2f", rl.back());
+        if (opts.streams)
+          std::printf(" bw=%.2f", rb.back());
+        std::printf("\n");
+        std::fflush(stdout);
+      }
     }
     if (!measure)
       continue;
