@@ -456,6 +456,22 @@ std::pair<figures, figures> one_run_threads(std::size_t size, int iters, int str
   return {p, c};
 }
 
+// One transport's part of a run between two processes: the warm-up (wi
+// round trips, ws streamed), then the measured pass; the measuring side's
+// figures from measure_fn, the echoing side's calls to echo_fn (each called
+// with the round trips and the streamed count).
+template <class M, class E>
+figures warm_then_run(bool measure, int wi, int ws, int iters, int streamed, const M &measure_fn,
+                      const E &echo_fn) {
+  if (!measure) {
+    echo_fn(wi, ws);
+    measured([&] { echo_fn(iters, streamed); });
+    return {};
+  }
+  (void)measure_fn(wi, ws);
+  return measured([&] { return measure_fn(iters, streamed); });
+}
+
 // The same between two processes over the control connection fd; only the
 // measuring side's figures mean anything.
 std::pair<figures, figures> one_run_remote(int fd, bool measure, std::size_t size, int iters,
@@ -465,13 +481,10 @@ std::pair<figures, figures> one_run_remote(int fd, bool measure, std::size_t siz
   sync_byte(fd);
   const auto plain = [&] {
     const std::size_t w = window_of(size, budget);
-    if (measure) {
-      (void)plain_measure(fd, size, wi, ws, w);
-      p = measured([&] { return plain_measure(fd, size, iters, streamed, w); });
-    } else {
-      plain_echo(fd, size, wi, ws, w);
-      measured([&] { plain_echo(fd, size, iters, streamed, w); });
-    }
+    p = warm_then_run(
+        measure, wi, ws, iters, streamed,
+        [&](int i, int s) { return plain_measure(fd, size, i, s, w); },
+        [&](int i, int s) { plain_echo(fd, size, i, s, w); });
   };
   const auto chan = [&] {
     // The channels listen on the address this side's control connection uses.
@@ -487,13 +500,10 @@ std::pair<figures, figures> one_run_remote(int fd, bool measure, std::size_t siz
     send_all(fd, mine.data(), mine.size());
     recv_all(fd, theirs.data(), theirs.size());
     e.c.connect(channel_endpoint::parse(theirs).value()).value();
-    if (measure) {
-      (void)channel_measure(e, size, wi, ws, budget);
-      c = measured([&] { return channel_measure(e, size, iters, streamed, budget); });
-    } else {
-      channel_echo(e, size, wi, ws, budget);
-      measured([&] { channel_echo(e, size, iters, streamed, budget); });
-    }
+    c = warm_then_run(
+        measure, wi, ws, iters, streamed,
+        [&](int i, int s) { return channel_measure(e, size, i, s, budget); },
+        [&](int i, int s) { channel_echo(e, size, i, s, budget); });
     sync_byte(fd); // neither channel ends while the other still uses it
   };
   in_order(plain, chan, channel_first);
