@@ -112,14 +112,15 @@ struct channel_state : channel_core {
   status_code drain(std::chrono::milliseconds timeout) noexcept {
     if (all_done())
       return {};
-    if (auto st = poll_some(); !st.ok() || all_done())
+    if (auto st = poll_some(base, nslots, timeout); !st.ok() || all_done())
       return st;
     return drain(deadline(timeout));
   }
-  // Polls until everything pending is done or deadline passes.
+  // Polls until everything pending is done or deadline passes (the TCP
+  // engine's polls wait up to the deadline: tcp_wait_until()).
   status_code drain(std::chrono::steady_clock::time_point deadline) noexcept {
     while (!all_done()) {
-      if (auto st = poll_some(); !st.ok())
+      if (auto st = over_tcp.empty() ? poll_some() : poll_mixed(tcp_wait_until(deadline)); !st.ok())
         return st;
       if (!all_done() && expired(deadline))
         return errc::timed_out;
@@ -127,11 +128,13 @@ struct channel_state : channel_core {
     return {};
   }
   // poll_some() of a transport-neutral channel: the CQ if there is one,
-  // then the TCP engine's ring if there is one (waiting a little for it
+  // then the TCP engine's ring if there is one (waiting up to wait for it
   // when there is no CQ to poll, so a waiting scope does not spin against
-  // the progress thread). In tcp_engine.cpp; channel_core::poll_tcp()
-  // calls it.
-  [[gnu::noinline, gnu::cold]] status_code poll_mixed() noexcept;
+  // the progress thread; a caller that knows its deadline waits up to it,
+  // tcp_wait_until()). In tcp_engine.cpp; channel_core::poll_tcp() calls
+  // it.
+  [[gnu::noinline, gnu::cold]] status_code
+  poll_mixed(std::chrono::microseconds wait = tcp_wait) noexcept;
 
   // The TCP side of a transport-neutral channel (null otherwise): the
   // engine, which peers use it, and per peer why it is on its transport.
@@ -148,7 +151,31 @@ struct channel_state : channel_core {
   // whether the peer is over TCP. over_tcp and why must be sized already.
   bool choose(std::size_t peer, bool rdma_here, bool rdma_there, std::string_view rdma_failed = {});
   std::array<tcp_completion, 16> twc; // poll_mixed's buffer
+  // How long one poll of the TCP engine waits when there is no CQ to poll:
+  // tcp_wait when the caller's deadline is not known (poll_some() without
+  // one), else up to that timeout or deadline, but never less than
+  // tcp_wait (what the first poll of a call always waited) nor more than
+  // tcp_wait_most. The engine sleeps
+  // that long unless something for it comes (it is woken for what another
+  // thread completes: tcp_engine.cpp), so a waiting thread wakes about
+  // once per tcp_wait_most, not once per tcp_wait, when nothing comes; and
+  // a wait of at least tcp_wait_most is what lets it block in recv(2)
+  // itself (tcp_engine::read_blocking()).
   static constexpr std::chrono::microseconds tcp_wait{1000};
+  static constexpr std::chrono::microseconds tcp_wait_most{20000};
+  static constexpr std::chrono::microseconds tcp_wait_for(std::chrono::milliseconds t) noexcept {
+    return t >= tcp_wait_most ? tcp_wait_most
+           : t <= tcp_wait    ? tcp_wait
+                              : std::chrono::microseconds(t);
+  }
+  static std::chrono::microseconds
+  tcp_wait_until(std::chrono::steady_clock::time_point d) noexcept {
+    if (d == std::chrono::steady_clock::time_point::max())
+      return tcp_wait_most;
+    const auto left =
+        std::chrono::ceil<std::chrono::microseconds>(d - std::chrono::steady_clock::now());
+    return std::clamp(left, tcp_wait, tcp_wait_most);
+  }
 
   // What connected the peers and must end before their queue pairs (for
   // multi_channel::create_cm, its rdma_cm group: the ids and their event

@@ -424,16 +424,20 @@ struct one_outcome {
 
 // await_id() of a channel with a TCP engine: the CQ (if any) and the
 // engine's ring. As there, the clock is read only once a poll comes back
-// without it (the engine's poll waits up to tcp_wait for it first: the
-// timeout then counts from there); polled: a poll (tcp_engine::post_poll())
-// came back without it already. Inline in run_one_tcp(), out of line
-// (await_id_cold()) for await_id().
+// without it (the engine's first poll waits up to the timeout, at most
+// tcp_wait_most, for it: the timeout then counts from there); polled: a
+// poll (tcp_engine::post_poll()) came back without it already. Without a CQ
+// each later poll waits up to the deadline (tcp_wait_until()). Inline in
+// run_one_tcp(), out of line (await_id_cold()) for await_id().
 [[gnu::always_inline]] inline result<bool> await_id_mixed(detail::channel_state &s,
                                                           std::uint64_t id, one_outcome *out,
                                                           std::chrono::milliseconds timeout,
                                                           bool polled = false) noexcept {
   clock::time_point deadline = polled ? detail::deadline(timeout) : clock::time_point{};
   bool timed = polled;
+  auto wait = s.cq     ? std::chrono::microseconds(0)
+              : polled ? s.tcp_wait_until(deadline)
+                       : s.tcp_wait_for(timeout);
   for (;;) {
     if (s.cq) {
       auto n = s.cq.poll(s.wc);
@@ -442,7 +446,6 @@ struct one_outcome {
       if (take_id(s, *n, id, out))
         return true;
     }
-    const auto wait = s.cq ? std::chrono::microseconds(0) : s.tcp_wait;
     if (take_tcp_id(s, s.tcp->poll(s.twc, wait), id, out))
       return true;
     if (!timed) {
@@ -451,6 +454,8 @@ struct one_outcome {
     } else if (detail::expired(deadline)) {
       return false;
     }
+    if (!s.cq)
+      wait = s.tcp_wait_until(deadline);
   }
 }
 
@@ -503,7 +508,8 @@ result<bool> await_id_cold(detail::channel_state &s, std::uint64_t id, one_outco
   bool polled = false;
   if (!s.cq) { // TCP only: the post and the first poll under one hold of the engine's mutex
     status_code posted;
-    const std::size_t n = s.tcp->post_poll(peer, k, buf, r, id, posted, s.twc, s.tcp_wait);
+    const std::size_t n =
+        s.tcp->post_poll(peer, k, buf, r, id, posted, s.twc, s.tcp_wait_for(timeout));
     if (!posted.ok()) [[unlikely]]
       return posted;
     if (n == 1 && s.twc[0].wr_id == id) [[likely]] // (the usual poll: just this completion)
@@ -747,15 +753,18 @@ void detail::channel_core::note_error(const completion &c) noexcept {
     fail(it->second);
 }
 
-status_code detail::channel_core::poll_tcp() noexcept {
-  return static_cast<channel_state *>(this)->poll_mixed();
+status_code detail::channel_core::poll_tcp(std::chrono::milliseconds timeout) noexcept {
+  return static_cast<channel_state *>(this)->poll_mixed(channel_state::tcp_wait_for(timeout));
 }
 
 status_code detail::channel_core::await_slot(std::size_t i,
                                              std::chrono::milliseconds timeout) noexcept {
   const auto deadline = detail::deadline(timeout);
+  auto &s = *static_cast<channel_state *>(this);
   while (!slots[i].done) {
-    if (auto st = poll_some(); !st.ok())
+    // (Over TCP, each poll waits up to the deadline: tcp_wait_until().)
+    if (auto st = over_tcp.empty() ? poll_some() : s.poll_mixed(s.tcp_wait_until(deadline));
+        !st.ok())
       return st;
     if (!slots[i].done && detail::expired(deadline))
       return errc::timed_out;

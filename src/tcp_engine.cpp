@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <arpa/inet.h>
 #include <cerrno>
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <ifaddrs.h>
@@ -62,8 +63,8 @@ void tune(int fd, int secs, int count) noexcept {
   (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &secs, sizeof secs);
   (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &secs, sizeof secs);
   (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
-  // The longest a waiting poll() blocks in recv(2) (see go_up()).
-  const timeval wait{0, static_cast<suseconds_t>(channel_state::tcp_wait.count())};
+  // The longest a waiting poll() blocks in recv(2) (read_blocking()).
+  const timeval wait{0, static_cast<suseconds_t>(channel_state::tcp_wait_most.count())};
   (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
 }
 
@@ -170,6 +171,8 @@ tcp_engine::~tcp_engine() {
     ::close(listen_fd_);
   if (wake_fd_ >= 0)
     ::close(wake_fd_);
+  if (app_wake_fd_ >= 0)
+    ::close(app_wake_fd_);
   if (timer_fd_ >= 0)
     ::close(timer_fd_);
   if (failure_fd_ >= 0)
@@ -191,8 +194,9 @@ void tcp_engine::advertise(channel_endpoint &e) const noexcept {
 
 status_code tcp_engine::start(std::vector<peer_setup> setups) {
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  app_wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-  if (wake_fd_ < 0 || timer_fd_ < 0) {
+  if (wake_fd_ < 0 || app_wake_fd_ < 0 || timer_fd_ < 0) {
     const status_code st = errno_code();
     for (auto &q : setups) // the engine owns them from here
       if (q.fd >= 0)
@@ -400,9 +404,12 @@ inline std::size_t tcp_engine::poll_locked(std::unique_lock<light_mutex> &lock,
       // Every connected peer is watched, also one with no event wanted (a
       // send waiting for a credit): poll(2) reports its hang-up or error,
       // which is how a peer whose host is gone is failed (check_broken()).
-      std::array<pollfd, app_poll_max> fds;
+      std::array<pollfd, app_poll_max + 1> fds;
       std::array<std::size_t, app_poll_max> who;
       std::size_t n = 0;
+      // A peer that the progress thread may yet connect (or past those
+      // watched here) could complete something while this thread sleeps.
+      bool others = peers_.size() > app_poll_max;
       for (std::size_t p = 0; p < peers_.size() && p < app_poll_max; p++)
         if (const auto &q = peers_[p]; q.st == state::up) {
           const short ev = wanted(q);
@@ -410,21 +417,35 @@ inline std::size_t tcp_engine::poll_locked(std::unique_lock<light_mutex> &lock,
             continue;
           who[n] = p;
           fds[n++] = {q.fd, ev, 0};
+        } else if (q.st == state::waiting || q.st == state::connecting || q.st == state::hello) {
+          others = true;
         }
+      // Blocked in recv(2), this thread cannot be woken (wake_app()): only
+      // when nothing else could come, and for a whole SO_RCVTIMEO (tune()).
       if (n == 1 && fds[0].events == POLLIN && peers_[who[0]].blocking &&
-          !peers_[who[0]].in_payload && !peers_[who[0]].app_reading &&
-          wait >= channel_state::tcp_wait) {
+          !peers_[who[0]].in_payload && !peers_[who[0]].app_reading && !others &&
+          wait >= channel_state::tcp_wait_most) {
         read_blocking(lock, who[0]);
         hold_out_ = true;
         drive();
         hold_out_ = false;
       } else if (n > 0) {
+        fds[n] = {app_wake_fd_, POLLIN, 0};
+        note_sleep(wait);
         app_polling_++;
+        app_sleepers_++;
         lock.unlock();
         const auto ms = std::chrono::ceil<std::chrono::milliseconds>(wait).count();
-        (void)::poll(fds.data(), n, static_cast<int>(ms));
+        (void)::poll(fds.data(), n + 1, static_cast<int>(std::min<std::int64_t>(ms, INT_MAX)));
         lock.lock();
+        app_sleepers_--;
         app_polling_--;
+        if (app_woken_ && app_sleepers_ == 0) {
+          std::uint64_t v;
+          (void)!::read(app_wake_fd_, &v, sizeof v);
+          app_woken_ = false;
+        }
+        after_sleep();
         for (std::size_t i = 0; i < n; i++)
           if (fds[i].revents)
             note_input(peers_[who[i]], fds[i].revents);
@@ -516,6 +537,34 @@ inline void tcp_engine::complete(std::size_t p, std::uint64_t wr_id, int status,
   done_.push(tcp_completion{wr_id, p, status, len});
   if (cv_waiters_ > 0) // (a waiting poll() mostly sleeps in poll(2) or recv(2) instead)
     cv_.notify_all();
+  if (app_sleepers_ > 0) [[unlikely]] // (this thread is not one of them: they sleep)
+    wake_app();
+}
+
+void tcp_engine::wake_app() noexcept {
+  if (app_woken_)
+    return;
+  app_woken_ = true;
+  std::uint64_t one = 1;
+  (void)!::write(app_wake_fd_, &one, sizeof one);
+}
+
+void tcp_engine::note_sleep(std::chrono::microseconds wait) noexcept {
+  const auto since = last_wait_ != std::chrono::steady_clock::time_point{}
+                         ? last_wait_
+                         : std::chrono::steady_clock::now();
+  app_sleep_until_ = since + std::chrono::ceil<std::chrono::milliseconds>(wait);
+}
+
+void tcp_engine::after_sleep() noexcept {
+  if (!timer_extended_) [[likely]]
+    return;
+  timer_extended_ = false;
+  if (!ticking_)
+    return;
+  const auto now = std::chrono::steady_clock::now();
+  last_wait_ = now;
+  arm_timer(now, after_wait + timer_lead);
 }
 
 // The application has not polled for a long time: the completions' ring
@@ -784,8 +833,12 @@ void tcp_engine::run() noexcept {
     // timer_lead), not by waking every millisecond to look: between two
     // one-vCPU VMs, a 64 B round trip takes about that long, and a
     // wake-up per message and side cost ~100 us of it.
-    const bool hands_off = app_calls_ != calls_seen;
-    bool reading = false, blocked = false;
+    // An application thread asleep on the sockets now (in poll(2) or a
+    // recv(2), up to app_sleep_until_) keeps them too: what it waits for
+    // wakes it, and what this thread completes wakes it (wake_app()); one
+    // blocked in recv(2) (read_blocking()) is alone on its one peer.
+    const bool asleep = app_polling_ > 0;
+    const bool hands_off = app_calls_ != calls_seen || asleep;
     calls_seen = app_calls_;
     // Work that needs no event: output queued by a post, input a receive
     // unblocked (not for the peers a waiting application thread drives).
@@ -833,12 +886,7 @@ void tcp_engine::run() noexcept {
       q.polled = ev;
       // Left to a waiting application thread (poll() watches the first
       // app_poll_max peers); a post need not wake the thread for them.
-      const bool theirs = (hands_off || q.app_reading) && q.st == state::up && p < app_poll_max;
-      // One left to a thread blocked in recv(2) (read_blocking()): this
-      // thread takes it back once that thread is gone (the timer it sets
-      // when the recv(2) returns).
-      reading = reading || (theirs && !hands_off);
-      blocked = blocked || (q.app_reading && q.st == state::up);
+      const bool theirs = hands_off && q.st == state::up && p < app_poll_max;
       if (theirs)
         q.polled = POLLIN | POLLOUT;
       if (theirs || (ev == 0 && q.hung_up)) // a hang-up: poll(2) would report it again and again
@@ -858,12 +906,27 @@ void tcp_engine::run() noexcept {
       who.push_back(SIZE_MAX - 2);
     }
     sleeping_ = true;
-    ticking_ = hands_off || reading;
-    // The sockets are left to the waiting thread: unless it blocks in a
-    // recv(2) now (it set the timer past that), the timer is to go off a
-    // millisecond from now if that thread does not set it again.
-    if (ticking_ && !blocked && !timer_armed_)
+    ticking_ = hands_off;
+    // The sockets are left to the waiting thread. While it sleeps on them,
+    // the timer is to go off no sooner than that sleep's end (a waiting
+    // thread sleeps up to its caller's deadline, at most tcp_wait_most:
+    // without this, this thread would wake every millisecond of it); the
+    // sleeping thread sets it back when it wakes (after_sleep()). Else the
+    // timer is to go off a millisecond from now if that thread does not set
+    // it again. (Past the sleep's end by as much as SO_RCVTIMEO may round it
+    // up: the kernel counts it in ticks, 10 ms at 100 Hz. It costs nothing:
+    // that thread sets the timer back once it wakes.)
+    if (ticking_ && asleep) {
+      const auto now = std::chrono::steady_clock::now();
+      const auto end = app_sleep_until_ + std::chrono::milliseconds(10) + after_wait;
+      if (!timer_armed_ || armed_until_ < end) {
+        arm_timer(now, std::max<std::chrono::microseconds>(
+                           std::chrono::ceil<std::chrono::microseconds>(end - now), timer_lead));
+        timer_extended_ = true;
+      }
+    } else if (ticking_ && !timer_armed_) {
       arm_timer(std::chrono::steady_clock::now(), std::chrono::milliseconds(1));
+    }
     timed_sleep_ = watch || (ticking_ && timer_armed_);
     lock.unlock();
     int n;
@@ -989,6 +1052,8 @@ void tcp_engine::read_hellos() noexcept {
 void tcp_engine::go_up(peer &q) noexcept {
   q.st = state::up;
   q.blocking = !set_blocking(q.fd);
+  if (app_sleepers_ > 0)
+    wake_app();
 }
 
 void tcp_engine::note_input(peer &q, short revents) noexcept {
@@ -1367,9 +1432,11 @@ void tcp_engine::read_blocking(std::unique_lock<light_mutex> &lock, std::size_t 
   if (room == 0) // (a header takes less: in_ready() saw none whole)
     return;
   const int fd = q.fd;
-  // The progress thread's timer is not to go off while this thread blocks
-  // (SO_RCVTIMEO: at most tcp_wait), nor less than after_wait after the
-  // recv(2) returns: it would wake that thread for nothing. The poll() that
+  // The progress thread's timer is not to go off in the first millisecond
+  // this thread blocks (SO_RCVTIMEO: up to tcp_wait_most; a timer that goes
+  // off later finds it asleep and is set past its end: run()), nor less
+  // than after_wait after a recv(2) that returned by then: it would wake
+  // that thread for nothing. The poll() that
   // calls this read the clock a few microseconds ago (app_waits()): that
   // reading (since) and wait_cover() tell whether the timer covers both, so
   // neither this nor the return reads the clock again (it was set
@@ -1386,6 +1453,7 @@ void tcp_engine::read_blocking(std::unique_lock<light_mutex> &lock, std::size_t 
     app_waits(span);
     since = last_wait_;
   }
+  note_sleep(channel_state::tcp_wait_most);
   q.app_reading = true;
   app_polling_++;
   lock.unlock();
@@ -1397,12 +1465,17 @@ void tcp_engine::read_blocking(std::unique_lock<light_mutex> &lock, std::size_t 
   // Its return counts as a wait too (run()): on a slow link a thread may
   // spend a millisecond and more in one recv(2). Unless the timer still
   // covers it (not gone off, not set nearer meanwhile), the clock is read:
-  // the progress thread may have set ticking_ during the recv(2) (it then
-  // leaves the timer to this return: see run()).
-  if (covered(since))
+  // the progress thread may have set ticking_ during the recv(2); when it
+  // set the timer to this recv(2)'s latest end, the timer is set back
+  // (after_sleep()).
+  if (timer_extended_) {
     app_calls_++;
-  else
+    after_sleep();
+  } else if (covered(since)) {
+    app_calls_++;
+  } else {
     app_waits(after_wait);
+  }
   if (q.st != state::up)
     return;
   if (n > 0) {
@@ -1740,13 +1813,13 @@ inline void tcp_engine::queue_ack(peer &q, std::uint64_t wr_id) noexcept {
   q.answers.push(answer{tcp_frame{tcp_op::ack, 1, wr_id, 0, 0, 0}});
 }
 
-status_code channel_state::poll_mixed() noexcept {
+status_code channel_state::poll_mixed(std::chrono::microseconds wait) noexcept {
   if (cq)
     if (auto st = poll_cq(); !st.ok())
       return st;
   if (!tcp) // transport-neutral but RDMA only (channel_transport::rdma): no engine
     return {};
-  const std::size_t n = tcp->poll(twc, cq ? std::chrono::microseconds(0) : tcp_wait);
+  const std::size_t n = tcp->poll(twc, cq ? std::chrono::microseconds(0) : wait);
   for (std::size_t i = 0; i < n; i++) {
     if (twc[i].status)
       fail(twc[i].peer);

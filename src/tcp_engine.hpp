@@ -14,12 +14,16 @@
 // (capacity: the channel's depths; full: ENOMEM, as a full RC queue) and,
 // when the connection is up, writes what the socket takes at once itself; a
 // waiting poll() reads and answers the sockets itself, sleeping in poll(2) on
-// them (or, with one peer to watch for input only, in a recv(2) on its
-// socket, as a blocking socket loop does: a socket is blocking once up, every
-// other call passes MSG_DONTWAIT, SO_RCVTIMEO bounds the wait). The thread is
-// woken only for what it must newly watch, and keeps off the sockets while an
-// application thread keeps waiting (it takes them back a few milliseconds
-// after the last wait: timer_lead). Whoever holds the mutex moves payloads with sendmsg/recv
+// them and an eventfd (or, with one peer to watch for input only and no
+// other that could complete anything, in a recv(2) on its socket, as a
+// blocking socket loop does: a socket is blocking once up, every other call
+// passes MSG_DONTWAIT, SO_RCVTIMEO bounds the wait). It sleeps up to the
+// caller's wait (channel_state::tcp_wait_until()); what another thread
+// completes meanwhile, or a peer it should watch coming up, wakes it through
+// that eventfd (wake_app()). The thread is woken only for what it must newly
+// watch, and keeps off the sockets while an application thread keeps waiting
+// or sleeps on them (it takes them back a few milliseconds after the last
+// wait: timer_lead). Whoever holds the mutex moves payloads with sendmsg/recv
 // straight between the sockets and the registered buffers, each call inside region_table::use(), so
 // every byte lands inside a region that grants the right, and the region cannot end during the
 // copy. Small frames are read several to a recv(2) through a per-peer read-ahead buffer (4 KiB;
@@ -340,8 +344,18 @@ private:
   static bool refusal_out(const peer &q) noexcept;
   static void note_input(peer &q, short revents) noexcept;
   // The connection is made: the peer is up, its socket blocking (for
-  // read_blocking(); every other call passes MSG_DONTWAIT).
-  static void go_up(peer &q) noexcept;
+  // read_blocking(); every other call passes MSG_DONTWAIT); a thread asleep
+  // in poll(2) is woken to watch it too.
+  void go_up(peer &q) noexcept;
+  // Wakes the application threads asleep in poll(2) (app_sleepers_): what
+  // they wait for may have come without their sockets telling them.
+  [[gnu::cold, gnu::noinline]] void wake_app() noexcept;
+  // Before an application thread sleeps up to wait on the sockets: when
+  // that sleep is over at the latest (app_sleep_until_, see run()).
+  void note_sleep(std::chrono::microseconds wait) noexcept;
+  // After it: a timer the progress thread set to that sleep's end is set
+  // back to timer_lead from now (a sleep may end long before it).
+  void after_sleep() noexcept;
   void read_blocking(std::unique_lock<light_mutex> &lock, std::size_t p) noexcept;
   int read_failed(peer &q, std::size_t p, ssize_t n, int err) noexcept;
   // The connection closed (err 0: closed says how) or failed (err: its
@@ -402,7 +416,14 @@ private:
   fifo<tcp_completion> done_;
   std::shared_ptr<pd_node> pd_;
   int listen_fd_ = -1, wake_fd_ = -1, failure_fd_ = -1;
-  int timer_fd_ = -1; // goes off when no application thread waited for a while (run())
+  int app_wake_fd_ = -1;   // in every application thread's poll(2) (wake_app())
+  int app_sleepers_ = 0;   // application threads in that poll(2)
+  bool app_woken_ = false; // wake_app() wrote app_wake_fd_ and no one has read it yet
+  // The latest end of the sleep an application thread is in (app_polling_
+  // > 0: run() keeps the timer from going off before it).
+  std::chrono::steady_clock::time_point app_sleep_until_{};
+  bool timer_extended_ = false; // run() set the timer to that end (after_sleep())
+  int timer_fd_ = -1;           // goes off when no application thread waited for a while (run())
   bool timer_armed_ = false;
   std::chrono::steady_clock::time_point armed_until_{};
   std::chrono::steady_clock::time_point

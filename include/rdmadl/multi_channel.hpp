@@ -421,10 +421,14 @@ struct RDMADL_CXX_API channel_core {
   result<std::size_t> poll_wc_other() noexcept { return cq.poll_other(wc); }
   /// poll_cq(), and with a TCP engine its completions too.
   [[gnu::always_inline]] status_code poll_some() noexcept { return poll_some(base, nslots); }
-  /// poll_some() given b and ns, the open scope's base and nslots.
-  [[gnu::always_inline]] status_code poll_some(std::uint64_t b, std::size_t ns) noexcept {
+  /// poll_some() given b and ns, the open scope's base and nslots. With TCP
+  /// peers and no CQ, the engine's poll waits for a completion up to
+  /// timeout, the caller's own (0: a millisecond; at most 20 ms); a CQ is
+  /// polled once.
+  [[gnu::always_inline]] status_code poll_some(std::uint64_t b, std::size_t ns,
+                                               std::chrono::milliseconds timeout = {}) noexcept {
     if (!over_tcp.empty()) [[unlikely]]
-      return poll_tcp();
+      return poll_tcp(timeout);
     return poll_cq(b, ns);
   }
   /// Posts one request of kind K with id on qp.
@@ -581,7 +585,7 @@ struct RDMADL_CXX_API channel_core {
   /// Marks the peer of an error completion failed (by its QP number).
   void note_error(const completion &c) noexcept;
   /// poll_some() of a channel with TCP peers (channel_state::poll_mixed).
-  status_code poll_tcp() noexcept;
+  status_code poll_tcp(std::chrono::milliseconds timeout) noexcept;
   /// Polls until slot i is done or timeout passes.
   status_code await_slot(std::size_t i, std::chrono::milliseconds timeout) noexcept;
   /// What a scope's end does with what is pending: waits up to limit; then
@@ -659,7 +663,7 @@ public:
       return errc::unknown_handle;
     const auto k = static_cast<std::size_t>(i);
     if (!s.slots[k].done) { // the clock is read only if one poll is not enough
-      status_code st = s.poll_some(base_, n_);
+      status_code st = s.poll_some(base_, n_, timeout);
       if (st.ok() && !s.slots[k].done) [[unlikely]]
         st = s.await_slot(k, timeout);
       if (!st.ok()) [[unlikely]]

@@ -9,6 +9,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <dirent.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -1200,4 +1201,77 @@ TEST_CASE("channel tcp: an IPv6 address is listened on and given to the peer") {
           return bad;
         }())
             .error() == std::errc::invalid_argument);
+}
+
+namespace {
+// How many times a thread of this process went to sleep (its voluntary
+// context switches): this thread's, or, with comm, every thread named so.
+long sleeps(const char *comm = nullptr) {
+  auto of = [](const std::string &dir) {
+    std::FILE *f = std::fopen((dir + "/status").c_str(), "r");
+    long n = 0;
+    char line[256];
+    while (f && std::fgets(line, sizeof line, f))
+      if (std::sscanf(line, "voluntary_ctxt_switches: %ld", &n) == 1)
+        break;
+    if (f)
+      std::fclose(f);
+    return n;
+  };
+  if (!comm)
+    return of("/proc/thread-self");
+  long n = 0;
+  DIR *tasks = opendir("/proc/self/task");
+  while (const dirent *t = tasks ? readdir(tasks) : nullptr) {
+    const std::string dir = std::string("/proc/self/task/") + t->d_name;
+    std::FILE *f = t->d_name[0] != '.' ? std::fopen((dir + "/comm").c_str(), "r") : nullptr;
+    if (!f)
+      continue;
+    char name[32] = {};
+    const bool match = std::fgets(name, sizeof name, f) && std::string_view(name).starts_with(comm);
+    std::fclose(f);
+    if (match)
+      n += of(dir);
+  }
+  if (tasks)
+    closedir(tasks);
+  return n;
+}
+} // namespace
+
+// A waiting thread sleeps until what it waits for comes or its deadline,
+// woken by what the progress thread completes; it is not to wake every
+// millisecond to look (a product's idle receive would then cost a
+// thousand wake-ups a second, and as many of the progress thread's). Both
+// ways a wait sleeps are covered: the recv(2) of a channel's one peer, and
+// the poll(2) of a group of three. 400 ms of waiting with nothing coming
+// wakes the waiting thread about 20 times (channel_state::tcp_wait_most is
+// 20 ms) and the progress threads up to as often (the waiting one's sets its
+// timer past each sleep: tcp_engine::run()). A millisecond's slice woke the
+// waiting thread 316 times in the poll(2) case and, in the recv(2) case
+// (SO_RCVTIMEO rounds up to the kernel's tick: 10 ms on the host this was
+// written on), 38 times, its progress thread as often. A sleeping thread
+// wakes less, not more, on a loaded host.
+TEST_CASE("channel tcp: a thread waiting with nothing coming sleeps, it does not wake every "
+          "millisecond") {
+  auto idle_wait = [](multi_channel &mc, std::size_t peer, buffer &dst) {
+    auto s = mc.scope();
+    auto h = ok(s.post_recv(peer, dst.all()));
+    const long mine = sleeps(), theirs = sleeps("rdmadl-tcp");
+    CHECK(s.wait(h, 400ms).error() == errc::timed_out);
+    const long my_wakes = sleeps() - mine, their_wakes = sleeps("rdmadl-tcp") - theirs;
+    MESSAGE("waiting thread slept " << my_wakes << " times, progress threads " << their_wakes);
+    CHECK(my_wakes <= 30);
+    CHECK(their_wakes <= 40);
+  };
+  SUBCASE("one peer: the wait blocks in recv(2)") {
+    auto [a, b] = pair_of();
+    buffer dst(a.pd(), 64, 0);
+    idle_wait(a.base(), 0, dst);
+  }
+  SUBCASE("two peers: the wait sleeps in poll(2)") {
+    auto mc = mesh(3);
+    buffer dst(mc[0].pd(), 64, 0);
+    idle_wait(mc[0], 1, dst);
+  }
 }
