@@ -30,11 +30,13 @@ namespace rdmadl::detail {
 
 namespace {
 // How long a waiting application thread's sleep of up to wait (poll(2)
-// rounds it up to a millisecond; the channels wait at most tcp_wait) is
-// to find the progress thread's timer still running: the sleep, a margin,
-// and after_wait past its end. With less, the timer went off during the
+// rounds it up to a millisecond) is to find the progress thread's timer
+// still running: the sleep's first tcp_wait at most, a margin, and
+// after_wait past its end. With less, the timer went off during a short
 // sleep and woke the progress thread for nothing: between two one-vCPU
-// VMs, about once per 64 KiB round trip when this was 500 us.
+// VMs, about once per 64 KiB round trip when this was 500 us. (A longer
+// sleep that the timer goes off in is found asleep by the progress thread,
+// which sets the timer past its end: run().)
 constexpr std::chrono::microseconds after_wait{500};
 constexpr std::chrono::microseconds wait_cover(std::chrono::microseconds wait) noexcept {
   return std::min<std::chrono::microseconds>(std::chrono::ceil<std::chrono::milliseconds>(wait),
