@@ -915,9 +915,10 @@ void tcp_engine::run() noexcept {
     // without this, this thread would wake every millisecond of it); the
     // sleeping thread sets it back when it wakes (after_sleep()). Else the
     // timer is to go off a millisecond from now if that thread does not set
-    // it again. (Past the sleep's end by as much as SO_RCVTIMEO may round it
-    // up: the kernel counts it in ticks, 10 ms at 100 Hz. It costs nothing:
-    // that thread sets the timer back once it wakes.)
+    // it again. (10 ms past the sleep's end: SO_RCVTIMEO's sleep ends on a
+    // kernel tick, and an idle one was seen to run several milliseconds
+    // long, which woke this thread a second time. The margin costs
+    // nothing: that thread sets the timer back once it wakes.)
     if (ticking_ && asleep) {
       const auto now = std::chrono::steady_clock::now();
       const auto end = app_sleep_until_ + std::chrono::milliseconds(10) + after_wait;
@@ -1438,11 +1439,11 @@ void tcp_engine::read_blocking(std::unique_lock<light_mutex> &lock, std::size_t 
   // this thread blocks (SO_RCVTIMEO: up to tcp_wait_most; a timer that goes
   // off later finds it asleep and is set past its end: run()), nor less
   // than after_wait after a recv(2) that returned by then: it would wake
-  // that thread for nothing. The poll() that
-  // calls this read the clock a few microseconds ago (app_waits()): that
-  // reading (since) and wait_cover() tell whether the timer covers both, so
-  // neither this nor the return reads the clock again (it was set
-  // timer_lead ahead: most waits find it so).
+  // that thread for nothing. The poll() that calls this read the clock a
+  // few microseconds ago (app_waits()): that reading (since) and
+  // wait_cover() tell whether the timer covers both, so neither this nor
+  // the return reads the clock again (it was set timer_lead ahead: most
+  // waits find it so).
   constexpr auto span = wait_cover(channel_state::tcp_wait);
   const auto covered = [&](std::chrono::steady_clock::time_point since) {
     return ticking_ && since != std::chrono::steady_clock::time_point{} && timer_armed_ &&

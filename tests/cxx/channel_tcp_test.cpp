@@ -1249,9 +1249,9 @@ long sleeps(const char *comm = nullptr) {
 // 20 ms) and the progress threads up to as often (the waiting one's sets its
 // timer past each sleep: tcp_engine::run()). A millisecond's slice woke the
 // waiting thread 316 times in the poll(2) case and, in the recv(2) case
-// (SO_RCVTIMEO rounds up to the kernel's tick: 10 ms on the host this was
-// written on), 38 times, its progress thread as often. A sleeping thread
-// wakes less, not more, on a loaded host.
+// (an idle recv(2) under a 1 ms SO_RCVTIMEO slept about 10 ms on the host
+// this was written on), 38 times, its progress thread as often. A sleeping
+// thread wakes less, not more, on a loaded host.
 TEST_CASE("channel tcp: a thread waiting with nothing coming sleeps, it does not wake every "
           "millisecond") {
   auto idle_wait = [](multi_channel &mc, std::size_t peer, buffer &dst) {
