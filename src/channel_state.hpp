@@ -116,11 +116,15 @@ struct channel_state : channel_core {
       return st;
     return drain(deadline(timeout));
   }
-  // Polls until everything pending is done or deadline passes (the TCP
-  // engine's polls wait up to the deadline: tcp_wait_until()).
+  // poll_some() of a caller whose deadline is known: the TCP engine's poll
+  // waits up to it (tcp_wait_until()).
+  status_code poll_until(std::chrono::steady_clock::time_point deadline) noexcept {
+    return over_tcp.empty() ? poll_some() : poll_mixed(tcp_wait_until(deadline));
+  }
+  // Polls until everything pending is done or deadline passes.
   status_code drain(std::chrono::steady_clock::time_point deadline) noexcept {
     while (!all_done()) {
-      if (auto st = over_tcp.empty() ? poll_some() : poll_mixed(tcp_wait_until(deadline)); !st.ok())
+      if (auto st = poll_until(deadline); !st.ok())
         return st;
       if (!all_done() && expired(deadline))
         return errc::timed_out;
@@ -155,12 +159,11 @@ struct channel_state : channel_core {
   // tcp_wait when the caller's deadline is not known (poll_some() without
   // one), else up to that timeout or deadline, but never less than
   // tcp_wait (what the first poll of a call always waited) nor more than
-  // tcp_wait_most. The engine sleeps
-  // that long unless something for it comes (it is woken for what another
-  // thread completes: tcp_engine.cpp), so a waiting thread wakes about
-  // once per tcp_wait_most, not once per tcp_wait, when nothing comes; and
-  // a wait of at least tcp_wait_most is what lets it block in recv(2)
-  // itself (tcp_engine::read_blocking()).
+  // tcp_wait_most. The engine sleeps that long unless something for it
+  // comes (it is woken for what another thread completes: tcp_engine.cpp),
+  // so a waiting thread wakes about once per tcp_wait_most, not once per
+  // tcp_wait, when nothing comes; and a wait of at least tcp_wait_most is
+  // what lets it block in recv(2) itself (tcp_engine::read_blocking()).
   static constexpr std::chrono::microseconds tcp_wait{1000};
   static constexpr std::chrono::microseconds tcp_wait_most{20000};
   static constexpr std::chrono::microseconds tcp_wait_for(std::chrono::milliseconds t) noexcept {

@@ -760,11 +760,8 @@ status_code detail::channel_core::poll_tcp(std::chrono::milliseconds timeout) no
 status_code detail::channel_core::await_slot(std::size_t i,
                                              std::chrono::milliseconds timeout) noexcept {
   const auto deadline = detail::deadline(timeout);
-  auto &s = *static_cast<channel_state *>(this);
   while (!slots[i].done) {
-    // (Over TCP, each poll waits up to the deadline: tcp_wait_until().)
-    if (auto st = over_tcp.empty() ? poll_some() : s.poll_mixed(s.tcp_wait_until(deadline));
-        !st.ok())
+    if (auto st = static_cast<channel_state *>(this)->poll_until(deadline); !st.ok())
       return st;
     if (!slots[i].done && detail::expired(deadline))
       return errc::timed_out;
