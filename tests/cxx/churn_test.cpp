@@ -25,6 +25,7 @@
 #include "fake_provider_case.hpp"
 #include "process_counts.hpp"
 #include "test_ok.hpp"
+#include "test_socket.hpp"
 
 using namespace rdmadl;
 using namespace std::chrono_literals;
@@ -83,11 +84,6 @@ template <class F> void churn(const char *name, F cycle) {
   finish();
 }
 
-// A port for the out-of-band exchange of this process.
-std::uint16_t oob_port() {
-  return static_cast<std::uint16_t>(20000 + getpid() % 20000);
-}
-
 // One side of the verbs cycle: its own context, PD, CQ, QP and region.
 struct side {
   context ctx;
@@ -132,21 +128,27 @@ bool connect_out_of_band(side &a, side &b) {
   if (!ea || !eb)
     return false;
   const auto blob_a = ea->serialize(), blob_b = eb->serialize();
+  // A port free just now, each cycle (free_ipv4_port()).
+  const std::uint16_t port = free_ipv4_port();
   result<std::vector<std::byte>> got_b = std::errc::interrupted;
+  std::string why_b;
   std::atomic<bool> listening{false};
   std::thread listener([&] {
     listening = true;
-    got_b = oob::exchange("127.0.0.1", oob_port(), true, blob_b, 5000ms);
+    got_b = oob::exchange("127.0.0.1", port, true, blob_b, 5000ms);
+    why_b = last_error_detail(); // (per thread)
   });
   // The connecting side retries every 20 ms until the peer listens: give the
   // listener a head start so that a cycle usually needs no retry.
   while (!listening)
     std::this_thread::yield();
   std::this_thread::sleep_for(1ms);
-  auto got_a = oob::exchange("127.0.0.1", oob_port(), false, blob_a, 5000ms);
+  auto got_a = oob::exchange("127.0.0.1", port, false, blob_a, 5000ms);
   listener.join();
   if (!got_a || !got_b) {
-    std::fprintf(stderr, "oob::exchange: %s\n", std::string(last_error_detail()).c_str());
+    std::fprintf(stderr, "oob::exchange on port %u: connecting: %s; listening: %s\n", port,
+                 got_a ? "ok" : std::string(last_error_detail()).c_str(),
+                 got_b ? "ok" : why_b.c_str());
     return false;
   }
   auto peer_of_a = endpoint::parse(*got_a), peer_of_b = endpoint::parse(*got_b);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "cxx/test_socket.hpp"
 #include "process_counts.hpp"
 
 namespace cxx_device {
@@ -112,10 +113,6 @@ bool open_side(side &s) {
   return true;
 }
 
-std::uint16_t oob_port() {
-  return static_cast<std::uint16_t>(20000 + getpid() % 20000);
-}
-
 bool verbs_cycle(int i) {
   side a, b;
   if (!open_side(a) || !open_side(b))
@@ -124,16 +121,17 @@ bool verbs_cycle(int i) {
   TRY(eb, b.qp.local_endpoint());
   const auto blob_a = ea->serialize(), blob_b = eb->serialize();
   const std::string host = cm_host();
+  const std::uint16_t port = free_ipv4_port(); // free just now, each cycle
   result<std::vector<std::byte>> got_b = std::errc::interrupted;
   std::atomic<bool> listening{false};
   std::thread listener([&] {
     listening = true;
-    got_b = oob::exchange(host, oob_port(), true, blob_b, 10s);
+    got_b = oob::exchange(host, port, true, blob_b, 10s);
   });
   while (!listening)
     std::this_thread::yield();
   std::this_thread::sleep_for(1ms); // the connecting side retries every 20 ms
-  auto got_a = oob::exchange(host, oob_port(), false, blob_a, 10s);
+  auto got_a = oob::exchange(host, port, false, blob_a, 10s);
   listener.join();
   EXPECT_OK(got_a);
   EXPECT_OK(got_b);
