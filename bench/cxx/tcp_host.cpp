@@ -3,8 +3,8 @@
 // loop of the same sizes, in the same run (no RDMA needed: run it with
 // RDMADL_DISABLE=1). For 64 B, 64 KiB and 1 MiB: the ping-pong round trip
 // (median of ITERS; each side sends, then receives into the same buffer) and
-// the one-way throughput of a stream of ITERS messages, or of 4 windows
-// (below) if that is more (N: how many, printed as streamed=N), plain
+// the one-way throughput of a stream of ITERS messages, or of 4 windows or
+// 8 MiB (below) if that is more (N: how many, printed as streamed=N), plain
 // sockets with TCP_NODELAY against a pair of channels with transport = tcp. The plain loop streams
 // with blocking send/recv through one buffer; its kernel socket buffers hold what is in flight. A
 // channel's send completes only once the peer placed it, so a streaming caller keeps a window of
@@ -89,13 +89,22 @@ std::size_t default_window_of(std::size_t size) {
   return std::min<std::size_t>(64, std::max<std::size_t>(1, (16u << 20) / size));
 }
 // How many messages each throughput figure streams: the round trips' count,
-// but at least stream_windows windows of the budget's. A stream shorter than
-// its window is all start (every message posted at once, the first credits
-// and the last acks a larger part of it than in any stream that runs on): at
-// 500 messages of 64 B, the VMs' default, the stream lasted ~10 ms.
+// but at least stream_windows windows of the budget's, and at least
+// stream_min_bytes. A stream shorter than its window is all start (every
+// message posted at once, the first credits and the last acks a larger part
+// of it than in any stream that runs on): at 500 messages of 64 B, the VMs'
+// default, the stream lasted ~10 ms. A short stream is at the mercy of a
+// stall: 4 windows of 64 B (16,384 messages, 1 MiB) lasted a quarter of a
+// second between the VMs, and its runs spread 0.57-1.97 (bench/README.md,
+// 2026-11-29, late afternoon); 8 MiB of it is 131,072 messages. The floor
+// acts on 64 B only: the larger sizes stream more than 8 MiB at the VMs'
+// default of 1500 messages (150 at 1 MiB).
 constexpr std::size_t stream_windows = 4;
+constexpr std::size_t stream_min_bytes = std::size_t{8} << 20;
 int streamed_of(int iters, std::size_t size, std::size_t budget) {
-  return std::max(iters, static_cast<int>(stream_windows * window_of(size, budget)));
+  const std::size_t n =
+      std::max(stream_windows * window_of(size, budget), (stream_min_bytes + size - 1) / size);
+  return std::max(iters, static_cast<int>(n));
 }
 
 // Each measurement starts on a warmed transport: first a few round trips

@@ -77,14 +77,16 @@ exit 0
 GUEST
 boot_two_none "$logdir"
 # Round trips or messages per run, as the bench counts them (tcp_host.cpp:
-# 1 MiB takes ITERS/10, at least 20; a stream has max(ITERS, 4 windows), a
-# window being 1 MiB's worth, 4 to 4096), and the warm-up's, which the
+# 1 MiB takes ITERS/10, at least 20; a stream has max(ITERS, 4 windows,
+# 8 MiB), a window being 1 MiB's worth, 4 to 4096), and the warm-up's, which the
 # kernel's counts include (the tcp-phase lines do not).
 n=$iters
 [ "$size" -ge 1048576 ] && n=$((iters / 10 > 20 ? iters / 10 : 20))
 if [ "$mode" = stream ]; then
   window=$((1048576 / size)); window=$((window < 4 ? 4 : window > 4096 ? 4096 : window))
-  trips=$((n > 4 * window ? n : 4 * window)); trips=$((trips + window))
+  trips=$((n > 4 * window ? n : 4 * window))
+  floor=$(((8388608 + size - 1) / size)); trips=$((trips > floor ? trips : floor))
+  trips=$((trips + window))
 else
   trips=$((n + (n / 10 > 2 ? n / 10 : 2)))
 fi
