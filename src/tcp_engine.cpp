@@ -415,7 +415,9 @@ inline std::size_t tcp_engine::poll_locked(std::unique_lock<light_mutex> &lock,
       for (std::size_t p = 0; p < peers_.size() && p < app_poll_max; p++)
         if (const auto &q = peers_[p]; q.st == state::up) {
           const short ev = wanted(q);
-          if (ev == 0 && q.hung_up) // reported already: poll(2) would return at once
+          // Reported already (poll(2) would return at once), or its loss
+          // waits for another thread's recv(2) (lost()).
+          if ((ev == 0 && q.hung_up) || q.lost_err >= 0)
             continue;
           who[n] = p;
           fds[n++] = {q.fd, ev, 0};
@@ -712,7 +714,19 @@ void tcp_engine::check_broken(std::size_t p, short revents) noexcept {
 // frame draws a reset (EPIPE, ECONNRESET), depends on timing: each gives
 // the same hint.
 void tcp_engine::lost(std::size_t p, int err, const char *closed) noexcept {
-  const auto &q = peers_[p];
+  auto &q = peers_[p];
+  // A thread in recv(2) on the socket (read_blocking()) may hold what the
+  // peer sent last, an answer or the first frame it ever sent: read those
+  // before failing the peer (a request the peer answered before it closed
+  // completes), as a failure now would drop them. Until then the socket is
+  // not polled (it would report the close again and again).
+  if (q.app_reading) {
+    if (q.lost_err < 0) {
+      q.lost_err = err;
+      q.lost_closed = closed;
+    }
+    return;
+  }
   std::string why = err ? "the connection failed: " + std::string(std::strerror(err)) : closed;
   if (q.connector && !q.heard && (err == 0 || err == EPIPE || err == ECONNRESET))
     why += ", before it sent anything, as a peer that refuses this side's hello does (another "
@@ -891,7 +905,9 @@ void tcp_engine::run() noexcept {
       const bool theirs = hands_off && q.st == state::up && p < app_poll_max;
       if (theirs)
         q.polled = POLLIN | POLLOUT;
-      if (theirs || (ev == 0 && q.hung_up)) // a hang-up: poll(2) would report it again and again
+      // A hang-up: poll(2) would report it again and again; a loss that
+      // waits for a thread's recv(2) (lost()): the same.
+      if (theirs || (ev == 0 && q.hung_up) || q.lost_err >= 0)
         continue;
       fds.push_back({q.fd, ev, 0});
       who.push_back(p);
@@ -1479,6 +1495,8 @@ void tcp_engine::read_blocking(std::unique_lock<light_mutex> &lock, std::size_t 
   } else {
     app_waits(after_wait);
   }
+  const int deferred = q.lost_err; // a loss found meanwhile (lost())
+  q.lost_err = -1;
   if (q.st != state::up)
     return;
   if (n > 0) {
@@ -1488,6 +1506,8 @@ void tcp_engine::read_blocking(std::unique_lock<light_mutex> &lock, std::size_t 
   } else {
     (void)read_failed(q, p, n, err);
   }
+  if (deferred >= 0 && q.st == state::up && pump(q, p) && q.st == state::up)
+    lost(p, deferred, q.lost_closed);
 }
 
 // Reads frames until the socket is empty or a send waits for a receive:

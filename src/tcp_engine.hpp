@@ -293,6 +293,11 @@ private:
     bool unreported = false;  // failed, and take_failure() has not given it yet
     region_table::hint hint;  // the regions its frames used last (region_table.hpp)
     std::string why;          // why it failed
+    // A loss found while a thread was in recv(2) on its socket (lost()): its
+    // errno (-1: none) and what lost() was told; read_blocking() fails the
+    // peer with them once what its recv(2) took is read.
+    int lost_err = -1;
+    const char *lost_closed = nullptr;
   };
   struct pending_accept {
     int fd = -1;
@@ -360,7 +365,9 @@ private:
   int read_failed(peer &q, std::size_t p, ssize_t n, int err) noexcept;
   // The connection closed (err 0: closed says how) or failed (err: its
   // errno): the peer fails, and, if it never sent a byte, is told what that
-  // suggests.
+  // suggests. While a thread is in recv(2) on its socket (app_reading), the
+  // failure waits for that thread (lost_err): the bytes it is taking came
+  // before the close.
   [[gnu::cold, gnu::noinline]] void lost(std::size_t p, int err, const char *closed) noexcept;
   // Whether the send whose header came (in_f) may go to the staging buffer,
   // and whether it is to go there now (tcp_engine.cpp).
