@@ -633,24 +633,40 @@ int raw_connect(std::uint16_t port, std::uint64_t token, std::uint8_t version = 
 
 // A channel whose one peer is a raw socket of the test: the raw side gives
 // the smaller token, so it connects and sends the hello.
-struct raw_peer {
+// The raw side's end of a connection with a channel, closed on destruction
+// unless close() did; its reads time out after 5 s (a read that would hang
+// fails the case instead).
+struct raw_end {
+  int fd = -1;
+  void take(int s) {
+    REQUIRE(s >= 0);
+    fd = s;
+    timeval limit{5, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+  }
+  void close() {
+    ::close(fd);
+    fd = -1;
+  }
+  raw_end() = default;
+  raw_end(const raw_end &) = delete;
+  raw_end &operator=(const raw_end &) = delete;
+  ~raw_end() {
+    if (fd >= 0)
+      ::close(fd);
+  }
+};
+
+struct raw_peer : raw_end {
   channel ch;
   idle_listener listener; // the raw side's: the channel probes it, never connects
-  int fd = -1;
   explicit raw_peer(channel_options o = tcp_options(), std::uint8_t version = 3) {
     REQUIRE(listener.port != 0);
     ch = ok(channel::create(o));
     auto mine = ok(ch.local_channel_endpoint());
     REQUIRE(mine.token > 1);
     ok(ch.connect(raw_endpoint(listener.port)));
-    fd = raw_connect(mine.port, mine.token, version);
-    REQUIRE(fd >= 0);
-    timeval limit{5, 0}; // a read that would hang fails the case instead
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
-  }
-  ~raw_peer() {
-    if (fd >= 0)
-      ::close(fd);
+    take(raw_connect(mine.port, mine.token, version));
   }
   void write_all(const std::vector<std::uint8_t> &b) const {
     REQUIRE(::send(fd, b.data(), b.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(b.size()));
@@ -844,6 +860,26 @@ TEST_CASE("channel tcp: a peer of another release's protocol is failed, and told
   }
 }
 
+namespace {
+// A channel that connects to a raw listener (the raw side's token is the
+// larger), and the raw side's end of that connection, the channel's hello
+// not yet read from it.
+struct raw_connector : raw_end {
+  idle_listener l;
+  channel ch;
+  raw_connector() {
+    REQUIRE(l.port != 0);
+    ch = ok(channel::create(tcp_options()));
+    auto theirs = raw_endpoint(l.port);
+    theirs.token = UINT64_MAX;
+    ok(ch.connect(theirs));
+    pollfd pf{l.fd, POLLIN, 0};
+    REQUIRE(::poll(&pf, 1, 5000) == 1);
+    take(::accept(l.fd, nullptr, nullptr));
+  }
+};
+} // namespace
+
 TEST_CASE("channel tcp: a peer that closes on this side's hello is failed, told apart") {
   // The channel connects (the raw side's token is the larger) and sends its
   // hello; the raw side reads it and closes without a byte, as a build of
@@ -851,16 +887,9 @@ TEST_CASE("channel tcp: a peer that closes on this side's hello is failed, told 
   // The channel may read the close, or draw a reset with its next frame (a
   // credit for the receive below): each way gives the same hint. A peer that
   // sent something first gets none.
-  idle_listener l;
-  REQUIRE(l.port != 0);
-  channel ch = ok(channel::create(tcp_options()));
-  auto theirs = raw_endpoint(l.port);
-  theirs.token = UINT64_MAX;
-  ok(ch.connect(theirs));
-  pollfd pf{l.fd, POLLIN, 0};
-  REQUIRE(::poll(&pf, 1, 5000) == 1);
-  const int fd = ::accept(l.fd, nullptr, nullptr);
-  REQUIRE(fd >= 0);
+  raw_connector c;
+  channel &ch = c.ch;
+  const int fd = c.fd;
   const auto hello = read_n(fd, 24);
   REQUIRE(hello.size() == 24);
   CHECK(std::memcmp(hello.data(), "RDTH", 4) == 0);
@@ -876,7 +905,7 @@ TEST_CASE("channel tcp: a peer that closes on this side's hello is failed, told 
     REQUIRE(::send(fd, f.data(), f.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(f.size()));
     hint = false;
   }
-  ::close(fd);
+  c.close();
   buffer dst(ch.pd(), 64, 0);
   auto s = ch.scope();
   auto h = ok(s.post_recv(0, dst.all()));
@@ -903,19 +932,9 @@ TEST_CASE("channel tcp: a request the peer answered just before it closed comple
   int failed = 0;
   std::string why;
   for (int i = 0; i < 300; i++) {
-    // The channel connects (the raw side's token is the larger).
-    idle_listener l;
-    REQUIRE(l.port != 0);
-    channel ch = ok(channel::create(tcp_options()));
-    auto raw = raw_endpoint(l.port);
-    raw.token = UINT64_MAX;
-    ok(ch.connect(raw));
-    pollfd pf{l.fd, POLLIN, 0};
-    REQUIRE(::poll(&pf, 1, 5000) == 1);
-    const int fd = ::accept(l.fd, nullptr, nullptr);
-    REQUIRE(fd >= 0);
-    timeval limit{5, 0}; // a read that would hang fails the case instead
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+    raw_connector c;
+    channel &ch = c.ch;
+    const int fd = c.fd;
     REQUIRE(read_n(fd, 24).size() == 24); // the hello
     buffer src(ch.pd(), 64, 4);
     auto s = ch.scope();
@@ -928,7 +947,7 @@ TEST_CASE("channel tcp: a request the peer answered just before it closed comple
       id |= std::uint64_t{head[8 + k]} << (8 * k);
     const auto ack = frame(5, 1, id);
     REQUIRE(::send(fd, ack.data(), ack.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(ack.size()));
-    ::close(fd);
+    c.close();
     // A second write goes out to the closed socket and draws a reset.
     (void)s.post_write(0, ok(src.mr.slice(8, 8)), theirs);
     const auto r = ok(s.wait(h, 5s));
