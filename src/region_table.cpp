@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "region_table.hpp"
 
+#include <algorithm>
 #include <mutex>
 
 namespace rdmadl::detail {
@@ -10,21 +11,39 @@ void region_table::add(std::uint32_t lkey, std::uint32_t rkey, std::uint64_t add
   std::lock_guard w(writers_);
   std::lock_guard lock(gate_);
   gen_++;
-  by_lkey_[lkey] = entry{rkey, addr, length, rights};
+  by_lkey_[lkey] = entry{lkey, rkey, addr, length, rights};
   lkey_of_rkey_[rkey] = lkey;
 }
 
 void region_table::remove(std::uint32_t lkey) noexcept {
-  std::lock_guard w(writers_);
-  std::lock_guard lock(gate_);
-  gen_++;
-  auto it = by_lkey_.find(lkey);
-  if (it == by_lkey_.end())
-    return;
-  auto r = lkey_of_rkey_.find(it->second.rkey);
-  if (r != lkey_of_rkey_.end() && r->second == lkey)
-    lkey_of_rkey_.erase(r);
-  by_lkey_.erase(it);
+  {
+    std::lock_guard w(writers_);
+    std::lock_guard lock(gate_);
+    gen_++;
+    auto it = by_lkey_.find(lkey);
+    if (it == by_lkey_.end())
+      return;
+    auto r = lkey_of_rkey_.find(it->second.rkey);
+    if (r != lkey_of_rkey_.end() && r->second == lkey)
+      lkey_of_rkey_.erase(r);
+    by_lkey_.erase(it);
+  }
+  // Gone from the table: no use starts; one that holds it runs to its end.
+  std::unique_lock l(pin_m_);
+  pin_cv_.wait(l, [&] { return std::find(pinned_.begin(), pinned_.end(), lkey) == pinned_.end(); });
+}
+
+void region_table::pin(std::uint32_t lkey) const {
+  std::lock_guard l(pin_m_);
+  pinned_.push_back(lkey);
+}
+
+void region_table::unpin(std::uint32_t lkey) const noexcept {
+  {
+    std::lock_guard l(pin_m_);
+    pinned_.erase(std::find(pinned_.begin(), pinned_.end(), lkey));
+  }
+  pin_cv_.notify_all();
 }
 
 const region_table::entry *region_table::find(key_kind kind, std::uint32_t key) const noexcept {

@@ -8,7 +8,11 @@
 // use() runs a copy into or out of a region under the table's shared lock:
 // a region's end (remove) takes the lock exclusively, so it waits for a copy
 // that is running, and the next copy finds the region gone. A copy is one
-// non-blocking socket call, so no end ever waits for a peer.
+// non-blocking socket call, so no end waits for a peer there. A copy that
+// may block (a recv(2) that waits for the rest of a peer's payload) goes
+// through use_blocking(): it holds its one region only, not the table, so
+// only that region's end waits for it, as deregistering memory that a
+// NIC is writing waits for the NIC to let go.
 //
 // The engine checks a region about twice per message (a batch's payloads
 // once, under one reader, through their sendmsg(2); an incoming payload
@@ -22,12 +26,14 @@
 
 #include <array>
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
 #include <shared_mutex>
 #include <span>
 #include <unordered_map>
+#include <vector>
 
 #include "locks.hpp"
 #include "rdmadl/memory.hpp"
@@ -36,7 +42,7 @@ namespace rdmadl::detail {
 
 class region_table {
   struct entry {
-    std::uint32_t rkey;
+    std::uint32_t lkey, rkey;
     std::uint64_t addr, length;
     rdmadl::access rights;
   };
@@ -61,7 +67,8 @@ public:
   // Adds a region (keys, range, rights).
   void add(std::uint32_t lkey, std::uint32_t rkey, std::uint64_t addr, std::uint64_t length,
            rdmadl::access rights);
-  // Removes the region of lkey; waits for a use() that is running.
+  // Removes the region of lkey; waits for a use() that is running, and for
+  // a use_blocking() of that region.
   void remove(std::uint32_t lkey) noexcept;
   // Calls fn() while [addr, addr + length) is inside the region that key
   // names and that grants right (access::local: any region), holding the
@@ -71,9 +78,28 @@ public:
   bool use(key_kind kind, std::uint32_t key, std::uint64_t addr, std::uint64_t length,
            rdmadl::access right, Fn &&fn, hint *h = nullptr) const {
     std::shared_lock lock(gate_);
-    if (!allows(kind, key, addr, length, right, h))
+    if (!allowed(kind, key, addr, length, right, h))
       return false;
     fn();
+    return true;
+  }
+  // use() for an fn() that may block (a blocking recv(2)): fn() runs
+  // without the table's shared lock, the region alone held in place (its
+  // end waits for fn() to return; every other use(), start and end goes on).
+  template <class Fn>
+  bool use_blocking(key_kind kind, std::uint32_t key, std::uint64_t addr, std::uint64_t length,
+                    rdmadl::access right, Fn &&fn) const {
+    std::uint32_t lkey = 0;
+    {
+      std::shared_lock lock(gate_);
+      const entry *e = allowed(kind, key, addr, length, right, nullptr);
+      if (!e)
+        return false;
+      lkey = e->lkey;
+      pin(lkey); // before the gate opens: a remove() that follows sees it
+    }
+    fn();
+    unpin(lkey);
     return true;
   }
   // One range for use_each() (no initializers: an array of them is filled
@@ -92,7 +118,7 @@ public:
   bool use_each(std::span<const range> ranges, Fn &&fn, hint *h = nullptr) const {
     std::shared_lock lock(gate_);
     for (const range &r : ranges)
-      if (!allows(r.kind, r.key, r.addr, r.length, r.right, h))
+      if (!allowed(r.kind, r.key, r.addr, r.length, r.right, h))
         return false;
     fn();
     return true;
@@ -112,7 +138,7 @@ public:
     // key names and that grants right (access::local: any region).
     bool allows(key_kind kind, std::uint32_t key, std::uint64_t addr, std::uint64_t length,
                 rdmadl::access right, hint *h = nullptr) const noexcept {
-      return t_.allows(kind, key, addr, length, right, h);
+      return t_.allowed(kind, key, addr, length, right, h) != nullptr;
     }
 
   private:
@@ -122,16 +148,17 @@ public:
   std::uint32_t next_key() noexcept { return next_.fetch_add(1) | 0x100000u; }
 
 private:
-  // use()'s check; the caller holds gate_ shared. Inline while the hint
-  // has the region (the engine's case once warm), else allows_found().
-  bool allows(key_kind kind, std::uint32_t key, std::uint64_t addr, std::uint64_t length,
-              rdmadl::access right, hint *h) const noexcept {
+  // use()'s check: the region, if it allows the use (nullptr: none); the
+  // caller holds gate_ shared. Inline while the hint has the region (the
+  // engine's case once warm), else found().
+  const entry *allowed(key_kind kind, std::uint32_t key, std::uint64_t addr, std::uint64_t length,
+                       rdmadl::access right, hint *h) const noexcept {
     if (h && h->gen == gen_ && key != 0)
       for (const auto &s : h->slot)
         if (s.key == key && s.kind == kind)
-          return covers(s.e, addr, length, right);
+          return covers(s.e, addr, length, right) ? &s.e : nullptr;
     const entry *e = found(kind, key, h);
-    return e && covers(*e, addr, length, right);
+    return e && covers(*e, addr, length, right) ? e : nullptr;
   }
   // Whether e grants right over [addr, addr + length).
   static bool covers(const entry &e, std::uint64_t addr, std::uint64_t length,
@@ -152,6 +179,13 @@ private:
   std::unordered_map<std::uint32_t, entry> by_lkey_;
   std::unordered_map<std::uint32_t, std::uint32_t> lkey_of_rkey_;
   std::atomic<std::uint32_t> next_{1};
+  // The regions a use_blocking() holds (an lkey per call): rare, so a
+  // list under a mutex, and remove() waits on pin_cv_.
+  void pin(std::uint32_t lkey) const;
+  void unpin(std::uint32_t lkey) const noexcept;
+  mutable std::mutex pin_m_;
+  mutable std::condition_variable pin_cv_;
+  mutable std::vector<std::uint32_t> pinned_;
 };
 
 } // namespace rdmadl::detail

@@ -425,11 +425,16 @@ inline std::size_t tcp_engine::poll_locked(std::unique_lock<light_mutex> &lock,
           others = true;
         }
       // Blocked in recv(2), this thread cannot be woken (wake_app()): only
-      // when nothing else could come, and for a whole SO_RCVTIMEO (tune()).
-      if (n == 1 && fds[0].events == POLLIN && peers_[who[0]].blocking &&
-          !peers_[who[0]].in_payload && !peers_[who[0]].app_reading && !others &&
-          wait >= channel_state::tcp_wait_most) {
-        read_blocking(lock, who[0]);
+      // when nothing else could come, and for a whole SO_RCVTIMEO (tune()):
+      // a header, or the rest of a large payload straight to its place (in
+      // poll(2), that rest would wake this thread a few times per message).
+      const bool alone = n == 1 && fds[0].events == POLLIN && !others && peers_[who[0]].blocking &&
+                         !peers_[who[0]].app_reading && wait >= channel_state::tcp_wait_most;
+      if (alone && (!peers_[who[0]].in_payload || payload_blockable(peers_[who[0]]))) {
+        if (peers_[who[0]].in_payload)
+          read_payload_blocking(lock, who[0]);
+        else
+          read_blocking(lock, who[0]);
         hold_out_ = true;
         drive();
         hold_out_ = false;
@@ -1451,52 +1456,12 @@ void tcp_engine::read_blocking(std::unique_lock<light_mutex> &lock, std::size_t 
   if (room == 0) // (a header takes less: in_ready() saw none whole)
     return;
   const int fd = q.fd;
-  // The progress thread's timer is not to go off in the first millisecond
-  // this thread blocks (SO_RCVTIMEO: up to tcp_wait_most; a timer that goes
-  // off later finds it asleep and is set past its end: run()), nor less
-  // than after_wait after a recv(2) that returned by then: it would wake
-  // that thread for nothing. The poll() that calls this read the clock a
-  // few microseconds ago (app_waits()): that reading (since) and
-  // wait_cover() tell whether the timer covers both, so neither this nor
-  // the return reads the clock again (it was set timer_lead ahead: most
-  // waits find it so).
-  constexpr auto span = wait_cover(channel_state::tcp_wait);
-  const auto covered = [&](std::chrono::steady_clock::time_point since) {
-    return ticking_ && since != std::chrono::steady_clock::time_point{} && timer_armed_ &&
-           armed_until_ - since >= span;
-  };
-  auto since = last_wait_;
-  if (covered(since)) {
-    app_calls_++;
-  } else {
-    app_waits(span);
-    since = last_wait_;
-  }
-  note_sleep(channel_state::tcp_wait_most);
-  q.app_reading = true;
-  app_polling_++;
+  const auto since = block_begin(q);
   lock.unlock();
   const ssize_t n = ::recv(fd, to, room, 0);
   const int err = errno;
   lock.lock();
-  app_polling_--;
-  q.app_reading = false;
-  // Its return counts as a wait too (run()): on a slow link a thread may
-  // spend a millisecond and more in one recv(2). Unless the timer still
-  // covers it (not gone off, not set nearer meanwhile), the clock is read:
-  // the progress thread may have set ticking_ during the recv(2); when it
-  // set the timer to this recv(2)'s latest end, the timer is set back
-  // (after_sleep()).
-  if (timer_extended_) {
-    app_calls_++;
-    after_sleep();
-  } else if (covered(since)) {
-    app_calls_++;
-  } else {
-    app_waits(after_wait);
-  }
-  const int deferred = q.lost_err; // a loss found meanwhile (lost())
-  q.lost_err = -1;
+  const int deferred = block_end(q, since);
   if (q.st != state::up)
     return;
   if (n > 0) {
@@ -1508,6 +1473,104 @@ void tcp_engine::read_blocking(std::unique_lock<light_mutex> &lock, std::size_t 
   }
   if (deferred >= 0 && q.st == state::up && pump(q, p) && q.st == state::up)
     lost(p, deferred, q.lost_closed);
+}
+
+// A payload that goes straight to its place (pump_in()'s direct read), with
+// nothing of it read ahead and at least a read-ahead buffer's half to come.
+inline bool tcp_engine::payload_blockable(const peer &q) noexcept {
+  return q.in_payload && q.in_end == q.in_beg &&
+         (q.in_dest == to_recv || q.in_dest == to_region || q.in_dest == to_read_buf) &&
+         q.in_f.payload() - q.in_done >= q.inbuf.size() / 2;
+}
+
+// read_blocking() for the rest of a large payload (payload_blockable()):
+// one recv(MSG_WAITALL) straight into its place, copying while the bytes
+// come, where poll(2) and recvmsg(2) would take them a few segments a
+// wake-up. The region is held for the call (use_blocking(): deregistering
+// that region waits for it, no other does); SO_RCVTIMEO bounds it.
+void tcp_engine::read_payload_blocking(std::unique_lock<light_mutex> &lock,
+                                       std::size_t p) noexcept {
+  auto &q = peers_[p];
+  const std::uint32_t left = q.in_f.payload() - q.in_done;
+  const payload_place at = place_of(q);
+  void *to = reinterpret_cast<void *>(at.addr + q.in_done);
+  const int fd = q.fd;
+  const auto since = block_begin(q);
+  lock.unlock();
+  ssize_t n = -1;
+  int err = 0;
+  const bool used =
+      pd_->regions.use_blocking(at.kind, at.key, at.addr + q.in_done, left, at.right, [&] {
+        n = ::recv(fd, to, left, MSG_WAITALL);
+        err = errno;
+      });
+  lock.lock();
+  const int deferred = block_end(q, since);
+  if (q.st != state::up)
+    return;
+  if (!used) { // the region ended: the rest is dropped, the request fails (as in pump_in())
+    region_ended(q);
+  } else if (n > 0) {
+    q.heard = true;
+    q.in_done += static_cast<std::uint32_t>(n);
+    q.in_drained = static_cast<std::uint32_t>(n) < left; // it timed out on an empty socket
+  } else {
+    (void)read_failed(q, p, n, err);
+  }
+  if (deferred >= 0 && q.st == state::up && pump(q, p) && q.st == state::up)
+    lost(p, deferred, q.lost_closed);
+}
+
+// Whether the progress thread's timer covers a blocking recv(2) that began
+// at since (block_begin()).
+inline bool tcp_engine::timer_covers(std::chrono::steady_clock::time_point since) const noexcept {
+  return ticking_ && since != std::chrono::steady_clock::time_point{} && timer_armed_ &&
+         armed_until_ - since >= wait_cover(channel_state::tcp_wait);
+}
+
+std::chrono::steady_clock::time_point tcp_engine::block_begin(peer &q) noexcept {
+  // The progress thread's timer is not to go off in the first millisecond
+  // this thread blocks (SO_RCVTIMEO: up to tcp_wait_most; a timer that goes
+  // off later finds it asleep and is set past its end: run()), nor less
+  // than after_wait after a recv(2) that returned by then: it would wake
+  // that thread for nothing. The poll() that calls this read the clock a
+  // few microseconds ago (app_waits()): that reading (since) and
+  // wait_cover() tell whether the timer covers both, so neither this nor
+  // block_end() reads the clock again (it was set timer_lead ahead: most
+  // waits find it so).
+  auto since = last_wait_;
+  if (timer_covers(since)) {
+    app_calls_++;
+  } else {
+    app_waits(wait_cover(channel_state::tcp_wait));
+    since = last_wait_;
+  }
+  note_sleep(channel_state::tcp_wait_most);
+  q.app_reading = true;
+  app_polling_++;
+  return since;
+}
+
+int tcp_engine::block_end(peer &q, std::chrono::steady_clock::time_point since) noexcept {
+  app_polling_--;
+  q.app_reading = false;
+  // Its return counts as a wait too (run()): on a slow link a thread may
+  // spend a millisecond and more in one recv(2). Unless the timer still
+  // covers it (not gone off, not set nearer meanwhile), the clock is read:
+  // the progress thread may have set ticking_ during the recv(2); when it
+  // set the timer to this recv(2)'s latest end, the timer is set back
+  // (after_sleep()).
+  if (timer_extended_) {
+    app_calls_++;
+    after_sleep();
+  } else if (timer_covers(since)) {
+    app_calls_++;
+  } else {
+    app_waits(after_wait);
+  }
+  const int deferred = q.lost_err; // a loss found meanwhile (lost())
+  q.lost_err = -1;
+  return deferred;
 }
 
 // Reads frames until the socket is empty or a send waits for a receive:
@@ -1561,32 +1624,8 @@ bool tcp_engine::pump_in(peer &q, std::size_t p) noexcept {
     }
     const std::uint32_t left = q.in_f.payload() - q.in_done;
     if (left > 0) {
-      std::uint64_t at = 0;
-      std::uint32_t key = 0;
-      key_kind kind = key_kind::local;
-      rdmadl::access right = rdmadl::access::local;
-      switch (q.in_dest) {
-      case to_recv:
-        at = q.rq.front().buf.addr;
-        key = q.rq.front().buf.lkey;
-        break;
-      case to_read_buf:
-        at = q.sq.front().buf.addr;
-        key = q.sq.front().buf.lkey;
-        break;
-      case to_region:
-        at = q.in_f.addr;
-        key = q.in_f.rkey;
-        kind = key_kind::remote;
-        right = rdmadl::access::remote_write;
-        break;
-      case to_stage: // this side's own buffer: no region to check
-        at = reinterpret_cast<std::uintptr_t>(q.stage.data() +
-                                              std::size_t{q.stage_next} * tcp_eager_max);
-        break;
-      default:
-        break;
-      }
+      const payload_place place = place_of(q);
+      const std::uint64_t at = place.addr;
       // Moves len bytes to the destination, from from (the read-ahead
       // buffer) or, if null, from the socket (n: what recvmsg(2) gave), and
       // what follows them into the read-ahead buffer (empty then): the
@@ -1626,10 +1665,9 @@ bool tcp_engine::pump_in(peer &q, std::size_t p) noexcept {
       } else if (q.in_dest == to_stage) {
         move(from, len);
       } else if (!pd_->regions.use(
-                     kind, key, at + q.in_done, len, right, [&] { move(from, len); }, &q.hint)) {
-        // The region ended under the transfer: drop the rest, fail the request.
-        q.in_status = q.in_dest == to_region ? wc_rem_access_err : wc_loc_prot_err;
-        q.in_dest = to_drop;
+                     place.kind, place.key, at + q.in_done, len, place.right,
+                     [&] { move(from, len); }, &q.hint)) {
+        region_ended(q); // under the transfer: the rest is dropped, the request fails
         continue;
       }
       if (n <= 0) // (in_payload: read_failed() says "inside a frame")
@@ -1650,6 +1688,33 @@ bool tcp_engine::pump_in(peer &q, std::size_t p) noexcept {
     if (!finish_frame(q, p))
       return false;
   }
+}
+
+// Where the payload on its way in goes (in_dest): its address and the key
+// and right its region is checked with (to_stage: this side's own buffer,
+// no region to check).
+inline tcp_engine::payload_place tcp_engine::place_of(const peer &q) noexcept {
+  switch (q.in_dest) {
+  case to_recv:
+    return {q.rq.front().buf.addr, q.rq.front().buf.lkey, key_kind::local, rdmadl::access::local};
+  case to_read_buf:
+    return {q.sq.front().buf.addr, q.sq.front().buf.lkey, key_kind::local, rdmadl::access::local};
+  case to_region:
+    return {q.in_f.addr, q.in_f.rkey, key_kind::remote, rdmadl::access::remote_write};
+  case to_stage:
+    return {reinterpret_cast<std::uintptr_t>(q.stage.data() +
+                                             std::size_t{q.stage_next} * tcp_eager_max),
+            0, key_kind::local, rdmadl::access::local};
+  default:
+    return {};
+  }
+}
+
+// The region a payload was going to ended before all of it came: the rest
+// is dropped, and the request fails as an RC queue pair's would.
+inline void tcp_engine::region_ended(peer &q) noexcept {
+  q.in_status = q.in_dest == to_region ? wc_rem_access_err : wc_loc_prot_err;
+  q.in_dest = to_drop;
 }
 
 // Whether pump_in() would move on at once, from what the read-ahead buffer

@@ -361,7 +361,26 @@ private:
   // After it: a timer the progress thread set to that sleep's end is set
   // back to timer_lead from now (a sleep may end long before it).
   void after_sleep() noexcept;
+  // A waiting poll() with one peer to watch blocks in recv(2) for its next
+  // bytes (read_blocking(): into the read-ahead buffer) or for the rest of
+  // a large payload (read_payload_blocking(), when payload_blockable()).
   void read_blocking(std::unique_lock<light_mutex> &lock, std::size_t p) noexcept;
+  static bool payload_blockable(const peer &q) noexcept;
+  void read_payload_blocking(std::unique_lock<light_mutex> &lock, std::size_t p) noexcept;
+  // Before and after such a recv(2): the timer bookkeeping, app_reading;
+  // block_end() gives the loss found meanwhile (lost_err; -1: none).
+  std::chrono::steady_clock::time_point block_begin(peer &q) noexcept;
+  int block_end(peer &q, std::chrono::steady_clock::time_point since) noexcept;
+  bool timer_covers(std::chrono::steady_clock::time_point since) const noexcept;
+  // Where the payload on its way in goes, and the region check it takes.
+  struct payload_place {
+    std::uint64_t addr = 0;
+    std::uint32_t key = 0;
+    region_table::key_kind kind = region_table::key_kind::local;
+    rdmadl::access right = rdmadl::access::local;
+  };
+  static payload_place place_of(const peer &q) noexcept;
+  static void region_ended(peer &q) noexcept;
   int read_failed(peer &q, std::size_t p, ssize_t n, int err) noexcept;
   // The connection closed (err 0: closed says how) or failed (err: its
   // errno): the peer fails, and, if it never sent a byte, is told what that

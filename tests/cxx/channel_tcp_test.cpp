@@ -837,6 +837,43 @@ TEST_CASE("channel tcp: a peer that closes inside a large payload is failed at o
   CHECK(raw.ch.describe().find("inside a frame") != std::string::npos);
 }
 
+TEST_CASE("channel tcp: a region that ends while a write into it comes in is let go first, "
+          "and nothing lands after") {
+  // A thread waiting on its one peer takes the rest of a large payload in
+  // one blocking recv(2), holding that region (not the PD's table) while it
+  // waits: the region's end waits for that recv(2) to return, and what the
+  // peer sends after the end lands nowhere. The write fails as remote
+  // access error, and the peer goes on.
+  raw_peer raw;
+  constexpr std::size_t n = 200'000;
+  buffer target(raw.ch.pd(), n, 0, rdmadl::access::remote_write);
+  auto region = ok(target.mr.remote());
+  buffer dst(raw.ch.pd(), 64, 0);
+  auto s = raw.ch.scope();
+  auto h = ok(s.post_recv(0, dst.all()));
+  REQUIRE(raw.read_n(32).size() == 32); // the credit
+  result<work_result> r = std::errc::timed_out;
+  std::thread waiter([&] { r = s.wait(h, 10s); }); // (no assertion in this thread)
+  auto f = pattern_frame(frame(2, n, 64, region.addr, region.rkey), n, 7);
+  const std::size_t first = 32 + n / 2;
+  REQUIRE(::send(raw.fd, f.data(), first, MSG_NOSIGNAL) == static_cast<ssize_t>(first));
+  std::this_thread::sleep_for(30ms); // the waiter takes what came, then waits for the rest
+  target.mr = memory_region{};
+  REQUIRE(::send(raw.fd, f.data() + first, f.size() - first, MSG_NOSIGNAL) ==
+          static_cast<ssize_t>(f.size() - first));
+  auto nack = raw.read_n(32);
+  REQUIRE(nack.size() == 32);
+  CHECK(nack[0] == 6);
+  CHECK(nack[8] == 64);
+  CHECK(nack[28] == wc_rem_access_err);
+  CHECK(target.holds(0, n / 2)); // none of what came after the end
+  raw.write_all(pattern_frame(frame(1, 64, 65), 64, 8));
+  waiter.join();
+  REQUIRE(r.has_value());
+  CHECK(r->ok());
+  CHECK(dst.holds(8));
+}
+
 TEST_CASE("channel tcp: a peer of another release's protocol is failed, and told apart") {
   // Its hello names this pair's tokens but another version of the wire
   // (2: before an ack answered a run; 4: a later release's): the channel
