@@ -430,7 +430,9 @@ inline std::size_t tcp_engine::poll_locked(std::unique_lock<light_mutex> &lock,
       // poll(2), that rest would wake this thread a few times per message).
       const bool alone = n == 1 && fds[0].events == POLLIN && !others && peers_[who[0]].blocking &&
                          !peers_[who[0]].app_reading && wait >= channel_state::tcp_wait_most;
-      if (alone && (!peers_[who[0]].in_payload || payload_blockable(peers_[who[0]]))) {
+      if (alone && (!peers_[who[0]].in_payload ||
+                    (payload_blockable(peers_[who[0]]) &&
+                     payload_reader_.load(std::memory_order_relaxed) == SIZE_MAX))) {
         if (peers_[who[0]].in_payload)
           read_payload_blocking(lock, who[0]);
         else
@@ -605,6 +607,14 @@ void tcp_engine::fail(std::size_t p, const std::string &why, int head_status,
   }
   if (q.fd >= 0)
     ::shutdown(q.fd, SHUT_RDWR); // closed by the thread (it may be polling it)
+  // A thread in recv(2) straight into a receive's or a read's buffer
+  // (read_payload_blocking(); this is then the progress thread, as in
+  // check_acks()) may still be copying what had come: their flushes go back
+  // to the application once it is out (the shutdown ends it at once), so
+  // nothing lands in a buffer after its completion.
+  if (q.app_reading)
+    while (payload_reader_.load(std::memory_order_acquire) == p)
+      std::this_thread::yield();
   for (std::size_t i = 0; i < q.sq.size(); i++)
     complete(p, q.sq[i].wr_id, i == at ? head_status : wc_flush_err, 0);
   q.sq.clear();
@@ -1496,6 +1506,7 @@ void tcp_engine::read_payload_blocking(std::unique_lock<light_mutex> &lock,
   void *to = reinterpret_cast<void *>(at.addr + q.in_done);
   const int fd = q.fd;
   const auto since = block_begin(q);
+  payload_reader_.store(p, std::memory_order_relaxed); // (fail())
   lock.unlock();
   ssize_t n = -1;
   int err = 0;
@@ -1504,6 +1515,7 @@ void tcp_engine::read_payload_blocking(std::unique_lock<light_mutex> &lock,
         n = ::recv(fd, to, left, MSG_WAITALL);
         err = errno;
       });
+  payload_reader_.store(SIZE_MAX, std::memory_order_release);
   lock.lock();
   const int deferred = block_end(q, since);
   if (q.st != state::up)

@@ -26,21 +26,23 @@
 // wait: timer_lead). Whoever holds the mutex moves payloads with sendmsg/recv
 // straight between the sockets and the registered buffers, each call inside region_table::use(), so
 // every byte lands inside a region that grants the right, and the region cannot end during the
-// copy. Small frames are read several to a recv(2) through a per-peer read-ahead buffer (4 KiB;
-// copied from there to their place inside use() too), and written several to a sendmsg(2) (answers,
-// credits riding in the headers (a credit frame of its own only once the peer is short of them:
-// credit_due()), then requests, payloads included, up to 64 KiB of payload a call; the regions of
-// all of them checked and held by one region_table::reader from the batch's making through its
-// first sendmsg(2), the rest of a batch a call took part of by one use_each()). A request posted
-// while others to that peer await their answers, by a thread that keeps waiting on the engine or
-// behind requests the peer answers with no call of its own (see next_batch()), is held back until
-// that thread waits again or an answer is read: a window of posts then goes in one sendmsg(2).
-// Requests are answered in order (TCP keeps it): a send waits, RNR-like, on the sending side
-// until the peer has announced a posted receive (a credit, see tcp_frame.hpp), or goes eagerly into
-// the peer's staging buffer (up to 2 of at most 64 KiB), so no send ever stops the reading of a
-// connection and the answers behind it (the peer reads an eager send into that buffer only once
-// something behind it may be needed, see stage_now(); else the receive, once
-// posted, takes it straight from the socket, with no copy); a send or write
+// copy (a waiting thread that blocks in recv(2) for a large payload's rest holds that region
+// alone, region_table::use_blocking(), and a failure of that peer flushes the receives and reads
+// once that recv(2) is out: read_payload_blocking()). Small frames are read several to a recv(2)
+// through a per-peer read-ahead buffer (4 KiB; copied from there to their place inside use() too),
+// and written several to a sendmsg(2) (answers, credits riding in the headers (a credit frame of
+// its own only once the peer is short of them: credit_due()), then requests, payloads included, up
+// to 64 KiB of payload a call; the regions of all of them checked and held by one
+// region_table::reader from the batch's making through its first sendmsg(2), the rest of a batch a
+// call took part of by one use_each()). A request posted while others to that peer await their
+// answers, by a thread that keeps waiting on the engine or behind requests the peer answers with no
+// call of its own (see next_batch()), is held back until that thread waits again or an answer is
+// read: a window of posts then goes in one sendmsg(2). Requests are answered in order (TCP keeps
+// it): a send waits, RNR-like, on the sending side until the peer has announced a posted receive (a
+// credit, see tcp_frame.hpp), or goes eagerly into the peer's staging buffer (up to 2 of at most 64
+// KiB), so no send ever stops the reading of a connection and the answers behind it (the peer reads
+// an eager send into that buffer only once something behind it may be needed, see stage_now(); else
+// the receive, once posted, takes it straight from the socket, with no copy); a send or write
 // completes on the peer's ack, sent once the bytes are placed in the receive
 // or region (an eager send's once a receive took it, as RC's ack means the
 // responder placed it), a read on its response. Acks and credits that an
@@ -67,6 +69,7 @@
 #ifndef RDMADL_SRC_TCP_ENGINE_HPP
 #define RDMADL_SRC_TCP_ENGINE_HPP
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -380,6 +383,9 @@ private:
     rdmadl::access right = rdmadl::access::local;
   };
   static payload_place place_of(const peer &q) noexcept;
+  // The peer whose payload a thread is taking in read_payload_blocking()'s
+  // recv(2), without the mutex (SIZE_MAX: none; one thread at a time).
+  std::atomic<std::size_t> payload_reader_{SIZE_MAX};
   static void region_ended(peer &q) noexcept;
   int read_failed(peer &q, std::size_t p, ssize_t n, int err) noexcept;
   // The connection closed (err 0: closed says how) or failed (err: its
