@@ -84,6 +84,10 @@ public:
   /// is released (deregistered when nothing else holds it).
   memory_region &operator=(memory_region &&o) noexcept = default;
   /// Releases the registration (ibv_dereg_mr); the buffer itself is untouched.
+  /// Once the registration is released, no TCP peer's byte lands in the
+  /// buffer: a copy into it that is running is waited for (a thread waiting
+  /// on a channel may take a large payload's rest in one blocking recv(2),
+  /// at most 20 ms).
   ~memory_region() = default;
 
   /// The registered bytes (for register_dmabuf(): the IOVA range, not memory
