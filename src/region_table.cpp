@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "region_table.hpp"
 
-#include <algorithm>
 #include <mutex>
 
 namespace rdmadl::detail {
@@ -30,18 +29,29 @@ void region_table::remove(std::uint32_t lkey) noexcept {
   }
   // Gone from the table: no use starts; one that holds it runs to its end.
   std::unique_lock l(pin_m_);
-  pin_cv_.wait(l, [&] { return std::find(pinned_.begin(), pinned_.end(), lkey) == pinned_.end(); });
+  pin_cv_.wait(l, [&] { return !pinned(lkey); });
 }
 
-void region_table::pin(std::uint32_t lkey) const {
+bool region_table::pinned(std::uint32_t lkey) const noexcept {
+  for (const pin_node *n = pins_; n; n = n->next)
+    if (n->lkey == lkey)
+      return true;
+  return false;
+}
+
+void region_table::pin(pin_node &n) const noexcept {
   std::lock_guard l(pin_m_);
-  pinned_.push_back(lkey);
+  n.next = pins_;
+  pins_ = &n;
 }
 
-void region_table::unpin(std::uint32_t lkey) const noexcept {
+void region_table::unpin(pin_node &n) const noexcept {
   {
     std::lock_guard l(pin_m_);
-    pinned_.erase(std::find(pinned_.begin(), pinned_.end(), lkey));
+    pin_node **at = &pins_;
+    while (*at != &n)
+      at = &(*at)->next;
+    *at = n.next;
   }
   pin_cv_.notify_all();
 }

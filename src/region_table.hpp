@@ -33,7 +33,6 @@
 #include <shared_mutex>
 #include <span>
 #include <unordered_map>
-#include <vector>
 
 #include "locks.hpp"
 #include "rdmadl/memory.hpp"
@@ -89,17 +88,17 @@ public:
   template <class Fn>
   bool use_blocking(key_kind kind, std::uint32_t key, std::uint64_t addr, std::uint64_t length,
                     rdmadl::access right, Fn &&fn) const {
-    std::uint32_t lkey = 0;
+    pin_node held;
     {
       std::shared_lock lock(gate_);
       const entry *e = allowed(kind, key, addr, length, right, nullptr);
       if (!e)
         return false;
-      lkey = e->lkey;
-      pin(lkey); // before the gate opens: a remove() that follows sees it
+      held.lkey = e->lkey;
+      pin(held); // before the gate opens: a remove() that follows sees it
     }
     fn();
-    unpin(lkey);
+    unpin(held);
     return true;
   }
   // One range for use_each() (no initializers: an array of them is filled
@@ -179,13 +178,19 @@ private:
   std::unordered_map<std::uint32_t, entry> by_lkey_;
   std::unordered_map<std::uint32_t, std::uint32_t> lkey_of_rkey_;
   std::atomic<std::uint32_t> next_{1};
-  // The regions a use_blocking() holds (an lkey per call): rare, so a
-  // list under a mutex, and remove() waits on pin_cv_.
-  void pin(std::uint32_t lkey) const;
-  void unpin(std::uint32_t lkey) const noexcept;
+  // The regions a use_blocking() holds: rare, so a list under a mutex, and
+  // remove() waits on pin_cv_. Each call's node lives on its own stack, so
+  // holding a region allocates nothing (the engine's callers are noexcept).
+  struct pin_node {
+    std::uint32_t lkey = 0;
+    pin_node *next = nullptr;
+  };
+  void pin(pin_node &n) const noexcept;
+  void unpin(pin_node &n) const noexcept;
+  bool pinned(std::uint32_t lkey) const noexcept; // the caller holds pin_m_
   mutable std::mutex pin_m_;
   mutable std::condition_variable pin_cv_;
-  mutable std::vector<std::uint32_t> pinned_;
+  mutable pin_node *pins_ = nullptr;
 };
 
 } // namespace rdmadl::detail
