@@ -329,6 +329,22 @@ private:
   [[gnu::always_inline]] std::size_t poll_locked(std::unique_lock<light_mutex> &lock,
                                                  std::span<tcp_completion> out,
                                                  std::chrono::microseconds wait) noexcept;
+  // The ping-pong's own path through post_poll() (tcp_engine.cpp): a
+  // receive whose send is read ahead whole, and a send to the one peer that
+  // then waits for its answer, each taken only from the state named in
+  // lean_placeable() and lean_sendable() and leaving the state the general
+  // path would; anything else goes the general way.
+  static bool lean_placeable(const peer &q, const local_slice &buf) noexcept;
+  void lean_place(peer &q, std::size_t p, const local_slice &buf, std::uint64_t wr_id) noexcept;
+  bool lean_sendable(const peer &q, const local_slice &buf) const noexcept;
+  void lean_send(peer &q, std::size_t p, const local_slice &buf, std::uint64_t wr_id) noexcept;
+  bool lean_waitable(const peer &q, std::chrono::microseconds wait) const noexcept;
+  void lean_wait(std::unique_lock<light_mutex> &lock, peer &q, std::size_t p,
+                 std::chrono::microseconds wait) noexcept;
+  // Whether the progress thread is to be woken after a post to q (see
+  // post_locked()); wrote_before: q.wrote before it.
+  [[gnu::always_inline]] bool wake_for(peer &q, bool wrote_before) noexcept;
+  [[gnu::always_inline]] std::size_t take_done(std::span<tcp_completion> out) noexcept;
   void run() noexcept;
   void check_acks() noexcept; // fails a peer that stopped acknowledging (keep_alive())
   // Fails a peer whose connection poll(2) reported broken when nothing read

@@ -4,12 +4,14 @@
 // a raw-socket peer that breaks the protocol is failed alone.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <arpa/inet.h>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <dirent.h>
+#include <functional>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -33,7 +35,7 @@ using namespace std::chrono_literals;
 
 namespace {
 constexpr int wc_loc_len_err = 1, wc_loc_prot_err = 4, wc_flush_err = 5, wc_rem_inv_req_err = 9,
-              wc_rem_access_err = 10;
+              wc_rem_access_err = 10, wc_rem_op_err = 11;
 
 channel_options tcp_options(std::size_t peers = 1) {
   channel_options o;
@@ -614,8 +616,11 @@ channel_endpoint raw_endpoint(std::uint16_t port) {
 
 // Connects to a channel listening on port and sends the hello (of version
 // version) that names its token; the socket, or -1.
-int raw_connect(std::uint16_t port, std::uint64_t token, std::uint8_t version = 3) {
+// rcvbuf: SO_RCVBUF for the socket (0: the default).
+int raw_connect(std::uint16_t port, std::uint64_t token, std::uint8_t version = 3, int rcvbuf = 0) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (rcvbuf > 0)
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(port);
@@ -660,19 +665,36 @@ struct raw_end {
 struct raw_peer : raw_end {
   channel ch;
   idle_listener listener; // the raw side's: the channel probes it, never connects
-  explicit raw_peer(channel_options o = tcp_options(), std::uint8_t version = 3) {
+  explicit raw_peer(channel_options o = tcp_options(), std::uint8_t version = 3, int rcvbuf = 0) {
     REQUIRE(listener.port != 0);
     ch = ok(channel::create(o));
     auto mine = ok(ch.local_channel_endpoint());
     REQUIRE(mine.token > 1);
     ok(ch.connect(raw_endpoint(listener.port)));
-    take(raw_connect(mine.port, mine.token, version));
+    take(raw_connect(mine.port, mine.token, version, rcvbuf));
   }
   void write_all(const std::vector<std::uint8_t> &b) const {
     REQUIRE(::send(fd, b.data(), b.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(b.size()));
   }
   // Reads n bytes (or fewer at EOF).
   std::vector<std::uint8_t> read_n(std::size_t n) const { return ::read_n(fd, n); }
+  // Reads frames up to the channel's next send (credits before it are
+  // skipped) and its payload of length bytes: that send's wr_id and
+  // payload (0 and none if the connection ended first).
+  std::pair<std::uint64_t, std::vector<std::uint8_t>> read_send(std::size_t length) const {
+    for (;;) {
+      const auto head = read_n(32);
+      if (head.size() != 32)
+        return {};
+      if (head[0] == 7) // a credit
+        continue;
+      REQUIRE(head[0] == 1);
+      std::uint64_t id = 0;
+      for (std::size_t k = 0; k < 8; k++)
+        id |= std::uint64_t{head[8 + k]} << (8 * k);
+      return {id, read_n(length)};
+    }
+  }
 };
 } // namespace
 
@@ -993,6 +1015,159 @@ TEST_CASE("channel tcp: a request the peer answered just before it closed comple
   }
   INFO(why);
   CHECK(failed == 0);
+}
+
+// A blocking send to an idle peer, and its wait for the answer, take a
+// path of their own in the engine (tcp_engine::lean_send(), lean_wait()):
+// what the peer sends back is checked there as anywhere, and what that
+// path does not take (a payload to place) goes on the general way.
+TEST_CASE("channel tcp: what comes back to a blocking send is checked and taken as any frame") {
+  raw_peer raw;
+  buffer src(raw.ch.pd(), 64, 3);
+  std::uint64_t id = 0;
+  std::thread peer;
+  // The raw side reads the send, checks its bytes, then writes back reply
+  // (which may name the send's wr_id: reply_for()). A first send, acked,
+  // makes the connection as a ping-pong's is between its messages (the
+  // socket read empty once: the path's condition).
+  auto answer = [&](std::function<std::vector<std::uint8_t>(std::uint64_t)> reply_for) {
+    peer = std::thread([&, reply_for] {
+      auto [sent_id, bytes] = raw.read_send(64);
+      id = sent_id;
+      if (bytes.size() != 64 || std::memcmp(bytes.data(), src.bytes.data(), bytes.size()) != 0)
+        return;
+      const auto reply = reply_for(sent_id);
+      (void)::send(raw.fd, reply.data(), reply.size(), MSG_NOSIGNAL);
+    });
+  };
+  answer([](std::uint64_t sent) { return frame(5, 1, sent); });
+  REQUIRE(raw.ch.send(src.all(), 5s));
+  peer.join();
+  SUBCASE("an ack of a request it did not make fails the peer") {
+    answer([](std::uint64_t sent) { return frame(5, 1, sent + 1); });
+    const auto r = raw.ch.send(src.all(), 5s);
+    peer.join();
+    CHECK(id != 0);
+    CHECK_FALSE(r);
+    INFO(raw.ch.describe());
+    CHECK(raw.ch.describe().find("answered a request this side did not make") != std::string::npos);
+  }
+  SUBCASE("a malformed frame in place of the ack fails the peer") {
+    answer([](std::uint64_t) { return frame(9, 0, 1); });
+    const auto r = raw.ch.send(src.all(), 5s);
+    peer.join();
+    CHECK(id != 0);
+    CHECK_FALSE(r);
+    CHECK(raw.ch.describe().find("malformed frame") != std::string::npos);
+  }
+  SUBCASE("the ack, then a write into a region, then a credit: all taken") {
+    buffer target(raw.ch.pd(), 64, 0, rdmadl::access::remote_write);
+    const remote_region at = ok(target.mr.remote());
+    std::vector<std::uint8_t> payload(64);
+    for (std::size_t i = 0; i < payload.size(); i++)
+      payload[i] = static_cast<std::uint8_t>(buffer::at(i, 9));
+    answer([&](std::uint64_t sent) {
+      auto reply = frame(5, 1, sent);
+      const auto head = frame(2, 64, 77, at.addr, at.rkey);
+      reply.insert(reply.end(), head.begin(), head.end());
+      reply.insert(reply.end(), payload.begin(), payload.end());
+      const auto credit = frame(7, 1, 0);
+      reply.insert(reply.end(), credit.begin(), credit.end());
+      return reply;
+    });
+    CHECK(raw.ch.send(src.all(), 5s));
+    peer.join();
+    // The write is acked (the ack may wait a few milliseconds for a request
+    // to ride on: next_batch()), and in place by then.
+    const auto ack = raw.read_n(32);
+    REQUIRE(ack.size() == 32);
+    CHECK(ack[0] == 5);
+    CHECK(ack[8] == 77);
+    CHECK(target.holds(9));
+    CHECK(raw.ch.connected());
+    // The credit came too: a send goes with one (the first went eagerly).
+    answer([](std::uint64_t sent) { return frame(5, 1, sent); });
+    CHECK(raw.ch.send(src.all(), 5s));
+    peer.join();
+    CHECK(raw.ch.connected());
+  }
+}
+
+TEST_CASE(
+    "channel tcp: a blocking send of the most an eager send takes goes whole to a slow peer") {
+  // 65535 bytes (tcp_eager_max less one: the most a blocking send's own
+  // path takes) to a peer with a small receive window that starts reading
+  // only after 100 ms.
+  raw_peer raw(tcp_options(), 3, 2048);
+  buffer src(raw.ch.pd(), 65535, 5);
+  std::pair<std::uint64_t, std::vector<std::uint8_t>> got;
+  std::thread peer([&] {
+    std::this_thread::sleep_for(100ms);
+    got = raw.read_send(65535);
+    if (got.first != 0) {
+      const auto ack = frame(5, 1, got.first);
+      (void)::send(raw.fd, ack.data(), ack.size(), MSG_NOSIGNAL);
+    }
+  });
+  const auto r = raw.ch.send(src.all(), 5s);
+  peer.join();
+  CHECK(r);
+  REQUIRE(got.second.size() == 65535);
+  CHECK(std::memcmp(got.second.data(), src.bytes.data(), 65535) == 0);
+}
+
+TEST_CASE("channel tcp: a blocking send to a peer that just reset fails that peer, clearly") {
+  // The raw side resets the connection; the channel's send follows at
+  // once, and either finds the peer failed already (its progress thread
+  // read the reset) or draws the error from its own sendmsg(2) (the first
+  // in some of these runs). Each way the send fails, nothing hangs, and
+  // describe() says the connection ended.
+  int failed_sends = 0;
+  std::string why;
+  for (int i = 0; i < 100; i++) {
+    raw_peer raw;
+    buffer src(raw.ch.pd(), 64, 1);
+    std::thread peer([&] {
+      auto [id, bytes] = raw.read_send(64);
+      if (id != 0) {
+        const auto ack = frame(5, 1, id);
+        (void)::send(raw.fd, ack.data(), ack.size(), MSG_NOSIGNAL);
+      }
+    });
+    REQUIRE(raw.ch.send(src.all(), 5s)); // (the connection as between two messages)
+    peer.join();
+    const linger reset{1, 0};
+    REQUIRE(::setsockopt(raw.fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset) == 0);
+    raw.close();
+    if (!raw.ch.send(src.all(), 5s))
+      failed_sends++;
+    else if (why.empty())
+      why = "a send after the reset completed: " + raw.ch.describe();
+    CHECK_FALSE(raw.ch.connected());
+    const auto d = raw.ch.describe();
+    if (d.find("; failed: ") == std::string::npos && why.empty())
+      why = d;
+  }
+  INFO(why);
+  CHECK(failed_sends == 100);
+  CHECK(why.empty());
+}
+
+TEST_CASE("channel tcp: a receive into a slice outside any region, its send read ahead, fails") {
+  // b reads a's send before any receive (the progress thread: nothing is
+  // waiting); the receive then posted names no region: it fails with a
+  // local protection error, a's send with a remote operation error, as
+  // RC's would, and nothing is written.
+  auto [a, b] = pair_of();
+  buffer src(a.pd(), 64, 4);
+  auto sa = a.scope();
+  auto hs = ok(sa.post_send(0, src.all()));
+  CHECK(sa.wait(hs, 100ms).error() == errc::timed_out); // read at b, not placed
+  std::vector<std::byte> raw(64, std::byte{0x5a});
+  local_slice bogus{reinterpret_cast<std::uint64_t>(raw.data()), 64, 12345};
+  CHECK(b.receive(bogus, 5s).error() == std::error_code(wc_loc_prot_err, wc_category()));
+  CHECK(ok(sa.wait(hs, 5s)).status == wc_rem_op_err);
+  CHECK(std::all_of(raw.begin(), raw.end(), [](std::byte x) { return x == std::byte{0x5a}; }));
 }
 
 TEST_CASE("channel tcp: one ack answers a run of requests, checked against them") {
