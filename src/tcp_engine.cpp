@@ -451,15 +451,7 @@ void tcp_engine::lean_wait(std::unique_lock<light_mutex> &lock, peer &q, std::si
     const auto f = parse_frame(std::span(q.inbuf).subspan(q.in_beg, tcp_header_size));
     if (!f) [[unlikely]]
       break; // (pump_in() fails the peer)
-    q.in_beg += tcp_header_size;
-    q.in_f = *f;
-    q.credits += f->credit;
-    if (f->op == tcp_op::send)
-      q.granted--;
-    q.in_payload = true;
-    q.in_done = 0;
-    q.in_dest = to_nothing;
-    q.in_status = 0;
+    take_header(q, *f);
     if (!begin_payload(q, p)) [[unlikely]]
       return;
     if (q.in_payload)
@@ -1821,15 +1813,7 @@ bool tcp_engine::pump_in(peer &q, std::size_t p) noexcept {
           fail(p, "it sent a malformed frame (" + f.error().message() + ")", wc_retry_exc_err);
           return false;
         }
-        q.in_beg += tcp_header_size;
-        q.in_f = *f;
-        q.credits += f->credit; // receives the peer posted, told on any frame
-        if (f->op == tcp_op::send)
-          q.granted--;
-        q.in_payload = true;
-        q.in_done = 0;
-        q.in_dest = to_nothing;
-        q.in_status = 0;
+        take_header(q, *f);
       }
       if (!begin_payload(q, p))
         return false;
@@ -1942,6 +1926,20 @@ inline bool tcp_engine::in_ready(const peer &q) noexcept {
   if (q.in_payload)
     return q.in_dest != to_nothing && q.in_end > q.in_beg;
   return q.in_end - q.in_beg >= tcp_header_size && !q.answers.full() && !q.close_after_output;
+}
+
+// A header parsed at the read-ahead buffer's front: its frame is on its way
+// in, nothing of its payload moved yet (begin_payload() says where it goes).
+inline void tcp_engine::take_header(peer &q, const tcp_frame &f) noexcept {
+  q.in_beg += tcp_header_size;
+  q.in_f = f;
+  q.credits += f.credit; // receives the peer posted, told on any frame
+  if (f.op == tcp_op::send)
+    q.granted--;
+  q.in_payload = true;
+  q.in_done = 0;
+  q.in_dest = to_nothing;
+  q.in_status = 0;
 }
 
 // A header has arrived: decide where its payload goes (or act at once on a

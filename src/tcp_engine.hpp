@@ -440,6 +440,7 @@ private:
   int read_in(peer &q, std::size_t p, bool &drained) noexcept; // (fill_in())
   bool pump_in(peer &q, std::size_t p) noexcept;
   [[gnu::always_inline]] static bool in_ready(const peer &q) noexcept;
+  [[gnu::always_inline]] static void take_header(peer &q, const tcp_frame &f) noexcept;
   [[gnu::always_inline]] bool begin_payload(peer &q, std::size_t p) noexcept;
   [[gnu::always_inline]] bool finish_frame(peer &q, std::size_t p) noexcept;
   void place_staged(peer &q, std::size_t p) noexcept;
