@@ -330,10 +330,10 @@ private:
                                                  std::span<tcp_completion> out,
                                                  std::chrono::microseconds wait) noexcept;
   // The ping-pong's own path through post_poll() (tcp_engine.cpp): a
-  // receive whose send is read ahead whole, and a send to the one peer that
-  // then waits for its answer, each taken only from the state named in
-  // lean_placeable() and lean_sendable() and leaving the state the general
-  // path would; anything else goes the general way.
+  // receive whose send is read ahead whole, a send to an idle connection,
+  // and that send's wait when the engine has the one peer, each taken only
+  // from the state its lean_*able() test names and leaving the state the
+  // general path would; anything else goes the general way.
   static bool lean_placeable(const peer &q, const local_slice &buf) noexcept;
   void lean_place(peer &q, std::size_t p, const local_slice &buf, std::uint64_t wr_id) noexcept;
   bool lean_sendable(const peer &q, const local_slice &buf) const noexcept;
