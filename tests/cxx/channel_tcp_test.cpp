@@ -680,7 +680,8 @@ struct raw_peer : raw_end {
   std::vector<std::uint8_t> read_n(std::size_t n) const { return ::read_n(fd, n); }
   // Reads frames up to the channel's next send (credits before it are
   // skipped) and its payload of length bytes: that send's wr_id and
-  // payload (0 and none if the connection ended first).
+  // payload (0 and none if the connection ended first or another frame
+  // came). No check of its own: the tests call it from a thread of theirs.
   std::pair<std::uint64_t, std::vector<std::uint8_t>> read_send(std::size_t length) const {
     for (;;) {
       const auto head = read_n(32);
@@ -688,7 +689,8 @@ struct raw_peer : raw_end {
         return {};
       if (head[0] == 7) // a credit
         continue;
-      REQUIRE(head[0] == 1);
+      if (head[0] != 1)
+        return {};
       std::uint64_t id = 0;
       for (std::size_t k = 0; k < 8; k++)
         id |= std::uint64_t{head[8 + k]} << (8 * k);
@@ -1085,7 +1087,8 @@ TEST_CASE("channel tcp: what comes back to a blocking send is checked and taken 
     CHECK(ack[8] == 77);
     CHECK(target.holds(9));
     CHECK(raw.ch.connected());
-    // The credit came too: a send goes with one (the first went eagerly).
+    // The credit came too: the next send goes (the two before it took both
+    // eager sends a peer may make without one).
     answer([](std::uint64_t sent) { return frame(5, 1, sent); });
     CHECK(raw.ch.send(src.all(), 5s));
     peer.join();
